@@ -1,0 +1,347 @@
+"""Solver layer: one ``solve()`` for every backend, a :class:`SolveReport` for every solve.
+
+Backends are chosen by name with ``solver=``:
+
+* every installed cvxpy conic solver that accepts PSD cones
+  (``"SCS"``, ``"CLARABEL"``, ``"CVXOPT"``, ``"SDPA"``, ``"MOSEK"`` when licensed);
+* ``"CSDP"``, the DVU paper's solver, through an SDPA file (:mod:`sdpembed._csdp`);
+* backends registered with :func:`register_backend` (the toolkit's large-n solver).
+
+A status other than optimal raises a typed error from :mod:`sdpembed.exceptions`;
+``optimal_inaccurate`` warns with :class:`~sdpembed.exceptions.InaccurateSolutionWarning`.
+Fallbacks happen only when asked for (``fallback=[...]``) and are recorded in
+:attr:`SolveReport.attempts`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import cvxpy as cp
+import numpy as np
+
+from . import _csdp
+from .exceptions import (
+    InaccurateSolutionWarning,
+    InfeasibleError,
+    InputError,
+    SolverFailedError,
+    SolverMissingError,
+    UnboundedError,
+)
+from .formulations._base import Formulation
+
+__all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
+           "INSTALL_HINTS"]
+
+logger = logging.getLogger(__name__)
+
+#: Conic backends of cvxpy that accept PSD cones, in order of preference.
+CVXPY_SDP_SOLVERS = ("CLARABEL", "SCS", "MOSEK", "CVXOPT", "SDPA")
+
+INSTALL_HINTS = {
+    "SCS": "pip install scs",
+    "CLARABEL": "pip install clarabel",
+    "CVXOPT": "pip install 'sdpembed[cvxopt]'  (or: pip install cvxopt)",
+    "SDPA": "pip install 'sdpembed[sdpa]'  (or: pip install sdpa-python)",
+    "MOSEK": "pip install 'sdpembed[mosek]' and put a licence file in ~/mosek/mosek.lic",
+    "CSDP": _csdp.CSDP_INSTALL_HINT,
+}
+
+_PACKAGE_OF = {"SCS": "scs", "CLARABEL": "clarabel", "CVXOPT": "cvxopt", "SDPA": "sdpa-python",
+               "MOSEK": "mosek"}
+
+#: Defaults applied unless the caller overrides them (recorded in the report).
+DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
+    "SCS": {"eps_abs": 1e-6, "eps_rel": 1e-6, "max_iters": 50_000},
+    "CLARABEL": {},
+    "CVXOPT": {},
+    "SDPA": {},
+    "MOSEK": {},
+    "CSDP": {},
+}
+
+
+@dataclass
+class SolveReport:
+    """What a solve did and how well.
+
+    ``objective`` is the optimal value of the formulation's objective as posed.
+    ``gap`` and the residuals are the backend's own numbers (relative where the
+    backend reports relative numbers); ``certified_gap`` is set only by
+    backends that compute a duality certificate themselves (the large-n solver)
+    and is ``None`` otherwise: an uncertified gap is never reported as certified.
+    """
+
+    status: str
+    objective: float | None
+    solver: str
+    solver_version: str
+    options: dict[str, Any]
+    compile_seconds: float
+    solve_seconds: float
+    iterations: int | None = None
+    primal_residual: float | None = None
+    dual_residual: float | None = None
+    gap: float | None = None
+    certified_gap: float | None = None
+    primal_infeasibility: float | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.compile_seconds + self.solve_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["extra"] = {k: v for k, v in d["extra"].items()
+                      if isinstance(v, (int, float, str, bool, type(None)))}
+        return d
+
+    def __str__(self) -> str:
+        def fmt(v):
+            return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
+        return (f"SolveReport({self.solver} {self.solver_version}: {self.status}, "
+                f"objective={fmt(self.objective)}, compile={self.compile_seconds:.2f}s, "
+                f"solve={self.solve_seconds:.2f}s, iterations={fmt(self.iterations)}, "
+                f"gap={fmt(self.gap)})")
+
+
+# --------------------------------------------------------------------- registry
+_CUSTOM_BACKENDS: dict[str, Callable[..., SolveReport]] = {}
+_CUSTOM_AVAILABLE: dict[str, Callable[[], bool]] = {}
+_CUSTOM_VERSIONS: dict[str, Callable[[], str]] = {}
+
+
+def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
+                     available: Callable[[], bool] = lambda: True,
+                     version: Callable[[], str] = lambda: "sdpembed") -> None:
+    """Register a backend ``solve_fn(formulation, verbose=..., **options) -> SolveReport``.
+
+    The function must write the solution into the formulation's variables and
+    raise the typed errors of :mod:`sdpembed.exceptions` on failure.
+    """
+    key = name.upper()
+    _CUSTOM_BACKENDS[key] = solve_fn
+    _CUSTOM_AVAILABLE[key] = available
+    _CUSTOM_VERSIONS[key] = version
+
+
+def _mosek_licensed() -> bool:
+    try:
+        import mosek
+
+        with mosek.Env() as env:
+            env.checkoutlicense(mosek.feature.pts)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not usable"
+        return False
+
+
+def available_solvers() -> list[str]:
+    """Names of the backends usable here, for ``solve(..., solver=NAME)``."""
+    installed = set(cp.installed_solvers())
+    names = [s for s in CVXPY_SDP_SOLVERS if s in installed and (s != "MOSEK" or _mosek_licensed())]
+    if _csdp.csdp_executable() is not None:
+        names.append("CSDP")
+    _load_plugins()
+    names += [k for k, ok in _CUSTOM_AVAILABLE.items() if ok()]
+    return names
+
+
+def _load_plugins() -> None:
+    """Import modules that register toolkit backends (optional, may not exist yet)."""
+    for module in ("sdpembed.large",):
+        try:
+            __import__(module)
+        except ImportError:
+            pass
+
+
+def solver_version(name: str) -> str:
+    name = name.upper()
+    if name == "CSDP":
+        return _csdp.csdp_version()
+    if name in _CUSTOM_VERSIONS:
+        return _CUSTOM_VERSIONS[name]()
+    try:
+        return importlib.metadata.version(_PACKAGE_OF.get(name, name.lower()))
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+# ------------------------------------------------------------------------ solve
+def solve(formulation: Formulation, solver: str = "SCS", verbose: bool = False, *,
+          fallback: Sequence[str] | None = None, **options) -> SolveReport:
+    """Solve a :class:`~sdpembed.formulations.Formulation` with the named backend.
+
+    Parameters
+    ----------
+    formulation : Formulation
+        Built by one of the toolkit's builders (or by hand).
+    solver : str
+        Backend name, see :func:`available_solvers`. Case-insensitive.
+    verbose : bool
+        Pass the backend's own progress output through.
+    fallback : sequence of str, optional
+        Backends to try, in order, if ``solver`` fails numerically
+        (:class:`SolverFailedError` only; infeasible or unbounded problems are
+        not retried). Every attempt is recorded in ``report.attempts``.
+    **options
+        Backend options (e.g. SCS ``eps_abs``, CSDP ``axtol``), merged over
+        :data:`DEFAULT_OPTIONS` and recorded in ``report.options``.
+
+    Returns
+    -------
+    SolveReport
+
+    Raises
+    ------
+    SolverMissingError, InfeasibleError, UnboundedError, SolverFailedError
+    """
+    if not isinstance(formulation, Formulation):
+        raise InputError("solve() takes a Formulation built by sdpembed.formulations; "
+                         f"got {type(formulation).__name__}")
+    chain = [solver, *(fallback or [])]
+    attempts: list[dict[str, Any]] = []
+    for k, name in enumerate(chain):
+        try:
+            report = _solve_once(formulation, name, verbose, options if k == 0 else {})
+        except SolverFailedError as exc:
+            attempts.append({"solver": str(name).upper(), "error": str(exc)})
+            if k + 1 < len(chain):
+                logger.warning("%s failed (%s); falling back to %s as requested",
+                               name, exc, chain[k + 1])
+                continue
+            raise
+        report.attempts = attempts + [{"solver": report.solver, "status": report.status}]
+        return report
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -> SolveReport:
+    name = str(solver).upper()
+    _load_plugins()
+    if name in _CUSTOM_BACKENDS:
+        if not _CUSTOM_AVAILABLE[name]():
+            raise SolverMissingError(f"backend {name} is not usable here")
+        report = _CUSTOM_BACKENDS[name](formulation, verbose=verbose, **options)
+        _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
+        return report
+    _check_available(name)
+    effective = {**DEFAULT_OPTIONS.get(name, {}), **options}
+    problem = formulation.problem
+    cvx_solver = _csdp.CSDPConif() if name == "CSDP" else name
+    t0 = time.perf_counter()
+    try:
+        problem.solve(solver=cvx_solver, verbose=verbose, **effective)
+    except cp.error.SolverError as exc:
+        raise SolverFailedError(
+            f"{name} failed on {formulation.method}: {exc}. Try another backend "
+            f"(available: {available_solvers()}), tighten/loosen tolerances, or rescale the "
+            "data (normalize=True)."
+        ) from exc
+    except (TypeError, ValueError) as exc:
+        if "option" in str(exc).lower() or "argument" in str(exc).lower():
+            raise InputError(f"invalid option for {name}: {exc}") from exc
+        raise
+    wall = time.perf_counter() - t0
+    stats = problem.solver_stats
+    compile_s = float(getattr(problem, "compilation_time", None) or 0.0)
+    solve_s = float(stats.solve_time) if stats and stats.solve_time is not None \
+        else max(wall - compile_s, 0.0)
+    extra = _extra_stats(name, stats.extra_stats if stats else None)
+    status = problem.status
+    _raise_for_status(status, formulation, name, extra.get("message", ""))
+    if status == cp.OPTIMAL_INACCURATE:
+        warnings.warn(
+            f"{name} returned optimal_inaccurate on {formulation.method}: the solution is usable "
+            "but less accurate than asked. Raise the iteration limit, or use an interior-point "
+            "backend (CLARABEL, CSDP) for tighter accuracy.", InaccurateSolutionWarning,
+            stacklevel=3)
+    return SolveReport(
+        status=status,
+        objective=float(problem.value) if problem.value is not None else None,
+        solver=name,
+        solver_version=solver_version(name),
+        options=effective,
+        compile_seconds=compile_s,
+        solve_seconds=solve_s,
+        iterations=int(stats.num_iters) if stats and stats.num_iters is not None else None,
+        primal_residual=extra.pop("primal_residual", None),
+        dual_residual=extra.pop("dual_residual", None),
+        gap=extra.pop("gap", None),
+        extra=extra,
+    )
+
+
+def _check_available(name: str) -> None:
+    if name == "CSDP":
+        if _csdp.csdp_executable() is None:
+            raise SolverMissingError(f"CSDP is not installed; {INSTALL_HINTS['CSDP']}")
+        return
+    if name not in CVXPY_SDP_SOLVERS:
+        raise InputError(f"unknown solver {name!r}; choose one of {available_solvers()}")
+    if name not in cp.installed_solvers():
+        raise SolverMissingError(f"{name} is not installed; {INSTALL_HINTS[name]}")
+    if name == "MOSEK" and not _mosek_licensed():
+        raise SolverMissingError(f"MOSEK is installed but has no licence; {INSTALL_HINTS['MOSEK']}")
+
+
+def _raise_for_status(status: str, formulation: Formulation, name: str, message: str = ""):
+    where = f"{name} on {formulation.method} ({formulation.meta.get('variant', '')})"
+    if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
+        hint = formulation.meta.get("infeasible_hint",
+                                    "check that the constraints can hold together")
+        raise InfeasibleError(f"{where}: the problem is infeasible. {hint}")
+    if status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
+        hint = formulation.meta.get("unbounded_hint", "add a bounding term or constraint")
+        raise UnboundedError(f"{where}: the problem is unbounded. {hint}")
+    if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        raise SolverFailedError(
+            f"{where} stopped with status {status!r}{': ' + message if message else ''}. "
+            "Try another backend, more iterations, or a better-scaled problem.")
+
+
+def _extra_stats(name: str, raw) -> dict[str, Any]:
+    """Pull residuals and gaps out of each backend's own statistics."""
+    out: dict[str, Any] = {}
+    if raw is None:
+        return out
+
+    def num(v):
+        try:
+            v = float(v)
+            return v if np.isfinite(v) else None
+        except (TypeError, ValueError):
+            return None
+
+    if name == "SCS" and isinstance(raw, dict):
+        info = raw.get("info", {})
+        out.update(primal_residual=num(info.get("res_pri")), dual_residual=num(info.get("res_dual")),
+                   gap=num(info.get("gap")), message=str(info.get("status", "")))
+    elif name == "CSDP" and isinstance(raw, dict):
+        info = raw.get("info", {})
+        out.update(primal_residual=num(info.get("primal_infeasibility")),
+                   dual_residual=num(info.get("dual_infeasibility")), gap=num(info.get("gap")),
+                   message=str(info.get("status", "")), exit_code=info.get("exit_code"))
+    elif name == "CLARABEL":
+        out.update(primal_residual=num(getattr(raw, "r_prim", None)),
+                   dual_residual=num(getattr(raw, "r_dual", None)))
+        p, d = num(getattr(raw, "obj_val", None)), num(getattr(raw, "obj_val_dual", None))
+        if p is not None and d is not None:
+            out["gap"] = abs(p - d) / max(1.0, abs(p), abs(d))
+        out["message"] = str(getattr(raw, "status", ""))
+    elif isinstance(raw, dict):
+        for key, dest in (("gap", "gap"), ("relative gap", "gap"), ("primal infeasibility",
+                          "primal_residual"), ("dual infeasibility", "dual_residual")):
+            if key in raw:
+                out[dest] = num(raw[key])
+    return out
