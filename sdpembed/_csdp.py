@@ -2,23 +2,20 @@
 
 CSDP (Borchers) is the solver the DVU paper used. It is driven here through
 its command-line program and an SDPA sparse-format file, as a cvxpy
-conic-solver plug-in: cvxpy compiles the problem to the standard form
+conic-solver plug-in. cvxpy compiles the problem to
 
-.. math::  \\min_x\\; c^T x \\quad \\text{s.t.}\\quad s = b - A x \\in \\mathcal K,
+.. math::  \\min_x\\; c^T x \\quad \\text{s.t.}\\quad s = b - A x \\in \\mathcal K
 
-with :math:`\\mathcal K` a product of zero, non-negative and PSD cones (PSD
-blocks in scaled lower-triangular vectorisation). This is exactly CSDP's
-*dual* (LMI) form
-
-.. math::  \\min_y\\; a^T y \\quad\\text{s.t.}\\quad Z = \\sum_i y_i F_i - F_0 \\succeq 0
-
-with :math:`y = x`, :math:`a = c`, :math:`F_i = -\\mathrm{mat}(A_{:,i})` and
-:math:`F_0 = -\\mathrm{mat}(b)`; non-negative rows become one diagonal (LP)
-block, and each equality row becomes a pair of opposite LP entries (CSDP has
-no free cone). CSDP's primal matrix :math:`X` is the dual multiplier of the
-conic constraint, returned to cvxpy as the constraints' dual values.
-Because this class reuses cvxpy's SCS reduction and inversion, solutions land
-in ``variable.value`` exactly as with any other backend.
+(zero, non-negative, second-order and PSD cones; PSD blocks in scaled
+lower-triangular vectorisation). :class:`PrimalMap` rewrites this in CSDP's
+primal form :math:`\\max \\mathrm{tr}(CX)` s.t. :math:`\\mathrm{tr}(A_iX)=a_i`,
+:math:`X\\succeq0`, with cone-constrained variables (a Gram matrix declared
+``PSD=True``, slacks declared ``nonneg=True``) as blocks of :math:`X` and one
+CSDP constraint per real constraint, which keeps CSDP's Schur complement
+the size of the edge set rather than of the matrix. The solution is mapped
+back to cvxpy's SCS layout (primal ``x``, slacks ``s`` and duals ``y``), so
+cvxpy's own inversion writes ``variable.value`` and ``constraint.dual_value``
+exactly as for any other backend.
 """
 
 from __future__ import annotations
@@ -45,8 +42,8 @@ CSDP_INSTALL_HINT = (
 #: CSDP exit codes -> (SCS-style status value, meaning)
 _CSDP_CODES = {
     0: (1, "success: SDP solved"),
-    1: (-1, "CSDP's primal is infeasible: the problem as posed is unbounded"),
-    2: (-2, "CSDP's dual is infeasible: the problem as posed is infeasible"),
+    1: (-2, "primal infeasible: the problem as posed is infeasible"),
+    2: (-1, "dual infeasible: the problem as posed is unbounded"),
     3: (2, "partial success: solution found but full accuracy not reached"),
     4: (-4, "maximum iterations reached"),
     5: (-4, "stuck at edge of primal feasibility"),
@@ -86,129 +83,212 @@ def _svec_index(n: int):
     return rows, cols
 
 
-def _placements(dims):
-    """Map each row of the conic form to SDPA block entries.
+class PrimalMap:
+    """Map ``min c^T x s.t. b - A x = s in K`` to CSDP's primal form and back.
 
-    Returns arrays (row, block, i, j, scale) (1-based block/i/j, i <= j), block
-    sizes, and the layout used by :func:`read_solution`. Zero rows become two
-    opposite LP entries; SOC rows become an arrow matrix
-    :math:`\\begin{bmatrix} t & x^T \\\\ x & tI \\end{bmatrix} \\succeq 0`.
+    CSDP solves :math:`\\max \\mathrm{tr}(CX)` s.t. :math:`\\mathrm{tr}(A_iX) = a_i`,
+    :math:`X \\succeq 0` (block diagonal, with one diagonal LP block). Rows of
+    ``(A, b)`` that merely say "variable ``x_j`` lies in a cone" (one non-zero,
+    ``b = 0``, as cvxpy emits for ``Variable(PSD=True)`` and ``nonneg=True``)
+    turn ``x_j`` into an entry of a block of ``X`` itself. Other variables are
+    free and split as :math:`x_j = p_j - q_j` with :math:`p, q \\ge 0`. Every
+    remaining row becomes one CSDP constraint :math:`a_r^T x + s_r = b_r`,
+    with :math:`s_r` = 0 (zero cone), an LP slack (non-negative cone), an
+    entry of a new PSD block (an LMI) or of an arrow block
+    :math:`\\begin{bmatrix} t & u^T\\\\ u & tI\\end{bmatrix}` (second-order cone).
+    The constraint count is then the number of real constraints (e.g. the
+    edges of a Gram SDP), not the number of matrix entries.
+
+    The entries of ``X`` are handled in "svec" coordinates ``w`` (off-diagonal
+    entries scaled by :math:`\\sqrt2`, as in SCS), so :math:`x = T w` with a
+    sparse ``T``.
     """
-    z, l = int(dims.zero), int(dims.nonneg)
-    soc = [int(k) for k in (getattr(dims, "soc", None) or [])]
-    psd = [int(k) for k in (getattr(dims, "psd", None) or [])]
-    if getattr(dims, "exp", 0) or len(getattr(dims, "p3d", None) or []):
-        raise ValueError("CSDP handles linear, second-order and PSD cones only")
-    R, B, I, J, S = [], [], [], [], []
-    blocks: list[int] = []
-    blk = 0
-    if 2 * z + l:
-        blk = 1
-        blocks.append(-(2 * z + l))
-        r = np.arange(z)
-        R += [r, r, z + np.arange(l)]
-        I += [2 * r + 1, 2 * r + 2, 2 * z + np.arange(l) + 1]
-        J += [2 * r + 1, 2 * r + 2, 2 * z + np.arange(l) + 1]
-        S += [np.ones(z), -np.ones(z), np.ones(l)]
-        B += [np.full(2 * z + l, blk)]
-    offset = z + l
-    for k in soc:
-        blk += 1
-        blocks.append(k)
-        R += [np.full(k, offset), offset + np.arange(1, k)]
-        I += [np.arange(1, k + 1), np.ones(k - 1, int)]
-        J += [np.arange(1, k + 1), np.arange(2, k + 1)]
-        S += [np.ones(k), np.ones(k - 1)]
-        B += [np.full(2 * k - 1, blk)]
-        offset += k
-    for k in psd:
-        blk += 1
-        blocks.append(k)
-        rr, cc = _svec_index(k)
-        R.append(offset + np.arange(rr.size))
-        I.append(np.minimum(rr, cc) + 1)
-        J.append(np.maximum(rr, cc) + 1)
-        S.append(np.where(rr == cc, 1.0, 1.0 / np.sqrt(2.0)))
-        B.append(np.full(rr.size, blk))
-        offset += rr.size
-    cat = lambda parts, dt: np.concatenate(parts).astype(dt) if parts else np.empty(0, dt)  # noqa: E731
-    layout = {"z": z, "l": l, "soc": soc, "psd": psd, "blocks": blocks}
-    return (cat(R, int), cat(B, int), cat(I, int), cat(J, int), cat(S, float)), blocks, layout
 
-
-def write_sdpa(path, c, A, b, dims) -> tuple[list[int], dict]:
-    """Write ``min c^T x s.t. b - A x in K`` as an SDPA sparse file for CSDP.
-
-    Returns the block sizes (negative for the LP block) and a layout dict used to
-    map CSDP's solution back.
-    """
-    A = sp.csr_matrix(A)
-    (R, B, I, J, S), blocks, layout = _placements(dims)
-    E = sp.csr_matrix((S, (np.arange(R.size), R)), shape=(R.size, A.shape[0]))
-    F0 = -(E @ np.asarray(b, dtype=float))
-    F = (-(E @ A)).tocoo()
-    with open(path, "w") as fh:
-        fh.write(f"{A.shape[1]}\n{len(blocks)}\n")
-        fh.write(" ".join(str(s) for s in blocks) + "\n")
-        fh.write(" ".join(repr(float(v)) for v in np.asarray(c, dtype=float)) + "\n")
-        nz0 = np.flatnonzero(F0)
-        fh.writelines(f"0 {B[e]} {I[e]} {J[e]} {float(F0[e])!r}\n" for e in nz0)
-        keep = F.data != 0
-        fh.writelines(f"{col + 1} {B[e]} {I[e]} {J[e]} {float(v)!r}\n"
-                      for e, col, v in zip(F.row[keep], F.col[keep], F.data[keep]))
-    return blocks, layout
-
-
-def read_solution(path, m_vars: int, layout: dict):
-    """Parse CSDP's solution file into (x, dual y in SCS layout, s in SCS layout)."""
-    with open(path) as fh:
-        first = fh.readline().split()
-        x = np.array([float(v) for v in first], dtype=float)
-        data = np.loadtxt(fh, ndmin=2) if os.path.getsize(path) > 0 else np.empty((0, 5))
-    if x.size != m_vars:
-        raise RuntimeError(f"CSDP solution has {x.size} values, expected {m_vars}")
-    z, l, psd = layout["z"], layout["l"], layout["psd"]
-    blocks_mats = {1: {}, 2: {}}  # matno 1 = Z, 2 = X
-    sizes = [abs(s) for s in layout["blocks"]]
-    for matno in (1, 2):
-        for b, size in enumerate(sizes, start=1):
-            blocks_mats[matno][b] = np.zeros((size, size)) if layout["blocks"][b - 1] > 0 \
-                else np.zeros(size)
-    for mat, b, i, j, v in data:
-        mat, b, i, j = int(mat), int(b), int(i) - 1, int(j) - 1
-        M = blocks_mats[mat][b]
-        if M.ndim == 1:
-            M[i] = v
-        else:
-            M[i, j] = v
-            M[j, i] = v
-    out = []
-    for matno in (2, 1):  # y (dual) from X, s from Z
-        parts = []
-        b = 1
-        if 2 * z + l:
-            lp = blocks_mats[matno][1]
-            if matno == 2:
-                parts.append(lp[0:2 * z:2] - lp[1:2 * z:2])
-            else:
-                parts.append(0.5 * (lp[0:2 * z:2] - lp[1:2 * z:2]))
-            parts.append(lp[2 * z:])
-            b = 2
-        for k in layout["soc"]:
-            M = blocks_mats[matno][b]
-            if matno == 2:  # <arrow(t, x), W> = t (W00 + tr W11) + 2 x^T W10
-                parts.append(np.r_[np.trace(M), 2 * M[1:, 0]])
-            else:
-                parts.append(np.r_[M[0, 0], M[1:, 0]])
-            b += 1
+    def __init__(self, c, A, b, dims):
+        A = sp.csr_matrix(A)
+        b = np.asarray(b, dtype=float)
+        c = np.asarray(c, dtype=float)
+        n_rows, n_x = A.shape
+        z, l = int(dims.zero), int(dims.nonneg)
+        soc = [int(k) for k in (getattr(dims, "soc", None) or [])]
+        psd = [int(k) for k in (getattr(dims, "psd", None) or [])]
+        if getattr(dims, "exp", 0) or len(getattr(dims, "p3d", None) or []):
+            raise ValueError("CSDP handles linear, second-order and PSD cones only")
+        nnz = np.diff(A.indptr)
+        single_col = np.full(n_rows, -1)
+        single = (nnz == 1) & (b == 0)
+        single_col[single] = A.indices[A.indptr[:-1][single]]
+        single_val = np.zeros(n_rows)
+        single_val[single] = A.data[A.indptr[:-1][single]]
+        claimed = np.zeros(n_x, dtype=bool)
+        # w coordinates: lists of (block, i, j) with block 1 = LP block
+        lp_entries: list[tuple[str, int]] = []  # ("var"/"slack"/"p"/"q", index)
+        psd_blocks: list[dict] = []
+        T_rows, T_cols, T_vals = [], [], []  # x_j = sum T[j, w] w
+        defining = np.zeros(n_rows, dtype=bool)
+        # 1. PSD blocks that are exactly a variable
+        offset = z + l + sum(soc)
+        block_rows = []
         for k in psd:
-            M = blocks_mats[matno][b]
+            rows = np.arange(offset, offset + k * (k + 1) // 2)
+            cols = single_col[rows]
+            ok = np.all(cols >= 0) and np.unique(cols).size == cols.size \
+                and not claimed[cols].any()
+            block_rows.append((k, rows, bool(ok)))
+            if ok:
+                claimed[cols] = True
+                defining[rows] = True
+            offset += rows.size
+        # 2. non-negative rows that are a variable
+        for r in range(z, z + l):
+            j = single_col[r]
+            if j >= 0 and not claimed[j]:
+                claimed[j] = True
+                defining[r] = True
+        self.n_x, self.n_rows, self.z, self.l = n_x, n_rows, z, l
+        # LP block layout: defining nonneg rows, slack rows, free p, free q
+        lp_def = [r for r in range(z, z + l) if defining[r]]
+        lp_slack = [r for r in range(z, z + l) if not defining[r]]
+        free = np.flatnonzero(~claimed)
+        n_lp = len(lp_def) + len(lp_slack) + 2 * free.size
+        self.blocks: list[int] = []
+        coord_block, coord_i, coord_j = [], [], []
+        w_count = 0
+        blk = 0
+        slack_of_row = {}
+        if n_lp:
+            blk = 1
+            self.blocks.append(-n_lp)
+            pos = np.arange(n_lp)
+            coord_block.append(np.full(n_lp, 1))
+            coord_i.append(pos + 1)
+            coord_j.append(pos + 1)
+            for t, r in enumerate(lp_def):
+                j = single_col[r]
+                T_rows.append(j), T_cols.append(t), T_vals.append(-1.0 / single_val[r])
+            base = len(lp_def)
+            for t, r in enumerate(lp_slack):
+                slack_of_row[r] = (base + t, 1.0)
+            base += len(lp_slack)
+            for t, j in enumerate(free):
+                T_rows += [j, j]
+                T_cols += [base + t, base + free.size + t]
+                T_vals += [1.0, -1.0]
+            w_count = n_lp
+        # PSD blocks (variable blocks and LMI slack blocks)
+        for k, rows, ok in block_rows:
+            blk += 1
+            self.blocks.append(k)
             rr, cc = _svec_index(k)
-            scale = np.where(rr == cc, 1.0, np.sqrt(2.0))
-            parts.append(M[rr, cc] * scale)
-            b += 1
-        out.append(np.concatenate(parts) if parts else np.empty(0))
-    return x, out[0], out[1]
+            coord_block.append(np.full(rr.size, blk))
+            coord_i.append(np.minimum(rr, cc) + 1)
+            coord_j.append(np.maximum(rr, cc) + 1)
+            if ok:
+                cols = single_col[rows]
+                T_rows += cols.tolist()
+                T_cols += (w_count + np.arange(rows.size)).tolist()
+                T_vals += (-1.0 / single_val[rows]).tolist()
+            else:
+                for t, r in enumerate(rows):
+                    slack_of_row[int(r)] = (w_count + t, 1.0)
+            psd_blocks.append({"size": k, "rows": rows, "variable": ok, "w0": w_count})
+            w_count += rows.size
+        # SOC blocks as arrow matrices; extra equalities M_ii = M_00
+        extra_rows = []  # list of dict(coord -> coef)
+        offset = z + l
+        for k in soc:
+            blk += 1
+            self.blocks.append(k)
+            rr, cc = _svec_index(k)
+            coord_block.append(np.full(rr.size, blk))
+            coord_i.append(np.minimum(rr, cc) + 1)
+            coord_j.append(np.maximum(rr, cc) + 1)
+            index = {(int(a), int(bb)): w_count + t for t, (a, bb) in enumerate(zip(rr, cc))}
+            slack_of_row[offset] = (index[(0, 0)], 1.0)
+            for i in range(1, k):
+                # s_i = M_{i0} = w / sqrt(2)
+                slack_of_row[offset + i] = (index[(i, 0)], 1.0 / np.sqrt(2.0))
+                extra_rows.append({index[(i, i)]: 1.0, index[(0, 0)]: -1.0})
+            # off-diagonal entries among the u-part must vanish
+            for a in range(1, k):
+                for bb in range(1, a):
+                    extra_rows.append({index[(a, bb)]: 1.0})
+            w_count += rr.size
+            offset += k
+        self.n_w = w_count
+        self.coord_block = np.concatenate(coord_block).astype(int) if coord_block else np.empty(0, int)
+        self.coord_i = np.concatenate(coord_i).astype(int) if coord_i else np.empty(0, int)
+        self.coord_j = np.concatenate(coord_j).astype(int) if coord_j else np.empty(0, int)
+        self.T = sp.csr_matrix((T_vals, (T_rows, T_cols)), shape=(n_x, w_count))
+        self.con_rows = np.flatnonzero(~defining)
+        S = sp.csr_matrix(
+            ([slack_of_row[int(r)][1] for r in self.con_rows if int(r) in slack_of_row],
+             ([t for t, r in enumerate(self.con_rows) if int(r) in slack_of_row],
+              [slack_of_row[int(r)][0] for r in self.con_rows if int(r) in slack_of_row])),
+            shape=(self.con_rows.size, w_count))
+        Acon = (A[self.con_rows] @ self.T + S).tocsr()
+        if extra_rows:
+            E = sp.lil_matrix((len(extra_rows), w_count))
+            for t, row in enumerate(extra_rows):
+                for col, v in row.items():
+                    E[t, col] = v
+            Acon = sp.vstack([Acon, E.tocsr()]).tocsr()
+        self.Acon = Acon
+        self.rhs = np.r_[b[self.con_rows], np.zeros(len(extra_rows))]
+        self.cost = -(self.T.T @ c)  # CSDP maximises tr(CX) = -c^T x
+        self.A, self.b, self.c = A, b, c
+        self.defining_rows = np.flatnonzero(defining)
+        self.psd_blocks = psd_blocks
+
+    def _entry_scale(self) -> np.ndarray:
+        return np.where(self.coord_i == self.coord_j, 1.0, 1.0 / np.sqrt(2.0))
+
+    def write(self, path) -> None:
+        scale = self._entry_scale()
+        with open(path, "w") as fh:
+            fh.write(f"{self.Acon.shape[0]}\n{len(self.blocks)}\n")
+            fh.write(" ".join(str(s) for s in self.blocks) + "\n")
+            fh.write(" ".join(repr(float(v)) for v in self.rhs) + "\n")
+            c0 = self.cost * scale
+            nz = np.flatnonzero(c0)
+            fh.writelines(f"0 {self.coord_block[k]} {self.coord_i[k]} {self.coord_j[k]} "
+                          f"{float(c0[k])!r}\n" for k in nz)
+            M = self.Acon.tocoo()
+            vals = M.data * scale[M.col]
+            keep = vals != 0
+            fh.writelines(f"{r + 1} {self.coord_block[k]} {self.coord_i[k]} {self.coord_j[k]} "
+                          f"{float(v)!r}\n" for r, k, v in zip(M.row[keep], M.col[keep], vals[keep]))
+
+    def recover(self, path):
+        """Read CSDP's solution file; return (x, y, s) in the SCS layout of cvxpy."""
+        with open(path) as fh:
+            yhat = np.array([float(v) for v in fh.readline().split()], dtype=float)
+            data = np.loadtxt(fh, ndmin=2)
+        if yhat.size != self.Acon.shape[0]:
+            raise RuntimeError(f"CSDP returned {yhat.size} multipliers, expected {self.Acon.shape[0]}")
+        w = np.zeros(self.n_w)
+        lookup = {(int(b), int(i), int(j)): k for k, (b, i, j) in
+                  enumerate(zip(self.coord_block, self.coord_i, self.coord_j))}
+        scale = 1.0 / self._entry_scale()  # svec coordinate = sqrt(2) X_ij off the diagonal
+        for mat, b, i, j, v in data[data[:, 0] == 2] if data.size else []:
+            i, j = int(min(i, j)), int(max(i, j))
+            k = lookup.get((int(b), i, j))
+            if k is not None:
+                w[k] = v * scale[k]
+        x = self.T @ w
+        s = self.b - self.A @ x
+        y = np.zeros(self.n_rows)
+        y[self.con_rows] = yhat[: self.con_rows.size]
+        # defining rows: c_j + a_kj y_k + sum_r a_rj y_r = 0
+        resid = self.c + self.A.T @ y
+        cols = np.asarray(self.A[self.defining_rows].argmax(axis=1)).ravel() \
+            if self.defining_rows.size else np.empty(0, int)
+        if self.defining_rows.size:
+            Ad = self.A[self.defining_rows]
+            cols = Ad.indices[Ad.indptr[:-1]]
+            vals = Ad.data[Ad.indptr[:-1]]
+            y[self.defining_rows] = -resid[cols] / vals
+        return x, y, s
 
 
 class CSDPConif(SCS):
@@ -241,7 +321,8 @@ class CSDPConif(SCS):
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="sdpembed-csdp-") as tmp:
             prob, sol = os.path.join(tmp, "problem.dat-s"), os.path.join(tmp, "solution.txt")
-            _, layout = write_sdpa(prob, c, A, b, dims)
+            pmap = PrimalMap(c, A, b, dims)
+            pmap.write(prob)
             if opts:
                 with open(os.path.join(tmp, "param.csdp"), "w") as fh:
                     for key, val in opts.items():
@@ -268,7 +349,7 @@ class CSDPConif(SCS):
                     "stdout_tail": proc.stdout[-2000:]}
             info.update(_parse_stats(proc.stdout))
             if os.path.exists(sol) and os.path.getsize(sol) > 0 and status_val in (1, 2):
-                x, y, s = read_solution(sol, A.shape[1], layout)
+                x, y, s = pmap.recover(sol)
                 info["pobj"] = float(np.dot(c, x))
                 return {"x": x, "y": y, "s": s, "info": info}
             return {"x": None, "y": np.zeros(A.shape[0]), "s": None, "info": info}

@@ -303,6 +303,7 @@ def _raise_for_status(status: str, formulation: Formulation, name: str, message:
         raise InfeasibleError(f"{where}: the problem is infeasible. {hint}")
     if status in (cp.UNBOUNDED, cp.UNBOUNDED_INACCURATE):
         hint = formulation.meta.get("unbounded_hint", "add a bounding term or constraint")
+        hint = hint() if callable(hint) else hint
         raise UnboundedError(f"{where}: the problem is unbounded. {hint}")
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverFailedError(

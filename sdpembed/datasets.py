@@ -1,0 +1,1306 @@
+"""Benchmark datasets of the papers the toolkit implements.
+
+Three kinds of data:
+
+* **downloaded** -- USPS digits, the UCI sets sonar, ionosphere, car and
+  mushroom, and a 32x32 UMIST faces set. Each is stored as one compressed
+  ``.npz`` archive in :func:`data_home`. When the archive is missing, its
+  public source file is downloaded, checked against a recorded sha256,
+  converted to the documented ``.npz`` layout and saved; offline, the error
+  names the file to put where.
+* **bundled** -- scikit-learn's iris, wine, breast cancer and digits.
+* **synthetic** -- the 3-D two moons of Liu, Tao & Liu (TCA, section 5.1).
+
+Every archive holds plain numeric and fixed-width unicode arrays only and is
+read with ``allow_pickle=False``; shapes, dtypes and label ranges are checked
+on every load. Conventions (shared with ``shared/data/README.md``): ``X`` has
+one row per sample (float32 for images, float64 otherwise), ``y`` is int64
+starting at 0, ``classes[y[i]]`` is the original label, and rows keep the
+order of the source file.
+
+Semi-supervised experiments hide labels with :func:`partial_labels`, which
+marks unlabeled points with ``-1`` (scikit-learn's convention).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import http.client
+import inspect
+import io
+import logging
+import numbers
+import os
+import tempfile
+import urllib.request
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.utils import Bunch, check_random_state
+
+from .exceptions import InputError, LabelError, SdpEmbedError
+
+__all__ = [
+    "DatasetError",
+    "DatasetNotFoundError",
+    "ChecksumError",
+    "DatasetFormatError",
+    "DatasetInfo",
+    "Source",
+    "ENV_VAR",
+    "data_home",
+    "list_datasets",
+    "dataset_info",
+    "fetch_source",
+    "convert_source",
+    "load_dataset",
+    "load_usps",
+    "load_uci",
+    "load_umist32",
+    "load_sklearn",
+    "make_two_moons_3d",
+    "partial_labels",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable naming the folder that holds the ``.npz`` archives.
+ENV_VAR = "SDPEMBED_DATA"
+
+_DOWNLOAD_TIMEOUT_S = 60.0
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class DatasetError(SdpEmbedError):
+    """A dataset could not be provided (missing, corrupt, unreadable)."""
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """The archive is missing and could not be downloaded; the message says where to put it."""
+
+
+class ChecksumError(DatasetError, OSError):
+    """A source file's sha256 differs from the recorded one."""
+
+
+class DatasetFormatError(DatasetError, ValueError):
+    """A source file or an archive does not have the documented layout."""
+
+
+# --------------------------------------------------------------------------- location
+
+
+def data_home(data_home: str | os.PathLike | None = None) -> Path:
+    """Folder holding the dataset archives.
+
+    Parameters
+    ----------
+    data_home : path-like, optional
+        Explicit folder; wins over everything else.
+
+    Returns
+    -------
+    pathlib.Path
+        ``data_home`` if given, else ``$SDPEMBED_DATA`` if set and non-empty,
+        else the per-user cache folder ``platformdirs.user_cache_dir("sdpembed")/data``.
+        The folder is not created here; it is created when an archive is written.
+    """
+    if data_home is not None:
+        return Path(data_home).expanduser()
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("sdpembed")) / "data"
+
+
+_home = data_home  # loaders take a ``data_home`` argument that shadows the function
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class Source:
+    """A public source file: a path at a fixed commit of a GitHub repository.
+
+    Attributes
+    ----------
+    repo : str
+        ``owner/name`` of the repository.
+    commit : str
+        40-hex commit that last changed the file.
+    path : str
+        Path of the file inside the repository.
+    sha256 : str
+        sha256 of the file's bytes.
+    size : int
+        Size of the file in bytes.
+    """
+
+    repo: str
+    commit: str
+    path: str
+    sha256: str
+    size: int
+
+    @property
+    def url(self) -> str:
+        """``raw.githubusercontent.com`` address of the file at ``commit``."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
+
+    @property
+    def filename(self) -> str:
+        """Name under which the source file is looked for in :func:`data_home`."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """What :func:`list_datasets` knows about a dataset without loading it.
+
+    Attributes
+    ----------
+    name : str
+        Name accepted by :func:`load_dataset`.
+    kind : {"download", "bundled", "synthetic"}
+        Where the data comes from.
+    n_samples, n_features, n_classes : int
+        Size of ``data`` and number of classes.
+    description : str
+        One line.
+    filename : str or None
+        Archive name in :func:`data_home` (downloaded sets only).
+    source : Source or None
+        Public source file (downloaded sets only).
+    """
+
+    name: str
+    kind: str
+    n_samples: int
+    n_features: int
+    n_classes: int
+    description: str
+    filename: str | None = None
+    source: Source | None = None
+
+
+_USPS_SOURCE = Source(
+    "niuers/Learning-From-Data-A-Short-Course", "35684e893b63bf4039bafcc6d34fe935851baf9a",
+    "data/usps.h5", "734f88c541104a956d88be2c95d03b4a463ffd74ccc2ba9c80841fb98e3fcb36", 2913522)
+_SONAR_SOURCE = Source(
+    "rfigueror1/tareas_teoria_cerebro", "7e3e4bfa8b250dd36d0be11907c3b5a5529d5759",
+    "sonar.all-data.csv", "e90434cdbf00fcf93ffa911fe447ae25606979658e60f1d32e155c3b5240234d",
+    87776)
+_IONOSPHERE_SOURCE = Source(
+    "akul-goyal/Adaboost-Semisupervised-Learning", "d5090ba62bcce69a31edba45381ec1889f18528d",
+    "ionosphere.data", "c14ba03a64db4a5edaed1d06140d515caf26706af36996e20167cd594282ed1e",
+    76549)
+_CAR_SOURCE = Source(
+    "pekacprowicz/PSZT-Projekt-2", "1334e6b445ebf2918fd07b7597e3a8cc80e7b68c",
+    "car.data", "97f9e7c952dfeb8d9b9e82ae25bd87d197064491a65d257347dc8076de284c28", 51915)
+_MUSHROOM_SOURCE = Source(
+    "cyklop123/MOW", "a1a3df352d64263f775fe03fae990c795c601671",
+    "datasets/agaricus-lepiota.data",
+    "2f6f8c4f1bc4ce1e3d3f69abd9313a6444b5df41c4ac5698b2a1098e7f42d917", 374005)
+_UMIST_SOURCE = Source(
+    "greatQntgz/MPRBC", "a25a39278718cd99bc2545a3f8dd2de06b453bd6",
+    "data/UMIST.mat", "0f1904a78f9067ee5057a22f4327faabc1a856c781c43684eb16a3d6bb27ebff",
+    524700)
+
+_INFO: dict[str, DatasetInfo] = {
+    info.name: info
+    for info in [
+        DatasetInfo("usps", "download", 9298, 256, 10,
+                    "USPS handwritten digits, 16x16 in [0, 1], ESL 7291/2007 train/test split",
+                    "usps.npz", _USPS_SOURCE),
+        DatasetInfo("sonar", "download", 208, 60, 2,
+                    "UCI sonar, mines vs. rocks", "sonar.npz", _SONAR_SOURCE),
+        DatasetInfo("ionosphere", "download", 351, 34, 2,
+                    "UCI ionosphere radar returns, good vs. bad", "ionosphere.npz",
+                    _IONOSPHERE_SOURCE),
+        DatasetInfo("car", "download", 1728, 21, 4,
+                    "UCI car evaluation, 6 categorical attributes one-hot encoded", "car.npz",
+                    _CAR_SOURCE),
+        DatasetInfo("mushroom", "download", 8124, 117, 2,
+                    "UCI mushroom (agaricus-lepiota), 22 categorical attributes one-hot encoded",
+                    "mushroom.npz", _MUSHROOM_SOURCE),
+        DatasetInfo("umist32", "download", 575, 1024, 20,
+                    "UMIST faces of 20 people, 32x32 grey levels", "umist32.npz",
+                    _UMIST_SOURCE),
+        DatasetInfo("iris", "bundled", 150, 4, 3, "scikit-learn's iris"),
+        DatasetInfo("wine", "bundled", 178, 13, 3, "scikit-learn's wine"),
+        DatasetInfo("breast_cancer", "bundled", 569, 30, 2,
+                    "scikit-learn's Wisconsin diagnostic breast cancer"),
+        DatasetInfo("digits", "bundled", 1797, 64, 10, "scikit-learn's 8x8 digits"),
+        DatasetInfo("two_moons_3d", "synthetic", 600, 3, 2,
+                    "TCA's 3-D two moons, z = sin(pi y) (y^2 + 1)^-2 + 0.3 y"),
+    ]
+}
+
+_UCI_NAMES = ("sonar", "ionosphere", "car", "mushroom")
+_SKLEARN_NAMES = ("iris", "wine", "breast_cancer", "digits")
+
+
+def list_datasets() -> list[str]:
+    """Names accepted by :func:`load_dataset`, sorted."""
+    return sorted(_INFO)
+
+
+def dataset_info(name: str) -> DatasetInfo:
+    """:class:`DatasetInfo` of dataset ``name`` (no loading, no download)."""
+    try:
+        return _INFO[name]
+    except (KeyError, TypeError):
+        raise InputError(
+            f"unknown dataset {name!r}; choose one of {list_datasets()}") from None
+
+
+def _remote_info(name: str) -> DatasetInfo:
+    info = dataset_info(name)
+    if info.kind != "download":
+        raise InputError(f"dataset {name!r} is {info.kind}, it has no source file to fetch")
+    return info
+
+
+# --------------------------------------------------------------------------- download
+
+
+def _fetch(url: str, timeout: float = _DOWNLOAD_TIMEOUT_S) -> bytes:
+    """Bytes at ``url`` (the one place that touches the network)."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_source_bytes(data: bytes, source: Source, origin: str) -> None:
+    digest = _sha256(data)
+    if digest != source.sha256:
+        raise ChecksumError(
+            f"{origin} has sha256 {digest} ({len(data)} bytes) but {source.repo}:{source.path} "
+            f"at commit {source.commit[:12]} has sha256 {source.sha256} ({source.size} bytes); "
+            "the file is corrupt or a different version: delete it and retry")
+
+
+def fetch_source(name: str, *, data_home: str | os.PathLike | None = None,
+                 download_if_missing: bool = True) -> bytes:
+    """Bytes of the verified public source file of a downloadable dataset.
+
+    A copy placed by hand at ``data_home/<source filename>`` is used when present;
+    otherwise the file is downloaded from its ``raw.githubusercontent.com``
+    address. Either way its sha256 must equal the recorded one.
+
+    Parameters
+    ----------
+    name : str
+        One of the ``"download"`` datasets of :func:`list_datasets`.
+    data_home : path-like, optional
+        See :func:`data_home`.
+    download_if_missing : bool, default=True
+        If False, never touch the network.
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    DatasetNotFoundError
+        No local copy and the download failed or was not allowed.
+    ChecksumError
+        The bytes are not the recorded source file.
+    """
+    info = _remote_info(name)
+    source = info.source
+    home = _home(data_home)
+    local = home / source.filename
+    if local.is_file():
+        data = local.read_bytes()
+        _check_source_bytes(data, source, str(local))
+        logger.info("using source file %s for %s", local, name)
+        return data
+    if not download_if_missing:
+        raise DatasetNotFoundError(_missing_message(info, home, "downloads are disabled"))
+    logger.info("downloading %s (%d bytes) for dataset %s", source.url, source.size, name)
+    try:
+        data = _fetch(source.url)
+    except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
+        raise DatasetNotFoundError(
+            _missing_message(info, home, f"downloading {source.url} failed: {exc}")) from exc
+    _check_source_bytes(data, source, source.url)
+    return data
+
+
+def _missing_message(info: DatasetInfo, home: Path, reason: str) -> str:
+    source = info.source
+    return (
+        f"dataset {info.name!r}: {home / info.filename} does not exist and {reason}. "
+        f"Either copy the archive {info.filename} (e.g. from the project's shared data folder) "
+        f"to {home / info.filename}, or download {source.url} (sha256 {source.sha256}) and "
+        f"save it as {home / source.filename}, where it is checked and converted on the next "
+        f"load. Set {ENV_VAR} to use another folder.")
+
+
+def _save_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` to ``path`` atomically (temporary file, then rename)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".npz")
+    except OSError as exc:
+        raise DatasetError(
+            f"cannot write {path} ({exc}); set {ENV_VAR} to a writable folder") from exc
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _archive_path(name: str, home: Path, download_if_missing: bool) -> Path:
+    """Path of the archive of ``name``, creating it from the source file if needed."""
+    info = _remote_info(name)
+    path = home / info.filename
+    if path.is_file():
+        return path
+    data = fetch_source(name, data_home=home, download_if_missing=download_if_missing)
+    arrays = convert_source(name, data)
+    _validate_arrays(name, arrays, origin=f"converted {info.source.filename}")
+    _save_npz(path, arrays)
+    logger.info("wrote %s", path)
+    return path
+
+
+# --------------------------------------------------------------------------- converters
+
+
+def convert_source(name: str, source: bytes | str | os.PathLike) -> dict[str, np.ndarray]:
+    """Convert a source file in its original format to the ``.npz`` arrays.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name: ``"usps"`` (HDF5 with groups ``train``/``test``, each holding
+        ``data`` and ``target``), ``"sonar"``, ``"ionosphere"``, ``"car"``,
+        ``"mushroom"`` (UCI comma-separated text, with or without one header
+        line) or ``"umist32"`` (MATLAB v5 ``.mat`` with ``fea`` and ``gnd``).
+    source : bytes or path-like
+        The file's bytes or its path.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The arrays documented in ``shared/data/README.md``. The sizes are
+        whatever the file holds; :func:`load_dataset` checks them against the
+        published dataset.
+
+    Raises
+    ------
+    DatasetFormatError
+        The file does not have the expected layout (the message names the line
+        or the missing entry).
+    """
+    converter = _CONVERTERS.get(name)
+    if converter is None:
+        raise InputError(f"no converter for {name!r}; choose one of {sorted(_CONVERTERS)}")
+    data = source if isinstance(source, bytes | bytearray) else Path(source).read_bytes()
+    return converter(bytes(data))
+
+
+def _text_rows(data: bytes, n_fields: int, *, is_header: Callable[[list[str]], bool],
+               name: str) -> list[list[str]]:
+    """Split comma-separated text into rows of ``n_fields`` stripped fields.
+
+    Blank lines are skipped; the first non-blank line is dropped when
+    ``is_header`` says it is a header (the GitHub copies prepend one).
+    """
+    try:
+        text = data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise DatasetFormatError(f"{name}: source is not ASCII text ({exc})") from exc
+    numbered = [(i + 1, line) for i, line in enumerate(text.splitlines()) if line.strip()]
+    rows = [(i, [f.strip() for f in line.split(",")]) for i, line in numbered]
+    if rows and is_header(rows[0][1]):
+        rows = rows[1:]
+    if not rows:
+        raise DatasetFormatError(f"{name}: source holds no data lines")
+    bad = [i for i, r in rows if len(r) != n_fields]
+    if bad:
+        raise DatasetFormatError(
+            f"{name}: lines {bad[:5]} do not have {n_fields} comma-separated fields")
+    return [r for _, r in rows]
+
+
+def _encode_labels(labels: np.ndarray, classes: tuple[str, ...], name: str) -> np.ndarray:
+    lookup = {c: k for k, c in enumerate(classes)}
+    unknown = sorted(set(labels.tolist()) - set(lookup))
+    if unknown:
+        raise DatasetFormatError(f"{name}: unknown class labels {unknown}; expected {classes}")
+    return np.array([lookup[c] for c in labels.tolist()], dtype=np.int64)
+
+
+def _not_float(field: str) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return True
+    return False
+
+
+def _convert_numeric_csv(data: bytes, *, name: str, n_features: int,
+                         classes: tuple[str, ...]) -> dict[str, np.ndarray]:
+    rows = _text_rows(data, n_features + 1, is_header=lambda r: _not_float(r[0]), name=name)
+    table = np.array(rows)
+    try:
+        X = table[:, :n_features].astype(np.float64)
+    except ValueError as exc:
+        raise DatasetFormatError(f"{name}: non-numeric attribute value ({exc})") from exc
+    y = _encode_labels(table[:, n_features], classes, name)
+    return {"X": X, "y": y, "classes": np.array(classes)}
+
+
+def _one_hot(X_raw: np.ndarray, attribute_names: tuple[str, ...],
+             categories: list[list[str]]) -> dict[str, np.ndarray]:
+    """One-hot encode string attributes with the given per-attribute category order."""
+    blocks, names = [], []
+    for j, (attr, cats) in enumerate(zip(attribute_names, categories, strict=True)):
+        blocks.append(X_raw[:, j:j + 1] == np.array(cats)[None, :])
+        names.extend(f"{attr}={c}" for c in cats)
+    X = np.concatenate(blocks, axis=1).astype(np.float64)
+    offsets = np.concatenate([[0], np.cumsum([len(c) for c in categories])]).astype(np.int64)
+    return {"X": X, "X_raw": X_raw, "attribute_names": np.array(attribute_names),
+            "feature_names": np.array(names), "attribute_offsets": offsets}
+
+
+def _convert_sonar(data: bytes) -> dict[str, np.ndarray]:
+    return _convert_numeric_csv(data, name="sonar", n_features=60, classes=("R", "M"))
+
+
+def _convert_ionosphere(data: bytes) -> dict[str, np.ndarray]:
+    return _convert_numeric_csv(data, name="ionosphere", n_features=34, classes=("b", "g"))
+
+
+_CAR_ATTRIBUTES = ("buying", "maint", "doors", "persons", "lug_boot", "safety")
+# Value order of the UCI car.names documentation (ordinal order).
+_CAR_CATEGORIES = [["vhigh", "high", "med", "low"], ["vhigh", "high", "med", "low"],
+                   ["2", "3", "4", "5more"], ["2", "4", "more"], ["small", "med", "big"],
+                   ["low", "med", "high"]]
+_CAR_CLASSES = ("unacc", "acc", "good", "vgood")
+
+
+def _convert_car(data: bytes) -> dict[str, np.ndarray]:
+    rows = _text_rows(data, 7, is_header=lambda r: r[0] not in _CAR_CATEGORIES[0], name="car")
+    table = np.array(rows)
+    X_raw = table[:, :6]
+    for j, cats in enumerate(_CAR_CATEGORIES):
+        unknown = sorted(set(X_raw[:, j].tolist()) - set(cats))
+        if unknown:
+            raise DatasetFormatError(
+                f"car: attribute {_CAR_ATTRIBUTES[j]} has unknown values {unknown}; "
+                f"expected {cats}")
+    out = _one_hot(X_raw, _CAR_ATTRIBUTES, _CAR_CATEGORIES)
+    out["y"] = _encode_labels(table[:, 6], _CAR_CLASSES, "car")
+    out["classes"] = np.array(_CAR_CLASSES)
+    return out
+
+
+_MUSHROOM_ATTRIBUTES = (
+    "cap-shape", "cap-surface", "cap-color", "bruises", "odor", "gill-attachment",
+    "gill-spacing", "gill-size", "gill-color", "stalk-shape", "stalk-root",
+    "stalk-surface-above-ring", "stalk-surface-below-ring", "stalk-color-above-ring",
+    "stalk-color-below-ring", "veil-type", "veil-color", "ring-number", "ring-type",
+    "spore-print-color", "population", "habitat")
+_MUSHROOM_CLASSES = ("e", "p")
+
+
+def _convert_mushroom(data: bytes) -> dict[str, np.ndarray]:
+    """Class in column 0; one column per *observed* value, in sorted order ('?' kept)."""
+    rows = _text_rows(data, 23, is_header=lambda r: r[0] not in _MUSHROOM_CLASSES,
+                      name="mushroom")
+    table = np.array(rows)
+    X_raw = table[:, 1:]
+    if any(len(v) != 1 for v in np.unique(X_raw).tolist()):
+        raise DatasetFormatError("mushroom: attribute values must be single-letter codes")
+    categories = [np.unique(X_raw[:, j]).tolist() for j in range(X_raw.shape[1])]
+    out = _one_hot(X_raw, _MUSHROOM_ATTRIBUTES, categories)
+    out["y"] = _encode_labels(table[:, 0], _MUSHROOM_CLASSES, "mushroom")
+    out["classes"] = np.array(_MUSHROOM_CLASSES)
+    return out
+
+
+def _convert_usps(data: bytes) -> dict[str, np.ndarray]:
+    """Concatenate the HDF5 groups ``train`` then ``test``; pixels unchanged."""
+    parts = _read_hdf5(data, ["train/data", "train/target", "test/data", "test/target"])
+    Xs, ys, splits = [], [], []
+    for split in ("train", "test"):
+        X, y = parts[f"{split}/data"], parts[f"{split}/target"]
+        if X.ndim != 2 or X.shape[1] != 256 or y.shape != (X.shape[0],):
+            raise DatasetFormatError(
+                f"usps: {split}/data must be (n, 256) and {split}/target (n,); got "
+                f"{X.shape} and {y.shape}")
+        Xs.append(X.astype(np.float32))
+        ys.append(y.astype(np.int64))
+        splits.append(np.full(X.shape[0], split, dtype="<U5"))
+    return {"X": np.concatenate(Xs), "y": np.concatenate(ys), "split": np.concatenate(splits),
+            "image_shape": np.array([16, 16], dtype=np.int64)}
+
+
+def _convert_umist(data: bytes) -> dict[str, np.ndarray]:
+    """``fea`` rows are column-major images; store them row-major, labels from 0."""
+    import scipy.io
+
+    try:
+        mat = scipy.io.loadmat(io.BytesIO(data))
+    except Exception as exc:  # scipy raises several unrelated types for bad files
+        raise DatasetFormatError(f"umist32: not a readable MATLAB file ({exc})") from exc
+    if "fea" not in mat or "gnd" not in mat:
+        raise DatasetFormatError(
+            f"umist32: expected variables 'fea' and 'gnd'; found "
+            f"{sorted(k for k in mat if not k.startswith('__'))}")
+    fea, gnd = np.asarray(mat["fea"]), np.asarray(mat["gnd"]).ravel()
+    side = int(round(np.sqrt(fea.shape[1]))) if fea.ndim == 2 else 0
+    if fea.ndim != 2 or side * side != fea.shape[1] or gnd.shape != (fea.shape[0],):
+        raise DatasetFormatError(
+            f"umist32: fea must be (n, side**2) and gnd (n, 1); got {fea.shape}, "
+            f"{np.shape(mat['gnd'])}")
+    n = fea.shape[0]
+    X = fea.reshape(n, side, side, order="F").reshape(n, side * side).astype(np.float32)
+    return {"X": X, "y": gnd.astype(np.int64) - 1,
+            "image_shape": np.array([side, side], dtype=np.int64)}
+
+
+_CONVERTERS: dict[str, Callable[[bytes], dict[str, np.ndarray]]] = {
+    "usps": _convert_usps,
+    "sonar": _convert_sonar,
+    "ionosphere": _convert_ionosphere,
+    "car": _convert_car,
+    "mushroom": _convert_mushroom,
+    "umist32": _convert_umist,
+}
+
+
+# --------------------------------------------------------------------------- validation
+
+# name -> {array: (dtype kind or exact dtype, shape with "n" for n_samples)}
+_SCHEMAS: dict[str, dict[str, tuple[str, tuple]]] = {
+    "usps": {"X": ("float32", ("n", 256)), "y": ("int64", ("n",)), "split": ("U", ("n",)),
+             "image_shape": ("int64", (2,))},
+    "sonar": {"X": ("float64", ("n", 60)), "y": ("int64", ("n",)), "classes": ("U", (2,))},
+    "ionosphere": {"X": ("float64", ("n", 34)), "y": ("int64", ("n",)),
+                   "classes": ("U", (2,))},
+    "car": {"X": ("float64", ("n", 21)), "y": ("int64", ("n",)), "classes": ("U", (4,)),
+            "X_raw": ("U", ("n", 6)), "attribute_names": ("U", (6,)),
+            "feature_names": ("U", (21,)), "attribute_offsets": ("int64", (7,))},
+    "mushroom": {"X": ("float64", ("n", 117)), "y": ("int64", ("n",)), "classes": ("U", (2,)),
+                 "X_raw": ("U", ("n", 22)), "attribute_names": ("U", (22,)),
+                 "feature_names": ("U", (117,)), "attribute_offsets": ("int64", (23,))},
+    "umist32": {"X": ("float32", ("n", 1024)), "y": ("int64", ("n",)),
+                "image_shape": ("int64", (2,))},
+}
+
+
+def _validate_arrays(name: str, arrays: Mapping[str, np.ndarray], *, origin: str) -> None:
+    """Check names, dtypes, shapes, finiteness and label range against the schema.
+
+    Raises :class:`DatasetFormatError` naming ``origin`` and the offending array.
+    """
+    info = _INFO[name]
+    schema = _SCHEMAS[name]
+    missing = sorted(set(schema) - set(arrays))
+    if missing:
+        raise DatasetFormatError(f"{origin}: missing arrays {missing}")
+    n = info.n_samples
+    for key, (dtype, shape) in schema.items():
+        a = arrays[key]
+        ok_dtype = a.dtype.kind == "U" if dtype == "U" else a.dtype == np.dtype(dtype)
+        want = tuple(n if s == "n" else s for s in shape)
+        if not ok_dtype or a.shape != want:
+            raise DatasetFormatError(
+                f"{origin}: array {key!r} must be {dtype} of shape {want}; got {a.dtype} "
+                f"of shape {a.shape}. Delete the file to have it rebuilt from its source")
+    X, y = arrays["X"], arrays["y"]
+    if not np.all(np.isfinite(X)):
+        raise DatasetFormatError(f"{origin}: X holds NaN or infinite values")
+    if y.min() < 0 or y.max() >= info.n_classes or np.unique(y).size != info.n_classes:
+        raise DatasetFormatError(
+            f"{origin}: y must take every value 0..{info.n_classes - 1}; "
+            f"got values {np.unique(y)[:20].tolist()}")
+    if "split" in schema and not set(np.unique(arrays["split"]).tolist()) <= {"train", "test"}:
+        raise DatasetFormatError(f"{origin}: split must hold only 'train' and 'test'")
+    if "image_shape" in schema and int(np.prod(arrays["image_shape"])) != X.shape[1]:
+        raise DatasetFormatError(
+            f"{origin}: image_shape {arrays['image_shape'].tolist()} does not match "
+            f"{X.shape[1]} features")
+
+
+def _load_archive(name: str, data_home: str | os.PathLike | None,
+                  download_if_missing: bool) -> dict[str, np.ndarray]:
+    home = _home(data_home)
+    path = _archive_path(name, home, download_if_missing)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (OSError, ValueError, zlib.error) as exc:
+        raise DatasetFormatError(
+            f"{path} is not a readable .npz archive of plain arrays ({exc}); delete it to "
+            "have it rebuilt from its source") from exc
+    _validate_arrays(name, arrays, origin=str(path))
+    return arrays
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def _descr(name: str) -> str:
+    info = _INFO[name]
+    text = (f"{info.description}. {info.n_samples} samples, {info.n_features} features, "
+            f"{info.n_classes} classes.")
+    if info.source is not None:
+        text += f" Source: {info.source.url} (sha256 {info.source.sha256})."
+    return text
+
+
+def _finish(bunch: Bunch, return_X_y: bool):
+    return (bunch.data, bunch.target) if return_X_y else bunch
+
+
+def load_usps(*, subset: str = "all", return_X_y: bool = False,
+              data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
+    """USPS handwritten digits (Hastie, Tibshirani & Friedman's ``zip.train``/``zip.test``).
+
+    9,298 grey-level 16x16 digits with pixel values in [0, 1] (the ESL values
+    ``v`` in [-1, 1] rescaled as ``(v + 1) / 2``), 7,291 in the original
+    training split followed by 2,007 in the test split. The DVU paper (Vernaza,
+    Lee & Taskar, Table 1) uses 2,500 of them; Wang & Mahadevan use the
+    training split.
+
+    Parameters
+    ----------
+    subset : {"all", "train", "test"}, default="all"
+        Which rows to return, in source order.
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+    data_home : path-like, optional
+        See :func:`data_home`.
+    download_if_missing : bool, default=True
+        Download and convert the source file when the archive is missing.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data`` float32 (n, 256), ``target`` int64 (n,), ``split`` (n,) of
+        ``"train"``/``"test"``, ``images`` float32 (n, 16, 16) (a view of
+        ``data``; ``images[i]`` shows the digit upright), ``image_shape``,
+        ``target_names``, ``DESCR``. Or ``(data, target)``.
+    """
+    if subset not in ("all", "train", "test"):
+        raise InputError(f"subset must be 'all', 'train' or 'test'; got {subset!r}")
+    z = _load_archive("usps", data_home, download_if_missing)
+    rows = slice(None) if subset == "all" else z["split"] == subset
+    X, y, split = z["X"][rows], z["y"][rows], z["split"][rows]
+    shape = tuple(int(s) for s in z["image_shape"])
+    bunch = Bunch(data=X, target=y, split=split, images=X.reshape(-1, *shape),
+                  image_shape=shape, target_names=np.array([str(d) for d in range(10)]),
+                  feature_names=np.array([f"pixel_{r}_{c}" for r in range(shape[0])
+                                          for c in range(shape[1])]),
+                  DESCR=_descr("usps"), name="usps")
+    return _finish(bunch, return_X_y)
+
+
+def load_uci(name: str, *, return_X_y: bool = False,
+             data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
+    """One of the UCI sets sonar, ionosphere, car, mushroom.
+
+    sonar and ionosphere have continuous attributes (used by the DNE paper);
+    car (TCA, Table 4) and mushroom (Wang & Mahadevan) have categorical
+    attributes, one-hot encoded: ``data[:, attribute_offsets[j]:attribute_offsets[j+1]]``
+    are the columns of attribute ``j``, so every row has one 1 per attribute.
+
+    Parameters
+    ----------
+    name : {"sonar", "ionosphere", "car", "mushroom"}
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+    data_home : path-like, optional
+        See :func:`data_home`.
+    download_if_missing : bool, default=True
+        Download and convert the source file when the archive is missing.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data`` float64, ``target`` int64, ``target_names`` (original class
+        strings, ``target_names[target[i]]``), ``feature_names``, ``DESCR`` and,
+        for car and mushroom, ``data_raw`` (the attribute strings),
+        ``attribute_names`` and ``attribute_offsets``. Or ``(data, target)``.
+    """
+    if name not in _UCI_NAMES:
+        raise InputError(f"unknown UCI dataset {name!r}; choose one of {list(_UCI_NAMES)}")
+    z = _load_archive(name, data_home, download_if_missing)
+    X = z["X"]
+    feature_names = z.get("feature_names", np.array([f"a{j}" for j in range(X.shape[1])]))
+    bunch = Bunch(data=X, target=z["y"], target_names=z["classes"],
+                  feature_names=feature_names, DESCR=_descr(name), name=name)
+    if "X_raw" in z:
+        bunch.update(data_raw=z["X_raw"], attribute_names=z["attribute_names"],
+                     attribute_offsets=z["attribute_offsets"])
+    return _finish(bunch, return_X_y)
+
+
+def load_umist32(*, return_X_y: bool = False, data_home: str | os.PathLike | None = None,
+                 download_if_missing: bool = True):
+    """UMIST (Sheffield) faces, 575 images of 20 people, downsampled to 32x32.
+
+    Grey levels are the integers of the source, stored as float32; pixels are
+    row-major (``images[i]`` shows the face upright). The full-resolution
+    112x92 set used by the TCA paper has no public copy; see the data README.
+
+    Parameters
+    ----------
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+    data_home : path-like, optional
+        See :func:`data_home`.
+    download_if_missing : bool, default=True
+        Download and convert the source file when the archive is missing.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data`` float32 (575, 1024), ``target`` int64 (subject 0..19),
+        ``images`` (575, 32, 32), ``image_shape``, ``target_names``, ``DESCR``.
+        Or ``(data, target)``.
+    """
+    z = _load_archive("umist32", data_home, download_if_missing)
+    shape = tuple(int(s) for s in z["image_shape"])
+    X = z["X"]
+    bunch = Bunch(data=X, target=z["y"], images=X.reshape(-1, *shape), image_shape=shape,
+                  target_names=np.array([f"subject_{k}" for k in range(20)]),
+                  DESCR=_descr("umist32"), name="umist32")
+    return _finish(bunch, return_X_y)
+
+
+def load_sklearn(name: str, *, return_X_y: bool = False):
+    """scikit-learn's bundled iris, wine, breast_cancer or digits, with int64 targets.
+
+    Parameters
+    ----------
+    name : {"iris", "wine", "breast_cancer", "digits"}
+    return_X_y : bool, default=False
+        Return ``(data, target)`` instead of a Bunch.
+
+    Returns
+    -------
+    sklearn.utils.Bunch
+        ``data`` float64, ``target`` int64, ``target_names``, ``feature_names``,
+        ``DESCR`` (scikit-learn's) and, for digits, ``images`` (n, 8, 8).
+        Or ``(data, target)``.
+    """
+    import sklearn.datasets as skd
+
+    loaders = {"iris": skd.load_iris, "wine": skd.load_wine,
+               "breast_cancer": skd.load_breast_cancer, "digits": skd.load_digits}
+    if name not in loaders:
+        raise InputError(f"unknown bundled dataset {name!r}; choose one of {list(loaders)}")
+    raw = loaders[name]()
+    bunch = Bunch(data=np.asarray(raw.data, dtype=np.float64),
+                  target=np.asarray(raw.target, dtype=np.int64),
+                  target_names=np.asarray(raw.target_names).astype(str),
+                  feature_names=np.asarray(raw.feature_names).astype(str),
+                  DESCR=raw.DESCR, name=name)
+    if "images" in raw:
+        bunch.images = bunch.data.reshape(raw.images.shape)
+    return _finish(bunch, return_X_y)
+
+
+def make_two_moons_3d(n: int = 600, *, noise: float = 0.05, random_state=None):
+    """Two moons lifted to 3-D, the toy problem of TCA (Liu, Tao & Liu, section 5.1).
+
+    The 2-D moons :math:`(x, y)` are scikit-learn's ``make_moons`` (upper moon
+    class 0, :math:`y \\in [0, 1]`; lower moon class 1, :math:`y \\in [-1/2, 1/2]`),
+    with Gaussian noise of standard deviation ``noise`` added to both coordinates.
+    The third coordinate is the paper's lifting function
+
+    .. math:: z = \\frac{\\sin(\\pi y)}{(y^2 + 1)^2} + 0.3\\, y .
+
+    The paper does not state the noise level; Table 3 uses 600 points, 2 of
+    them labeled per class.
+
+    Parameters
+    ----------
+    n : int, default=600
+        Number of points (``n // 2`` in class 0, the rest in class 1).
+    noise : float, default=0.05
+        Standard deviation of the noise on :math:`(x, y)`, before lifting.
+    random_state : int, RandomState instance or None
+        Seed of the noise and of the shuffling of the points.
+
+    Returns
+    -------
+    X : ndarray of shape (n, 3)
+        Columns :math:`x, y, z`.
+    y : ndarray of int64, shape (n,)
+    """
+    from sklearn.datasets import make_moons
+
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 2:
+        raise InputError(f"n must be an integer >= 2; got {n!r}")
+    if not isinstance(noise, numbers.Real) or not np.isfinite(noise) or noise < 0:
+        raise InputError(f"noise must be a finite number >= 0; got {noise!r}")
+    X2, y = make_moons(n_samples=int(n), noise=float(noise) or None,
+                       random_state=check_random_state(random_state))
+    v = X2[:, 1]
+    z = np.sin(np.pi * v) / (v ** 2 + 1.0) ** 2 + 0.3 * v
+    return np.column_stack([X2, z]), y.astype(np.int64)
+
+
+def _load_two_moons_3d(n: int = 600, *, noise: float = 0.05, random_state=None,
+                       return_X_y: bool = False):
+    X, y = make_two_moons_3d(n, noise=noise, random_state=random_state)
+    bunch = Bunch(data=X, target=y, target_names=np.array(["upper", "lower"]),
+                  feature_names=np.array(["x", "y", "z"]),
+                  DESCR=_descr("two_moons_3d"), name="two_moons_3d")
+    return _finish(bunch, return_X_y)
+
+
+_LOADERS: dict[str, Callable[..., object]] = {
+    "usps": load_usps,
+    "umist32": load_umist32,
+    "two_moons_3d": _load_two_moons_3d,
+    **{name: functools.partial(load_uci, name) for name in _UCI_NAMES},
+    **{name: functools.partial(load_sklearn, name) for name in _SKLEARN_NAMES},
+}
+
+
+def load_dataset(name: str, **kwargs):
+    """Load any dataset of :func:`list_datasets` by name.
+
+    Parameters
+    ----------
+    name : str
+        A name from :func:`list_datasets`.
+    **kwargs
+        Passed to the specific loader (:func:`load_usps`, :func:`load_uci`,
+        :func:`load_umist32`, :func:`load_sklearn`, or :func:`make_two_moons_3d`
+        for ``"two_moons_3d"``); all accept ``return_X_y``.
+
+    Returns
+    -------
+    sklearn.utils.Bunch or tuple
+        Always has ``data``, ``target`` and ``DESCR``.
+    """
+    dataset_info(name)  # uniform error for unknown names
+    loader = _LOADERS[name]
+    try:
+        inspect.signature(loader).bind(**kwargs)
+    except TypeError as exc:
+        raise InputError(f"bad arguments for dataset {name!r}: {exc}") from exc
+    return loader(**kwargs)
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def partial_labels(y, fraction, *, per_class: bool = True, min_per_class: int = 1,
+                   random_state=None) -> np.ndarray:
+    """Hide labels at random: a copy of ``y`` with ``-1`` for unlabeled points.
+
+    Parameters
+    ----------
+    y : array-like of int, shape (n,)
+        Complete labels (no ``-1``).
+    fraction : float in (0, 1] or int >= 1
+        If float, the fraction of labels **kept**: per class,
+        :math:`\\max(m, \\lfloor f\\, n_c + 1/2 \\rfloor)` of the :math:`n_c`
+        points of class :math:`c` stay labeled (``per_class=True``), or
+        :math:`\\lfloor f\\, n + 1/2 \\rfloor` overall (``per_class=False``).
+        If int, the number of labels kept per class (``per_class=True``) or in
+        total (``per_class=False``), as in scikit-learn's ``train_test_split``.
+        For example TCA's "5 % labeled per class" is ``fraction=0.05`` and the
+        DVU paper's "20 % of labels hidden" is ``fraction=0.8``.
+    per_class : bool, default=True
+        Stratify: draw the labeled points class by class.
+    min_per_class : int, default=1
+        Every class keeps at least this many labels (in both modes), so that
+        every class is represented.
+    random_state : int, RandomState instance or None
+        Seed of the draw.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        ``y`` with the hidden labels set to ``-1``.
+
+    Raises
+    ------
+    LabelError
+        ``y`` holds ``-1`` or non-integers, or a class has fewer than
+        ``min_per_class`` points, or the requested count exceeds a class size.
+    InputError
+        ``fraction`` or ``min_per_class`` out of range.
+    """
+    y = _check_complete_labels(y)
+    classes, y_idx, counts = np.unique(y, return_inverse=True, return_counts=True)
+    if isinstance(min_per_class, bool) or not isinstance(min_per_class, numbers.Integral) \
+            or min_per_class < 0:
+        raise InputError(f"min_per_class must be an integer >= 0; got {min_per_class!r}")
+    small = classes[counts < min_per_class]
+    if small.size:
+        raise LabelError(
+            f"classes {small.tolist()} have fewer than min_per_class={min_per_class} points")
+    rng = check_random_state(random_state)
+    n = y.size
+    if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real):
+        raise InputError(f"fraction must be a float in (0, 1] or an int >= 1; got {fraction!r}")
+    is_count = isinstance(fraction, numbers.Integral)
+    if (is_count and fraction < 1) or (not is_count and not 0.0 < float(fraction) <= 1.0):
+        raise InputError(f"fraction must be a float in (0, 1] or an int >= 1; got {fraction!r}")
+
+    if per_class:
+        keep = (np.full(classes.size, int(fraction)) if is_count
+                else np.floor(float(fraction) * counts + 0.5).astype(np.int64))
+        keep = np.maximum(keep, min_per_class)
+        too_many = classes[keep > counts]
+        if too_many.size:
+            raise LabelError(
+                f"cannot keep {int(fraction)} labels in classes {too_many.tolist()}: they have "
+                f"only {counts[keep > counts].tolist()} points")
+        # Random rank of each point within its class; keep the lowest `keep[c]` ranks.
+        rank = _rank_within_class(y_idx, rng.permutation(n))
+        labeled = rank < keep[y_idx]
+    else:
+        total = int(fraction) if is_count else int(np.floor(float(fraction) * n + 0.5))
+        if total > n:
+            raise LabelError(f"cannot keep {total} labels out of {n} points")
+        rank = _rank_within_class(y_idx, rng.permutation(n))
+        labeled = rank < min_per_class
+        rest = np.flatnonzero(~labeled)
+        extra = max(total - int(labeled.sum()), 0)
+        labeled[rng.choice(rest, size=extra, replace=False)] = True
+    out = y.copy()
+    out[~labeled] = -1
+    logger.debug("partial_labels: kept %d of %d labels", int(labeled.sum()), n)
+    return out
+
+
+def _rank_within_class(y_idx: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """Rank of each point among its class when points are visited in ``order``."""
+    visit = order[np.argsort(y_idx[order], kind="stable")]
+    starts = np.concatenate([[0], np.cumsum(np.bincount(y_idx))[:-1]])
+    rank = np.empty_like(y_idx)
+    rank[visit] = np.arange(y_idx.size) - starts[y_idx[visit]]
+    return rank
+
+
+def _check_complete_labels(y) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1 or y.size == 0:
+        raise LabelError(f"y must be a non-empty 1-D array of labels; got shape {y.shape}")
+    if y.dtype.kind not in "iu":
+        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+            y = y.astype(np.int64)
+        else:
+            raise LabelError(f"y must hold integer class labels; got dtype {y.dtype}")
+    y = y.astype(np.int64)
+    if np.any(y < 0):
+        raise LabelError("y must be complete (no -1 or negative labels); pass the true labels")
+    return y
+
+
+# --------------------------------------------------------------------------- minimal HDF5
+
+
+def _read_hdf5(data: bytes, paths: list[str]) -> dict[str, np.ndarray]:
+    """Read the datasets ``paths`` of an HDF5 file, with h5py when installed.
+
+    Without h5py, :class:`_Hdf5Reader` reads the subset of the format that
+    libhdf5 writes with its default ("earliest") settings, which is what h5py
+    produces unless asked otherwise.
+    """
+    try:
+        import h5py
+    except ImportError:
+        reader = _Hdf5Reader(data)
+        return {p: reader.read(p) for p in paths}
+    try:
+        with h5py.File(io.BytesIO(data), "r") as f:
+            missing = [p for p in paths if p not in f]
+            if missing:
+                raise DatasetFormatError(f"HDF5 file has no datasets {missing}")
+            return {p: np.asarray(f[p][()]) for p in paths}
+    except OSError as exc:
+        raise DatasetFormatError(f"not a readable HDF5 file ({exc})") from exc
+
+
+class _Hdf5Reader:
+    """Read-only parser for a subset of HDF5 (format specification 3.0).
+
+    Supported: superblock versions 0-3; object headers v1 and v2; groups as
+    symbol tables (v1 B-tree + local heap) or compact link messages; datasets
+    with fixed-point or IEEE float elements in either byte order, stored
+    compact, contiguous or chunked (layout message v3, v1 B-tree chunk index)
+    with the deflate, shuffle and Fletcher-32 filters. Anything else raises
+    :class:`DatasetFormatError` suggesting ``pip install h5py``.
+    """
+
+    _SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+    def __init__(self, data: bytes):
+        self.buf = data
+        start = next((s for s in (0, 512, 1024, 2048, 4096, 8192)
+                      if data[s:s + 8] == self._SIGNATURE), None)
+        if start is None:
+            raise DatasetFormatError("not an HDF5 file (no signature)")
+        version = data[start + 8]
+        if version in (0, 1):
+            self.osize, self.lsize = data[start + 13], data[start + 14]
+            p = start + 24 + (4 if version == 1 else 0)
+            self.base = self._uint(p, self.osize)
+            p += 4 * self.osize  # base, free-space, end-of-file, driver-info addresses
+            # root group symbol table entry: link name offset, object header address, ...
+            self.root = self._uint(p + self.osize, self.osize) + self.base
+        elif version in (2, 3):
+            self.osize, self.lsize = data[start + 9], data[start + 10]
+            p = start + 12
+            self.base = self._uint(p, self.osize)
+            self.root = self._uint(p + 3 * self.osize, self.osize) + self.base
+        else:
+            self._unsupported(f"superblock version {version}")
+        self._undefined = (1 << (8 * self.osize)) - 1
+
+    # -- low level
+    @staticmethod
+    def _unsupported(what: str):
+        raise DatasetFormatError(
+            f"HDF5 feature not supported by the built-in reader: {what}; install h5py "
+            "(pip install h5py) and retry")
+
+    def _uint(self, pos: int, size: int) -> int:
+        if pos + size > len(self.buf):
+            raise DatasetFormatError("HDF5 file is truncated")
+        return int.from_bytes(self.buf[pos:pos + size], "little")
+
+    def _addr(self, pos: int) -> int | None:
+        value = self._uint(pos, self.osize)
+        return None if value == self._undefined else value + self.base
+
+    def _expect(self, pos: int, signature: bytes) -> None:
+        if self.buf[pos:pos + len(signature)] != signature:
+            raise DatasetFormatError(f"HDF5 structure {signature!r} expected at byte {pos}")
+
+    # -- object headers
+    def _messages(self, addr: int) -> list[tuple[int, int, int]]:
+        """``(type, data start, data size)`` of every message of an object header."""
+        buf, blocks, out = self.buf, [], []
+        if buf[addr:addr + 4] == b"OHDR":
+            if buf[addr + 4] != 2:
+                self._unsupported(f"object header version {buf[addr + 4]}")
+            flags, p = buf[addr + 5], addr + 6
+            p += (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
+            width = 1 << (flags & 0x03)
+            blocks.append((p + width, self._uint(p, width)))
+            hdr = 6 if flags & 0x04 else 4
+            v2 = True
+        elif buf[addr] == 1:
+            blocks.append((addr + 16, self._uint(addr + 8, 4)))
+            hdr, v2 = 8, False
+        else:
+            self._unsupported(f"object header version {buf[addr]}")
+        while blocks:
+            p, size = blocks.pop(0)
+            end = p + size
+            while p + hdr <= end:
+                if v2:
+                    mtype, msize, mflags = buf[p], self._uint(p + 1, 2), buf[p + 3]
+                else:
+                    mtype, msize, mflags = self._uint(p, 2), self._uint(p + 2, 2), buf[p + 4]
+                data = p + hdr
+                p = data + msize
+                if mflags & 0x02:
+                    self._unsupported("shared object header messages")
+                if mtype == 0x10:  # continuation
+                    cont, length = self._addr(data), self._uint(data + self.osize, self.lsize)
+                    if v2:
+                        self._expect(cont, b"OCHK")
+                        blocks.append((cont + 4, length - 8))  # signature and checksum
+                    else:
+                        blocks.append((cont, length))
+                else:
+                    out.append((mtype, data, msize))
+        return out
+
+    # -- groups
+    def _links(self, addr: int) -> dict[str, int]:
+        links: dict[str, int] = {}
+        for mtype, p, _ in self._messages(addr):
+            if mtype == 0x11:  # symbol table
+                heap = self._addr(p + self.osize)
+                self._expect(heap, b"HEAP")
+                heap_data = self._addr(heap + 8 + 2 * self.lsize)
+                self._group_btree(self._addr(p), heap_data, links)
+            elif mtype == 0x06:  # link
+                name, target = self._link_message(p)
+                if target is not None:
+                    links[name] = target
+            elif mtype == 0x02:  # link info: dense storage lives in a fractal heap
+                flags = self.buf[p + 1]
+                heap = self._addr(p + 2 + (8 if flags & 0x01 else 0))
+                if heap is not None:
+                    self._unsupported("groups with dense link storage (fractal heap)")
+        return links
+
+    def _group_btree(self, addr: int, heap_data: int, links: dict[str, int]) -> None:
+        self._expect(addr, b"TREE")
+        level, entries = self.buf[addr + 5], self._uint(addr + 6, 2)
+        p = addr + 8 + 2 * self.osize
+        for _ in range(entries):
+            p += self.lsize  # key: heap offset of the left name
+            child = self._addr(p)
+            p += self.osize
+            if level > 0:
+                self._group_btree(child, heap_data, links)
+            else:
+                self._symbol_node(child, heap_data, links)
+
+    def _symbol_node(self, addr: int, heap_data: int, links: dict[str, int]) -> None:
+        self._expect(addr, b"SNOD")
+        n_symbols = self._uint(addr + 6, 2)
+        entry = 2 * self.osize + 24
+        for k in range(n_symbols):
+            p = addr + 8 + k * entry
+            offset = heap_data + self._uint(p, self.osize)
+            name = self.buf[offset:self.buf.index(b"\x00", offset)].decode("utf-8")
+            links[name] = self._addr(p + self.osize)
+
+    def _link_message(self, p: int) -> tuple[str, int | None]:
+        flags, q = self.buf[p + 1], p + 2
+        link_type = 0
+        if flags & 0x08:
+            link_type, q = self.buf[q], q + 1
+        q += (8 if flags & 0x04 else 0) + (1 if flags & 0x10 else 0)
+        width = 1 << (flags & 0x03)
+        length, q = self._uint(q, width), q + width
+        name = self.buf[q:q + length].decode("utf-8")
+        return name, (self._addr(q + length) if link_type == 0 else None)
+
+    # -- datasets
+    def read(self, path: str) -> np.ndarray:
+        """The dataset at ``path`` (``"group/name"``) as a native-endian array."""
+        addr = self.root
+        for part in [s for s in path.split("/") if s]:
+            links = self._links(addr)
+            if part not in links:
+                raise DatasetFormatError(
+                    f"HDF5 file has no {path!r} (found {sorted(links)} at {part!r})")
+            addr = links[part]
+        msgs = {mtype: (p, size) for mtype, p, size in self._messages(addr)}
+        if 0x01 not in msgs or 0x03 not in msgs or 0x08 not in msgs:
+            raise DatasetFormatError(f"HDF5 object {path!r} is not a dataset")
+        shape = self._dataspace(msgs[0x01][0])
+        dtype = self._datatype(msgs[0x03][0])
+        filters = self._filters(msgs[0x0B][0]) if 0x0B in msgs else []
+        out = self._layout(msgs[0x08][0], shape, dtype, filters)
+        return out.astype(dtype.newbyteorder("="))
+
+    def _dataspace(self, p: int) -> tuple[int, ...]:
+        version, rank = self.buf[p], self.buf[p + 1]
+        q = p + (8 if version == 1 else 4)
+        return tuple(self._uint(q + i * self.lsize, self.lsize) for i in range(rank))
+
+    def _datatype(self, p: int) -> np.dtype:
+        cls, bits, size = self.buf[p] & 0x0F, self.buf[p + 1], self._uint(p + 4, 4)
+        order = ">" if bits & 0x01 else "<"
+        if cls == 0 and size in (1, 2, 4, 8):
+            return np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}")
+        if cls == 1 and size in (2, 4, 8) and not bits & 0x40:
+            return np.dtype(f"{order}f{size}")
+        self._unsupported(f"datatype class {cls} of size {size}")
+
+    def _filters(self, p: int) -> list[tuple[int, list[int]]]:
+        version, count, filters = self.buf[p], self.buf[p + 1], []
+        q = p + (8 if version == 1 else 2)
+        for _ in range(count):
+            fid = self._uint(q, 2)
+            named = version == 1 or fid >= 256
+            name_len = self._uint(q + 2, 2) if named else 0
+            q += 4 if named else 2
+            n_values = self._uint(q + 2, 2)
+            q += 4
+            q += (-(-name_len // 8) * 8) if version == 1 else name_len
+            values = [self._uint(q + 4 * i, 4) for i in range(n_values)]
+            q += 4 * n_values + (4 if version == 1 and n_values % 2 else 0)
+            filters.append((fid, values))
+        return filters
+
+    def _layout(self, p: int, shape, dtype: np.dtype, filters) -> np.ndarray:
+        version, cls = self.buf[p], self.buf[p + 1]
+        if version != 3:
+            self._unsupported(f"data layout message version {version}")
+        count = int(np.prod(shape, dtype=np.int64))
+        if cls == 0:  # compact
+            size = self._uint(p + 2, 2)
+            raw = self.buf[p + 4:p + 4 + size]
+            return np.frombuffer(raw, dtype, count=count).reshape(shape)
+        if cls == 1:  # contiguous
+            addr = self._addr(p + 2)
+            if addr is None:
+                return np.zeros(shape, dtype)
+            return np.frombuffer(self.buf, dtype, count=count, offset=addr).reshape(shape)
+        if cls == 2:  # chunked
+            ndims = self.buf[p + 2]
+            btree = self._addr(p + 3)
+            q = p + 3 + self.osize
+            chunk = tuple(self._uint(q + 4 * i, 4) for i in range(ndims - 1))
+            out = np.zeros(shape, dtype)
+            if btree is not None:
+                self._chunk_btree(btree, ndims, chunk, dtype, filters, out)
+            return out
+        self._unsupported(f"data layout class {cls}")
+
+    def _chunk_btree(self, addr, ndims, chunk, dtype, filters, out) -> None:
+        self._expect(addr, b"TREE")
+        level, entries = self.buf[addr + 5], self._uint(addr + 6, 2)
+        key = 8 + 8 * ndims
+        p = addr + 8 + 2 * self.osize
+        for _ in range(entries):
+            size, mask = self._uint(p, 4), self._uint(p + 4, 4)
+            offsets = [self._uint(p + 8 + 8 * i, 8) for i in range(ndims - 1)]
+            child = self._addr(p + key)
+            p += key + self.osize
+            if level > 0:
+                self._chunk_btree(child, ndims, chunk, dtype, filters, out)
+                continue
+            raw = self._unfilter(self.buf[child:child + size], mask, filters, dtype.itemsize)
+            block = np.frombuffer(raw, dtype, count=int(np.prod(chunk))).reshape(chunk)
+            region = tuple(slice(o, min(o + c, n))
+                           for o, c, n in zip(offsets, chunk, out.shape, strict=True))
+            out[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
+
+    def _unfilter(self, raw: bytes, mask: int, filters, itemsize: int) -> bytes:
+        for i in reversed(range(len(filters))):
+            if mask & (1 << i):
+                continue
+            fid, values = filters[i]
+            if fid == 1:  # deflate
+                raw = zlib.decompress(raw)
+            elif fid == 2:  # shuffle: byte k of every element stored together
+                width = values[0] if values else itemsize
+                n = len(raw) // width
+                body = np.frombuffer(raw, np.uint8, count=n * width).reshape(width, n)
+                raw = body.T.tobytes() + raw[n * width:]
+            elif fid == 3:  # Fletcher-32: checksum appended
+                raw = raw[:-4]
+            else:
+                self._unsupported(f"filter id {fid}")
+        return raw

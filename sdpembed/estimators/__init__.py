@@ -1,0 +1,1 @@
+"""scikit-learn estimators gluing graphs, formulations, solvers and recovery together."""

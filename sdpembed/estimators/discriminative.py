@@ -1,0 +1,162 @@
+r"""Discriminative projections with label projections (Wang & Mahadevan).
+
+See :mod:`sdpembed.formulations.discriminative` for the model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..formulations.discriminative import (
+    LABEL_KINDS,
+    check_continuous_labels,
+    continuous_discriminative_pencil,
+    discriminative_pencil,
+)
+from ..relaxations import Pencil
+from ._projection import ProjectionEstimator
+
+__all__ = ["DiscriminativeProjections"]
+
+
+class DiscriminativeProjections(ProjectionEstimator):
+    r"""Locality-preserving discriminative projections with a label map (Wang & Mahadevan).
+
+    Learns an instance map :math:`f` (``components_``) and a label map
+    :math:`g` (``label_components_``) that send instances and their labels
+    to the same :math:`d`-dimensional space, minimising
+
+    .. math::
+
+        C(f, g) = \frac{\sum_{i \le l} \|f^\top x_i - g^\top y_i\|^2
+                        + \mu \sum_{i,j} W_{ij} \|f^\top x_i - f^\top x_j\|^2}
+                       {\sum_{i \le l} \sum_{k \ne y_i} \|f^\top x_i - g^\top s_k\|^2},
+
+    solved by the :math:`d` smallest solutions of :math:`(A + C)x = \lambda (B + C)x`
+    (Theorem 1). Unlike LDA, :math:`d` is bounded only by ``n_features``.
+    With ``labels="continuous"``, ``y`` holds real-valued label vectors (NaN
+    rows for unlabeled points) and the problem is
+    :math:`Z \hat L Z^\top x = \lambda Z \hat D Z^\top x` (Theorem 2).
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        At most ``n_features``.
+    mu : "auto" or float, default "auto"
+        Topology weight; ``"auto"`` is :math:`l/s` (discrete) or :math:`0.1\,l/s`
+        (continuous), :math:`l` labelled points and :math:`s` the sum of the
+        affinity entries (the paper's choice).
+    n_neighbors : int, default 5
+        Neighbours of the affinity graph over all points.
+    labels : {"discrete", "continuous"}, default "discrete"
+        ``"discrete"``: integer classes, ``-1`` unlabeled.
+    weights : {"heat", "binary"}, default "heat"
+    sigma : float or None
+        Heat-kernel width (median neighbour distance when ``None``).
+    regularization : float, default 0
+        Relative ridge on :math:`B + C`.
+    method, solver, solver_options
+        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
+    Attributes
+    ----------
+    components_ : ndarray, shape (n_components, n_features)
+        :math:`f^\top`; ``transform(X) = X @ components_.T`` (the paper's :math:`f^\top X`).
+    label_components_ : ndarray, shape (n_components, n_classes) or (n_components, r)
+        :math:`g^\top`.
+    classes_ : ndarray
+        Discrete labels only.
+    mu_ : float
+        The :math:`\mu` used.
+    eigenvalues_, objective_, solve_report_, formulation_, rank_gap_
+        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    """
+
+    def __init__(self, *, n_components=2, mu="auto", n_neighbors=5, labels="discrete",
+                 weights="heat", sigma=None, regularization=0.0, method="eigen",
+                 solver="CLARABEL", solver_options=None):
+        super().__init__(n_components=n_components, method=method, solver=solver,
+                         solver_options=solver_options)
+        self.mu = mu
+        self.n_neighbors = n_neighbors
+        self.labels = labels
+        self.weights = weights
+        self.sigma = sigma
+        self.regularization = regularization
+
+    @property
+    def _multi_output_y(self):
+        return self.labels == "continuous"
+
+    def _validate_Xy(self, X, y):
+        if self.labels not in LABEL_KINDS:
+            raise InputError(f"labels must be one of {LABEL_KINDS}; got {self.labels!r}")
+        if self.labels == "continuous":  # NaN marks unlabeled rows
+            from sklearn.utils.validation import validate_data
+
+            X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+            return X, y
+        return super()._validate_Xy(X, y)
+
+    def _pencil(self, X, y) -> Pencil:
+        self.__dict__.pop("classes_", None)
+        if self.labels == "discrete":
+            y_int, classes, _ = check_partial_labels(y, X.shape[0])
+            self.classes_ = classes
+            pencil = discriminative_pencil(X, y_int, classes.size, mu=self.mu,
+                                           n_neighbors=self.n_neighbors, weights=self.weights,
+                                           sigma=self.sigma)
+        else:
+            Y, labeled = check_continuous_labels(y, X.shape[0])
+            pencil = continuous_discriminative_pencil(X, Y, labeled, mu=self.mu,
+                                                      n_neighbors=self.n_neighbors,
+                                                      weights=self.weights, sigma=self.sigma)
+        self.mu_ = pencil.meta["mu"]
+        return pencil
+
+    def _default_n_components(self, pencil, X):
+        return min(2, X.shape[1])
+
+    def _max_n_components(self, pencil, X):
+        return X.shape[1], "n_features: the instance map f has one row per feature"
+
+    def _set_components(self, vectors, values):
+        p = self.n_features_in_
+        self.components_ = np.ascontiguousarray(vectors[:p].T)
+        self.label_components_ = np.ascontiguousarray(vectors[p:].T)
+        self.eigenvalues_ = np.asarray(values, dtype=float)
+
+    def _formulation_meta(self):
+        return {"method": "discriminative_projections"}
+
+    def label_prototypes(self, labels=None) -> np.ndarray:
+        r"""Images :math:`g^\top s` of labels in the embedding space.
+
+        Parameters
+        ----------
+        labels : array-like, optional
+            Discrete: ignored / ``None`` gives one row per class in ``classes_``
+            (:math:`g^\top s_k`, the paper's label prototypes). Continuous:
+            label values, shape (k,) or (k, r).
+
+        Returns
+        -------
+        ndarray, shape (n_labels, n_components)
+        """
+        check_is_fitted(self, "label_components_")
+        if self.labels == "discrete":
+            if labels is not None:
+                raise InputError("label_prototypes() takes no labels for discrete labels; "
+                                 "row k is the prototype of classes_[k]")
+            return self.label_components_.T.copy()
+        if labels is None:
+            raise InputError("label_prototypes(labels) needs label values for "
+                             "labels='continuous'")
+        V = np.asarray(labels, dtype=float)
+        V = V[:, None] if V.ndim == 1 else V
+        if V.shape[1] != self.label_components_.shape[1]:
+            raise InputError(f"labels must have {self.label_components_.shape[1]} columns")
+        return V @ self.label_components_.T

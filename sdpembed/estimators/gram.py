@@ -1,0 +1,241 @@
+"""scikit-learn estimators for the Gram-matrix SDPs: :class:`DVU` and :class:`MVU`.
+
+Both are transductive: they embed exactly the points they are fitted on
+(``fit`` / ``fit_transform``, attribute ``embedding_``); there is no
+out-of-sample ``transform``.
+"""
+
+from __future__ import annotations
+
+import logging
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import validate_data
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..formulations.dvu import dvu
+from ..formulations.mvu import mvu
+from ..graphs import NeighborhoodGraph, knn_graph
+from ..recovery import embedding_from_gram, spectrum
+from ..solvers import solve
+
+__all__ = ["DVU", "MVU"]
+
+logger = logging.getLogger(__name__)
+
+
+class _GramEmbedding(BaseEstimator):
+    """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding."""
+
+    def _graph(self, X) -> NeighborhoodGraph:
+        if self.graph is not None:
+            if not isinstance(self.graph, NeighborhoodGraph):
+                raise InputError("graph must be a NeighborhoodGraph (see sdpembed.knn_graph)")
+            if self.graph.n_nodes != X.shape[0]:
+                raise InputError(f"graph has {self.graph.n_nodes} nodes but X has "
+                                 f"{X.shape[0]} rows")
+            return self.graph
+        return knn_graph(X, n_neighbors=self.n_neighbors, n_random=self.n_random,
+                         metric=self.metric, random_state=self.random_state)
+
+    def _check_components(self, n: int) -> None:
+        if self.n_components > n:
+            raise InputError(f"n_components={self.n_components} exceeds the number of samples {n}")
+
+    def _solve_and_embed(self, formulation) -> None:
+        options = dict(self.solver_options or {})
+        self.formulation_ = formulation
+        self.solve_report_ = solve(formulation, solver=self.solver, **options)
+        scale = formulation.meta.get("distance_scale", 1.0)
+        G = np.asarray(formulation.value("gram"), dtype=float)
+        self.gram_ = scale * 0.5 * (G + G.T)
+        self.embedding_ = embedding_from_gram(self.gram_, self.n_components)
+        self.spectrum_ = spectrum(self.gram_)
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X, y).embedding_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class DVU(_GramEmbedding):
+    """Discriminative Variance Unfolding (Vernaza, Lee & Taskar).
+
+    Learns the Gram matrix of an embedding of labelled and unlabelled points
+    by the SDP of :func:`sdpembed.formulations.dvu` (minimise in-class minus
+    between-class variance, keep neighbourhood distances), then embeds by
+    its top eigenvectors (:func:`sdpembed.recovery.embedding_from_gram`).
+
+    Parameters
+    ----------
+    n_components : int
+        Dimensions of ``embedding_``.
+    n_neighbors, n_random, metric :
+        Graph built by :func:`sdpembed.knn_graph` when ``graph`` is None.
+    graph : NeighborhoodGraph, optional
+        A precomputed graph over the rows of ``X`` (e.g. tangent distances).
+    slack_weight, distances, centroids, snr, trace, trace_weight, ratio, ratio_weight, normalize,
+    reduce_face :
+        Passed to :func:`sdpembed.formulations.dvu`.
+    transductive_neighbors : int
+        k of the k-NN classifier on the embedding that fills ``transduction_``.
+    solver : str
+        Backend name (see :func:`sdpembed.available_solvers`).
+    solver_options : dict, optional
+        Backend options, kept apart from the algorithm's settings.
+    random_state : int, RandomState or None
+        Seeds the random long edges of the graph.
+
+    Attributes
+    ----------
+    embedding_ : ndarray (n_samples, n_components)
+    gram_ : ndarray (n_samples, n_samples)
+        Learned kernel, in the units of the squared input distances.
+    spectrum_ : ndarray
+        Eigenvalue fractions of ``gram_`` (how low-rank the solution is).
+    graph_, formulation_, solve_report_ :
+        The graph used, the cvxpy formulation and the :class:`SolveReport`.
+    classes_ : ndarray
+        Class labels seen among labelled points.
+    labeled_mask_ : ndarray of bool
+    transduction_ : ndarray
+        Label of every point: given labels where known, else the k-NN vote
+        of labelled points in the embedding.
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 0, None, closed="left")],
+        "n_random": [Interval(Integral, 0, None, closed="left")],
+        "metric": [str, callable],
+        "graph": [NeighborhoodGraph, None],
+        "slack_weight": [Interval(Real, 0, None, closed="left")],
+        "distances": [StrOptions({"interval", "equality", "quadratic"})],
+        "centroids": [StrOptions({"explicit", "eliminated"})],
+        "snr": [Interval(Real, 0, None, closed="left"), None],
+        "trace": [StrOptions({"min", "max"}), None],
+        "trace_weight": [Interval(Real, 0, None, closed="left")],
+        "ratio": [Interval(Real, 0, None, closed="left"), None],
+        "ratio_weight": [Interval(Real, 0, None, closed="left")],
+        "normalize": ["boolean"],
+        "reduce_face": ["boolean"],
+        "transductive_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "solver": [str],
+        "solver_options": [dict, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, n_components=10, n_neighbors=2, n_random=1, metric="euclidean",
+                 graph=None, slack_weight=1.0, distances="interval", centroids="eliminated",
+                 snr=None, trace=None, trace_weight=1e-3, ratio=None, ratio_weight=1.0,
+                 normalize=True, reduce_face=True, transductive_neighbors=3, solver="SCS",
+                 solver_options=None, random_state=None):
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.n_random = n_random
+        self.metric = metric
+        self.graph = graph
+        self.slack_weight = slack_weight
+        self.distances = distances
+        self.centroids = centroids
+        self.snr = snr
+        self.trace = trace
+        self.trace_weight = trace_weight
+        self.ratio = ratio
+        self.ratio_weight = ratio_weight
+        self.normalize = normalize
+        self.reduce_face = reduce_face
+        self.transductive_neighbors = transductive_neighbors
+        self.solver = solver
+        self.solver_options = solver_options
+        self.random_state = random_state
+
+    def fit(self, X, y):
+        """Embed the rows of ``X``; ``y`` holds class labels with ``-1`` for unlabelled rows."""
+        self._validate_params()
+        X = validate_data(self, X, ensure_min_samples=3)
+        y_int, classes, labeled = check_partial_labels(y, X.shape[0], min_classes=2,
+                                                       min_per_class=2)
+        self._check_components(X.shape[0])
+        self.classes_, self.labeled_mask_ = classes, labeled
+        self.graph_ = self._graph(X)
+        formulation = dvu(
+            self.graph_, y_int, centroids=self.centroids, distances=self.distances,
+            slack_weight=self.slack_weight, trace=self.trace,
+            trace_weight=self.trace_weight if self.trace else 0.0, snr=self.snr,
+            ratio=self.ratio, ratio_weight=self.ratio_weight, normalize=self.normalize,
+            reduce_face=self.reduce_face)
+        self._solve_and_embed(formulation)
+        knn = KNeighborsClassifier(n_neighbors=min(self.transductive_neighbors, labeled.sum()))
+        knn.fit(self.embedding_[labeled], y_int[labeled])
+        codes = y_int.copy()
+        if (~labeled).any():
+            codes[~labeled] = knn.predict(self.embedding_[~labeled])
+        self.transduction_ = classes[codes]
+        return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        return tags
+
+
+class MVU(_GramEmbedding):
+    """Maximum Variance Unfolding (Weinberger & Saul), the unsupervised case of DVU.
+
+    Maximises the trace of a centred Gram matrix subject to preserving
+    neighbourhood distances (:func:`sdpembed.formulations.mvu`), then embeds
+    by its top eigenvectors. Parameters and attributes as in :class:`DVU`.
+    """
+
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 0, None, closed="left")],
+        "n_random": [Interval(Integral, 0, None, closed="left")],
+        "metric": [str, callable],
+        "graph": [NeighborhoodGraph, None],
+        "distances": [StrOptions({"interval", "equality", "quadratic"})],
+        "slack_weight": [Interval(Real, 0, None, closed="left")],
+        "normalize": ["boolean"],
+        "reduce_face": ["boolean"],
+        "solver": [str],
+        "solver_options": [dict, None],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, *, n_components=2, n_neighbors=5, n_random=0, metric="euclidean",
+                 graph=None, distances="equality", slack_weight=1.0, normalize=True,
+                 reduce_face=True, solver="SCS", solver_options=None, random_state=None):
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.n_random = n_random
+        self.metric = metric
+        self.graph = graph
+        self.distances = distances
+        self.slack_weight = slack_weight
+        self.normalize = normalize
+        self.reduce_face = reduce_face
+        self.solver = solver
+        self.solver_options = solver_options
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        """Embed the rows of ``X`` (``y`` is ignored)."""
+        self._validate_params()
+        X = validate_data(self, X, ensure_min_samples=3)
+        self._check_components(X.shape[0])
+        self.graph_ = self._graph(X)
+        formulation = mvu(self.graph_, distances=self.distances, slack_weight=self.slack_weight,
+                          normalize=self.normalize, reduce_face=self.reduce_face)
+        self._solve_and_embed(formulation)
+        return self
+
+

@@ -1,0 +1,352 @@
+"""Transductive Component Analysis (TCA) and Orthogonal TCA as scikit-learn transformers."""
+
+from __future__ import annotations
+
+import logging
+import numbers
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..formulations.tca import (
+    OTCA_EQUATIONS,
+    TCA_EQUATIONS,
+    otca_objective,
+    otca_sequence,
+    otca_step_formulation,
+    tca_pencil,
+)
+from ..relaxations import Pencil
+from ..scatter.tca import TCAOperators, otca_basis, tca_graph, tca_operators
+from ._projection import ProjectionEstimator
+
+__all__ = ["TCA", "OTCA"]
+
+logger = logging.getLogger(__name__)
+
+
+def _positive_real(value, name: str, *, allow_zero: bool = False) -> float:
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value) \
+        and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise InputError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} "
+                         f"number; got {value!r}")
+    return float(value)
+
+
+class _TransductiveBase(ProjectionEstimator):
+    """Shared preprocessing of TCA and OTCA: labels, centring, PCA step 4, operators.
+
+    ``transform(X) = (X - mean_) @ components_.T`` with ``components_`` the
+    rows of :math:`U^T = (P[a_1 \\cdots a_r])^T`, :math:`P` the PCA basis.
+    """
+
+    def _check_params(self) -> None:
+        _positive_real(self.alpha, "alpha")
+        _positive_real(self.beta, "beta", allow_zero=True)
+        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors,
+                                                                numbers.Integral) \
+                or self.n_neighbors < 1:
+            raise InputError(f"n_neighbors must be a positive integer; got {self.n_neighbors!r}")
+        if self.sigma is not None:
+            _positive_real(self.sigma, "sigma")
+        pca = self.pca
+        if not (isinstance(pca, (bool, np.bool_))
+                or (isinstance(pca, numbers.Integral) and pca >= 1)):
+            raise InputError(f"pca must be True, False or a positive integer; got {pca!r}")
+
+    def _pca_dimension(self, singular_values: np.ndarray, n_features: int, n_labeled: int) -> int:
+        """d1 of TCA's step 4; ``n_features`` means "no PCA"."""
+        s = singular_values
+        tol = s[0] * max(len(s), n_features) * np.finfo(float).eps if s.size and s[0] > 0 else 0
+        rank = int(np.sum(s > tol))
+        if rank == 0:
+            raise InputError("X is constant: every direction has zero variance")
+        if self.pca is False or self.pca is np.False_:
+            return n_features
+        if self.pca is True or self.pca is np.True_:
+            # step 4: "if d > l, project ... retaining d1 (<= l) dimensions"; the null
+            # directions of the centred data are dropped too (they make the pencil singular)
+            if n_features <= n_labeled and rank == n_features:
+                return n_features
+            return min(n_labeled, rank)
+        d1 = int(self.pca)
+        if d1 > rank:
+            raise InputError(f"pca={d1} exceeds the rank {rank} of the centred data")
+        return d1
+
+    #: Whether the solve basis may be whitened (TCA: yes, its projections are invariant to
+    #: an invertible change of basis; OTCA: no, its orthogonality is Euclidean).
+    _whiten = False
+
+    def _prepare(self, X: np.ndarray, y) -> tuple[TCAOperators, np.ndarray]:
+        """Labels, graph (step 1), PCA step 4 and the operators of eqs. (10), (18).
+
+        Follows the order of the paper's Table 1: the unsupervised graph is
+        built on the centred data before the optional PCA step, which only
+        changes the coordinates the problem is solved in (``basis_``).
+        Returns the operators and the class indices (``-1`` unlabeled).
+        """
+        self._check_params()
+        y_int, self.classes_, labeled = check_partial_labels(y, X.shape[0])
+        self.n_labeled_ = int(labeled.sum())
+        if self.n_neighbors >= X.shape[0]:
+            raise InputError(f"n_neighbors={self.n_neighbors} must be below n_samples="
+                             f"{X.shape[0]}")
+        self.mean_ = X.mean(axis=0)
+        Xc = X - self.mean_
+        graph = tca_graph(Xc, n_neighbors=self.n_neighbors, sigma=self.sigma)
+        _, s, Vt = np.linalg.svd(Xc, full_matrices=False)
+        d1 = self._pca_dimension(s, X.shape[1], self.n_labeled_)
+        reduce = d1 < X.shape[1]
+        self.pca_components_ = Vt[:d1] if reduce else None
+        self.n_pca_components_ = d1
+        if self._whiten and self.pca is not False and self.pca is not np.False_:
+            # unit-variance principal coordinates: the pencil of eq. (21) is covariant
+            # under x -> T^T x, so projections are unchanged while B is far better
+            # conditioned (raw UCI features differ in scale by 1e5)
+            self.basis_ = Vt[:d1].T * (np.sqrt(X.shape[0]) / s[:d1])
+        else:
+            self.basis_ = Vt[:d1].T if reduce else np.eye(X.shape[1])
+        if reduce:
+            logger.info("%s: PCA step 4 keeps %d of %d dimensions (%d labeled points)",
+                        type(self).__name__, d1, X.shape[1], self.n_labeled_)
+        ops = tca_operators(Xc @ self.basis_, y_int, alpha=self.alpha, graph=graph)
+        return ops, y_int
+
+    def _to_input_space(self, vectors: np.ndarray) -> np.ndarray:
+        """:math:`U = P\\,[a_1 \\cdots a_r]` (eq. 22; P = ``basis_``)."""
+        return self.basis_ @ vectors
+
+    def transform(self, X):
+        """Project ``X``: ``(X - mean_) @ components_.T``, shape (n_samples, n_components_)."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return (X - self.mean_) @ self.components_.T
+
+
+class TCA(_TransductiveBase):
+    """Transductive Component Analysis (Liu, Tao & Liu, ICDM 2008, Table 1).
+
+    Semi-supervised linear projection: smooth on a k-NN graph over all points
+    and with a large average margin between the few labeled classes. With
+    ``X`` centred over all points (operators and derivations in
+    :mod:`sdpembed.scatter.tca`),
+
+    .. math::
+
+       \\min_{U^TX_lD_lX_l^TU = I}\\ \\mathrm{tr}\\Big(U^T\\big(XSX^T
+       + \\beta X_lM_lX_l^T\\big)U\\Big)            \\quad (20)
+
+    solved by the r smallest generalized eigenvectors of eq. (21), where
+    :math:`S = (I+\\alpha L)^{-1}\\alpha L` (eq. 10, formed through a sparse
+    factorisation, never a dense inverse), and :math:`D_l, M_l` (eq. 18) come
+    from the intra-/inter-class weights of eq. (15).
+
+    Parameters
+    ----------
+    n_components : int or None, default None
+        r. ``None`` gives the number of classes. At most the size of the
+        (PCA-reduced) problem, :math:`\\min(d, l)`.
+    alpha : float, default 10.0
+        Smoothness trade-off :math:`\\alpha > 0` (eq. 6). Default: the paper's
+        two-moons setting (it gives no values for the UCI experiments).
+    beta : float, default 6.0
+        Margin trade-off :math:`\\beta \\ge 0` (eq. 20); two-moons setting.
+    n_neighbors : int, default 5
+        k of the unsupervised graph, eq. (4) (5 in the paper's UCI runs).
+    sigma : float or None, default None
+        Heat-kernel width of eq. (4), :math:`w = \\exp(-\\lVert x_i-x_j\\rVert^2/\\sigma^2)`;
+        ``None`` uses the mean edge length.
+    pca : bool or int, default True
+        Step 4. ``True``: when :math:`d > l` (or the centred data are rank
+        deficient) project onto the leading :math:`d_1 = \\min(l, \\mathrm{rank})`
+        principal components, so that :math:`X_lD_lX_l^T` is nonsingular;
+        an int sets :math:`d_1`; ``False`` skips it.
+    regularization : float, default 0.0
+        Relative ridge on :math:`B = X_lD_lX_l^T`: uses :math:`B + rI` with
+        :math:`r = \\text{regularization}\\cdot\\mathrm{tr}(B)/d_1`. Never
+        applied unless asked for; a singular ``B`` raises
+        :class:`~sdpembed.relaxations.SingularMatrixError`.
+    method : {"eigen", "sdp"}, default "eigen"
+        ``"eigen"``: ``scipy.linalg.eigh(A, B)``. ``"sdp"``: the exact
+        ratio-trace SDP in :math:`Z = UU^T` (:mod:`sdpembed.formulations.tca`).
+    solver : str, default "CLARABEL"
+    solver_options : dict or None
+
+    Attributes
+    ----------
+    components_ : ndarray, shape (n_components_, n_features)
+        Rows of :math:`U^T = (P[a_1\\cdots a_r])^T`, smallest eigenvalue
+        first; :math:`U^TX_lD_lX_l^TU = I` (not orthogonal: see :class:`OTCA`).
+    eigenvalues_ : ndarray, shape (n_components_,)
+        Generalized eigenvalues of eq. (21) (Ritz values on the SDP path).
+    objective_ : float
+        Their sum, the optimum of eq. (20) for r directions.
+    mean_ : ndarray, shape (n_features,)
+        Mean of all training points (labeled and unlabeled).
+    pca_components_ : ndarray, shape (n_pca_components_, n_features) or None
+        :math:`P^T` of step 4, or ``None`` when it was skipped.
+    n_pca_components_ : int
+        :math:`d_1`.
+    n_labeled_ : int
+    classes_ : ndarray
+    n_components_, pencil_kind_, solve_report_, formulation_, rank_gap_
+        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    """
+
+    def __init__(self, *, n_components=None, alpha=10.0, beta=6.0, n_neighbors=5, sigma=None,
+                 pca=True, regularization=0.0, method="eigen", solver="CLARABEL",
+                 solver_options=None):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.beta = beta
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.pca = pca
+        self.regularization = regularization
+        self.method = method
+        self.solver = solver
+        self.solver_options = solver_options
+
+    _whiten = True
+
+    def _pencil(self, X: np.ndarray, y) -> Pencil:
+        return tca_pencil(self._prepare(X, y)[0], beta=self.beta)
+
+    def _default_n_components(self, pencil: Pencil, X: np.ndarray) -> int:
+        return min(len(self.classes_), pencil.A.shape[0])
+
+    def _max_n_components(self, pencil: Pencil, X: np.ndarray) -> tuple[int, str]:
+        return pencil.A.shape[0], (f"the problem size d1 = {pencil.A.shape[0]} after the PCA "
+                                   f"step; TCA gives at most min(d, l) directions")
+
+    def _set_components(self, vectors: np.ndarray, values: np.ndarray) -> None:
+        self.components_ = np.ascontiguousarray(self._to_input_space(vectors).T)
+        self.eigenvalues_ = np.asarray(values, dtype=float)
+
+    def _formulation_meta(self) -> dict:
+        return {"method": "tca", "variant": "ratio_trace", "equations": TCA_EQUATIONS}
+
+
+class OTCA(_TransductiveBase):
+    """Orthogonal Transductive Component Analysis (Liu, Tao & Liu, ICDM 2008, Section 4).
+
+    Builds at most c mutually orthogonal directions one at a time. Step k
+    minimises TCA's smoothness and margin regularizers plus a least-squares fit
+    of the labeled projections to the class-k indicator (which also fixes the
+    scale), over directions orthogonal to the previous ones:
+
+    .. math::
+
+       \\min_{a \\perp a_1,\\dots,a_{k-1}}\\ a^TXSX^Ta + \\beta\\,a^TX_lM_lX_l^Ta
+       + \\gamma\\lVert X_l^Ta - Y_{\\cdot k}\\rVert^2      \\quad (25)
+
+    solved in closed form through a QR basis :math:`E_{k-1}` of the
+    orthogonal complement, :math:`a_k = E_{k-1}b^*` with :math:`b^* =
+    (E^T(XSX^T + \\beta X_lM_lX_l^T + \\gamma X_lX_l^T)E)^{-1}\\gamma E^TX_lY_{\\cdot k}`
+    (eqs. 23-27; :func:`sdpembed.scatter.tca.otca_basis`). Classes are taken in
+    the order of ``classes_``.
+
+    OTCA has no eigenproblem, so ``method="sdp"`` here means the *convex
+    program* path: each step (25) is solved by a conic backend as a DPP cvxpy
+    problem with the orthogonality as linear equality constraints instead of
+    QR (a second-order-cone program, re-solved per step without recompiling;
+    :func:`sdpembed.formulations.tca.otca_step_formulation`). It must
+    reproduce the closed form.
+
+    Parameters
+    ----------
+    n_components : int or None, default None
+        r, at most the number of classes c (and :math:`d_1`); ``None`` gives c.
+    alpha : float, default 4.0
+        Smoothness trade-off (eq. 6); default the paper's two-moons setting.
+    beta : float, default 10.0
+        Margin trade-off (eq. 25); two-moons setting.
+    gamma : float, default 1e-3
+        Fitting trade-off :math:`\\gamma > 0` (eq. 25), "a small value
+        throughout this paper"; two-moons setting.
+    n_neighbors, sigma, pca
+        As in :class:`TCA`.
+    method : {"eigen", "sdp"}, default "eigen"
+        ``"eigen"``: the closed form (27). ``"sdp"``: the per-step convex
+        programs, see above.
+    solver : str, default "CLARABEL"
+    solver_options : dict or None
+
+    Attributes
+    ----------
+    components_ : ndarray, shape (n_components_, n_features)
+        Mutually orthogonal rows :math:`u_k^T = (Pa_k)^T` (eq. 22), not
+        normalised (the indicator fit sets their scale), in class order.
+    step_objectives_ : ndarray, shape (n_components_,)
+        Value of eq. (25) at each :math:`a_k`.
+    objective_ : float
+        Their sum.
+    mean_, pca_components_, n_pca_components_, n_labeled_, classes_, n_components_
+        As in :class:`TCA`.
+    solve_reports_ : list of SolveReport
+        ``method="sdp"`` only, one per step; ``solve_report_`` is the last.
+    formulation_ : Formulation
+        ``method="sdp"`` only: the per-step program.
+    """
+
+    def __init__(self, *, n_components=None, alpha=4.0, beta=10.0, gamma=1e-3, n_neighbors=5,
+                 sigma=None, pca=True, method="eigen", solver="CLARABEL", solver_options=None):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.pca = pca
+        self.method = method
+        self.solver = solver
+        self.solver_options = solver_options
+
+    def fit(self, X, y=None):
+        """Fit OTCA on all points; ``y == -1`` marks the unlabeled ones.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+        y : array-like, shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params_common()
+        gamma = _positive_real(self.gamma, "gamma")
+        X, y = self._validate_Xy(X, y)
+        for attr in ("solve_report_", "solve_reports_", "formulation_"):
+            self.__dict__.pop(attr, None)
+        ops, y_int = self._prepare(X, y)
+        c, d1 = len(self.classes_), self.n_pca_components_
+        r = min(c, d1) if self.n_components is None else int(self.n_components)
+        if r > min(c, d1):
+            raise InputError(
+                f"n_components={r} is too large: OTCA gives at most min(n_classes, d1) = "
+                f"{min(c, d1)} directions (one per class; d1 = {d1} after the PCA step)")
+        Q, R = ops.otca_system(self.beta, gamma)
+        if self.method == "eigen":
+            A = otca_basis(Q, R, r)
+        else:
+            form = otca_step_formulation(ops, beta=self.beta, gamma=gamma, n_components=r)
+            A, reports = otca_sequence(form, r, solver=self.solver,
+                                       **(self.solver_options or {}))
+            self.formulation_ = form
+            self.solve_reports_ = reports
+            self.solve_report_ = reports[-1]
+        class_sizes = np.bincount(y_int[y_int >= 0], minlength=c)
+        self.step_objectives_ = otca_objective(Q, R, A, gamma, class_sizes)
+        self.objective_ = float(self.step_objectives_.sum())
+        self.n_components_ = r
+        # no sign flip: the indicator fit of eq. (25) fixes the sign of each a_k
+        self.components_ = np.ascontiguousarray(self._to_input_space(A).T)
+        return self
+
+    def _formulation_meta(self) -> dict:  # pragma: no cover - OTCA overrides fit
+        return {"method": "otca", "variant": "sequential-qp", "equations": OTCA_EQUATIONS}

@@ -1,0 +1,292 @@
+"""Discriminative Variance Unfolding (Vernaza, Lee & Taskar) as a cvxpy SDP."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..graphs import NeighborhoodGraph
+from ._base import Formulation
+from .gram import (
+    DISTANCE_MODES,
+    DenseSym,
+    DiagPlusLowRank,
+    GramProblem,
+    build_gram_formulation,
+    centering_basis,
+)
+
+__all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight"]
+
+
+def variance_functionals(y_int: np.ndarray, n_classes: int) -> tuple[DiagPlusLowRank, DiagPlusLowRank]:
+    """In-class and between-class variances as linear functionals of ``G``.
+
+    With :math:`a_k = \\mathbf 1_{\\mathcal K_k}/|\\mathcal K_k|` (class-mean
+    weights) and :math:`b = \\frac1K \\sum_k a_k` (mean of centroids), the
+    centroids are :math:`m_k = Z a_k`, :math:`\\mu = Z b` and (eqs. 3–5)
+
+    .. math::
+
+        \\sigma^2_{icv}(G) &= \\frac1K\\sum_k \\Big(\\frac{1}{|\\mathcal K_k|}
+            \\sum_{i\\in\\mathcal K_k} G_{ii} - a_k^T G a_k\\Big)
+            = \\Big\\langle \\mathrm{diag}(w) - \\frac1K\\sum_k a_k a_k^T,\\; G\\Big\\rangle,\\\\
+        \\sigma^2_{bcv}(G) &= \\frac1K\\sum_k (a_k - b)^T G (a_k - b),
+
+    with :math:`w_i = 1/(K|\\mathcal K_{k(i)}|)` on labelled points, 0 on
+    unlabelled ones: unlabelled points never enter the objective.
+    """
+    n = y_int.shape[0]
+    K = n_classes
+    A = np.zeros((n, K))
+    labeled = y_int >= 0
+    counts = np.bincount(y_int[labeled], minlength=K).astype(float)
+    A[np.flatnonzero(labeled), y_int[labeled]] = 1.0 / counts[y_int[labeled]]
+    b = A.mean(axis=1)
+    w = np.zeros(n)
+    w[labeled] = 1.0 / (K * counts[y_int[labeled]])
+    icv = DiagPlusLowRank(w, A, np.full(K, -1.0 / K))
+    bcv = DiagPlusLowRank(np.zeros(n), A - b[:, None], np.full(K, 1.0 / K))
+    return icv, bcv
+
+
+def _check_options(distances, centroids, trace, trace_weight, slack_weight, snr, ratio,
+                   ratio_weight):
+    if distances not in DISTANCE_MODES:
+        raise InputError(f"distances must be one of {DISTANCE_MODES}; got {distances!r}")
+    if centroids not in ("explicit", "eliminated"):
+        raise InputError(f"centroids must be 'explicit' or 'eliminated'; got {centroids!r}")
+    if trace not in (None, "min", "max"):
+        raise InputError(f"trace must be None, 'min' or 'max'; got {trace!r}")
+    for name, v in (("slack_weight", slack_weight), ("trace_weight", trace_weight),
+                    ("ratio_weight", ratio_weight)):
+        if not np.isfinite(v) or v < 0:
+            raise InputError(f"{name} must be a finite non-negative number; got {v}")
+    if trace is not None and trace_weight == 0:
+        raise InputError(f"trace={trace!r} needs trace_weight > 0")
+    if trace is None and trace_weight != 0:
+        raise InputError("trace_weight > 0 needs trace='min' or trace='max'")
+    for name, v in (("snr", snr), ("ratio", ratio)):
+        if v is not None and (not np.isfinite(v) or v < 0):
+            raise InputError(f"{name} must be None or a finite non-negative number; got {v}")
+
+
+def _prepare_graph(graph, n: int, normalize: bool):
+    if not isinstance(graph, NeighborhoodGraph):
+        raise InputError("graph must be a sdpembed.graphs.NeighborhoodGraph "
+                         "(build one with sdpembed.knn_graph)")
+    if graph.n_nodes != n:
+        raise InputError(f"graph has {graph.n_nodes} nodes but y has {n} entries")
+    graph.check_distinct().check_connected()
+    scale = float(graph.sqdist.mean()) if normalize else 1.0
+    return graph.sqdist / scale, scale
+
+
+def dvu_problem(graph: NeighborhoodGraph, y, *, distances="interval", slack_weight=1.0,
+                trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
+                normalize=True) -> GramProblem:
+    """Validated numpy description of the (centroid-eliminated) DVU problem.
+
+    See :func:`dvu` for the mathematics. Used by :func:`dvu` and by the
+    large-n solver, which never forms an n x n matrix.
+    """
+    _check_options(distances, "eliminated", trace, trace_weight, slack_weight, snr, ratio,
+                   ratio_weight)
+    n = graph.n_nodes if isinstance(graph, NeighborhoodGraph) else None
+    y_int, classes, labeled = check_partial_labels(y, n, min_classes=2, min_per_class=2)
+    target, scale = _prepare_graph(graph, y_int.shape[0], normalize)
+    icv, bcv = variance_functionals(y_int, len(classes))
+    tw = {None: 0.0, "min": trace_weight, "max": -trace_weight}[trace]
+    return GramProblem(
+        n=graph.n_nodes, edges=graph.edges, target=target, objective=icv + bcv.scaled(-1.0),
+        distances=distances, slack_weight=float(slack_weight), trace_weight=float(tw),
+        icv=icv, bcv=bcv, snr=snr, ratio=ratio, ratio_weight=float(ratio_weight),
+        meta={"classes": classes, "labeled_mask": labeled, "y": y_int, "distance_scale": scale},
+    )
+
+
+def min_bounded_slack_weight(gp: GramProblem) -> float:
+    """Smallest ``slack_weight`` for which the interval/quadratic DVU is bounded below.
+
+    Scaling a feasible ``G`` by :math:`t\\to\\infty` changes the objective by
+    :math:`t(\\langle C, G\\rangle + \\lambda \\sum_e D_e(G)/\\bar D_e)` (interval
+    slack grows like :math:`D_e/\\bar D_e`; for the quadratic penalty like
+    :math:`D_e`), so the problem is unbounded exactly when
+    :math:`\\lambda < \\lambda^* = \\max_{v\\perp\\mathbf 1} \\frac{-v^T C v}{v^T L_w v}`,
+    the top generalized eigenvalue with :math:`L_w` the Laplacian with edge
+    weights :math:`1/\\bar D_e` (interval) or 1 (quadratic). Dense, O(n^3).
+    """
+    from ..graphs import NeighborhoodGraph as _G
+
+    w = 1.0 / gp.target if gp.distances == "interval" else np.ones_like(gp.target)
+    L = _G(gp.n, gp.edges, gp.target).laplacian(w).toarray()
+    V = centering_basis(gp.n)
+    C = gp.full_objective().congruence(V)
+    top = sla.eigh(-C, V.T @ L @ V, eigvals_only=True, subset_by_index=[gp.n - 2, gp.n - 2])
+    return max(float(top[0]), 0.0)
+
+
+def _unbounded_hint(gp: GramProblem):
+    def hint():
+        base = ("stretching the embedding lowers sigma2_icv - sigma2_bcv faster than the slack "
+                "penalty grows. ")
+        if gp.distances == "equality":
+            return "check that the graph is connected (every pairwise distance is then bounded)."
+        if gp.n <= 3000:
+            lam = min_bounded_slack_weight(gp)
+            return (base + f"It is bounded for slack_weight >= {lam:.4g} (got "
+                    f"{gp.slack_weight:.4g}): raise slack_weight above that, or add a trace term "
+                    "(trace='min', trace_weight > 0), or use distances='equality'.")
+        return base + ("Raise slack_weight, or add a trace term (trace='min', trace_weight > 0), "
+                       "or use distances='equality'.")
+    return hint
+
+
+def _explicit_problem(gp: GramProblem, n_classes: int) -> GramProblem:
+    """The paper's lifted problem over ``n + K + 1`` rows (points, centroids, mean of centroids).
+
+    Rows ``n .. n+K-1`` hold the class centroids :math:`\\hat x_k`, row ``n+K``
+    the mean of centroids :math:`x_\\mu`. The centring vectors are
+    :math:`c_k = (a_k, -e_k, 0)` (:math:`\\hat x_k` is the mean of class k),
+    :math:`c_\\mu = (0, \\mathbf 1/K, -1)` (:math:`x_\\mu` is the mean of centroids)
+    and :math:`(\\mathbf 1_n, 0, 0)` (the data points are centred). Objective
+    (eqs. 3–5): :math:`\\sigma_k^2 = \\frac1{|\\mathcal K_k|}\\sum_{i\\in\\mathcal K_k}
+    X_{ii} + X_{\\hat k\\hat k} - 2X_{i\\hat k}`, :math:`\\sigma^2_{bcv} = \\frac1K
+    \\sum_k X_{\\hat k\\hat k} + X_{\\mu\\mu} - 2X_{\\hat k\\mu}`.
+    """
+    n, K = gp.n, n_classes
+    N = n + K + 1
+    y = gp.meta["y"]
+    labeled = y >= 0
+    counts = np.bincount(y[labeled], minlength=K).astype(float)
+    Ci = np.zeros((N, N))
+    Cb = np.zeros((N, N))
+    idx = np.flatnonzero(labeled)
+    kk = n + y[idx]
+    wi = 1.0 / (K * counts[y[idx]])
+    Ci[idx, idx] += wi
+    np.add.at(Ci, (kk, kk), wi)
+    np.add.at(Ci, (idx, kk), -wi)
+    np.add.at(Ci, (kk, idx), -wi)
+    mu = n + K
+    ks = n + np.arange(K)
+    Cb[ks, ks] += 1.0 / K
+    Cb[mu, mu] += 1.0
+    Cb[ks, mu] -= 1.0 / K
+    Cb[mu, ks] -= 1.0 / K
+    cent = np.zeros((N, K + 2))
+    cent[idx, y[idx]] = 1.0 / counts[y[idx]]
+    cent[ks, np.arange(K)] = -1.0
+    cent[ks, K] = 1.0 / K
+    cent[mu, K] = -1.0
+    cent[:n, K + 1] = 1.0
+    return GramProblem(
+        n=N, edges=gp.edges, target=gp.target, objective=DenseSym(Ci - Cb),
+        distances=gp.distances, slack_weight=gp.slack_weight, trace_weight=0.0,
+        icv=DenseSym(Ci), bcv=DenseSym(Cb), snr=gp.snr, ratio=gp.ratio,
+        ratio_weight=gp.ratio_weight, centering=cent,
+        meta={**gp.meta, "n_points": n},
+    )
+
+
+def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interval",
+        slack_weight=1.0, trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
+        normalize=True, reduce_face=True) -> Formulation:
+    """Build the DVU semidefinite program (Vernaza, Lee & Taskar, section 3.3).
+
+    .. math::
+
+        \\min_{G\\succeq 0,\\;\\epsilon\\ge 0}\\quad
+            & \\sigma^2_{icv}(G) - \\sigma^2_{bcv}(G) + \\lambda\\sum_{(i,j)\\in\\mathcal E}\\epsilon_{ij}
+            \\qquad\\text{(6)}\\\\
+        \\text{s.t.}\\quad & (1-\\epsilon_{ij})\\bar D_{ij} \\le G_{ii}+G_{jj}-2G_{ij}
+            \\le (1+\\epsilon_{ij})\\bar D_{ij} \\qquad\\text{(8), (9)}\\\\
+        & \\mathrm{tr}(c_k c_k^T X) = 0,\\; k\\in\\mathcal K\\cup\\{\\mu\\},\\quad
+          \\mathrm{tr}(\\mathbf 1\\mathbf 1^T X) = 0
+
+    Unlabelled points (``y == -1``) enter only through the distance constraints.
+
+    Parameters
+    ----------
+    graph : NeighborhoodGraph
+        Edges and squared target distances :math:`\\bar D_{ij}`; must be
+        connected (else the problem is unbounded) with no zero distance.
+    y : array of int, shape (n,)
+        Class labels, ``-1`` for unlabelled points.
+    centroids : {"explicit", "eliminated"}
+        ``"explicit"``: the paper's Gram matrix :math:`X` over the n points,
+        the K class centroids and the mean of centroids, tied to the points
+        by the centring constraints (see :func:`_explicit_problem`).
+        ``"eliminated"``: the same problem on the n x n matrix alone, the
+        centroids written as averages :math:`m_k = Z a_k` (see
+        :func:`variance_functionals`); identical optimum, smaller matrix.
+    distances : {"interval", "equality", "quadratic"}
+        Slack intervals (8)–(9) with penalty ``slack_weight * sum(eps)``; hard
+        equalities (7); or the penalty :math:`\\lambda \\sum (D + \\bar D - 2\\sqrt{D\\bar D})`
+        of section 3.5, which equals :math:`\\lambda\\sum(d-\\bar d)^2`.
+    slack_weight : float
+        :math:`\\lambda`. Below a threshold (``min_bounded_slack_weight``) the
+        interval and quadratic forms are unbounded: stretching the embedding
+        gains more than the slack costs. Solving raises ``UnboundedError``
+        naming the threshold.
+    trace, trace_weight : {None, "min", "max"}, float
+        Add :math:`\\pm\\tau\\,\\mathrm{tr}\\,G` (section 3.4.1).
+    snr : float, optional
+        Constraint :math:`\\sigma^2_{bcv} \\ge \\eta\\,\\sigma^2_{icv}` (10).
+    ratio, ratio_weight : float, optional
+        Constraint :math:`(\\sigma^2_{icv})^2/\\sigma^2_{bcv} \\le \\epsilon\\,\\sigma^2_{icv} + \\xi`,
+        :math:`\\xi\\ge0`, with :math:`\\rho\\xi` added to the objective (11);
+        a rotated second-order cone (``quad_over_lin``).
+    normalize : bool
+        Divide target distances by their mean (recorded as
+        ``meta["distance_scale"]``); solutions are then in those units.
+    reduce_face : bool
+        Facial reduction. The centring constraints :math:`c^T X c = 0` with
+        :math:`X\\succeq0` force :math:`Xc = 0`: every feasible :math:`X` lies on
+        a proper face of the PSD cone, so no feasible point is strictly
+        positive definite (Slater fails) and interior-point solvers can stall.
+        With ``V`` an orthonormal basis of the orthogonal complement of the
+        centring vectors, :math:`\\{X\\succeq 0: Xc = 0\\ \\forall c\\} =
+        \\{VYV^T: Y\\succeq 0\\}`, so optimising over ``Y`` (size n - 1) is the
+        same problem with the constraints holding by construction. For
+        ``"eliminated"`` ``V`` is a Householder basis whose rows differ by unit
+        vectors, which keeps the edge operator sparse.
+
+    Returns
+    -------
+    Formulation
+        ``expressions["gram"]`` is the n x n Gram matrix of the points;
+        ``parameters`` hold the weights (re-solve without rebuilding).
+    """
+    _check_options(distances, centroids, trace, trace_weight, slack_weight, snr, ratio,
+                   ratio_weight)
+    if centroids == "explicit" and trace is not None:
+        # the trace of the lifted matrix would include centroid rows; keep the
+        # trace term on the points only by using the eliminated form
+        raise InputError("trace terms are defined on the point Gram matrix: use "
+                         "centroids='eliminated' with trace=...")
+    gp = dvu_problem(graph, y, distances=distances, slack_weight=slack_weight, trace=trace,
+                     trace_weight=trace_weight, snr=snr, ratio=ratio, ratio_weight=ratio_weight,
+                     normalize=normalize)
+    variant = f"{centroids}/{distances}" + (f"/trace-{trace}" if trace else "") + \
+        ("/snr" if snr is not None else "") + ("/ratio" if ratio is not None else "") + \
+        ("/reduced-face" if reduce_face else "")
+    equations = "(3)-(9)" + (", (10)" if snr is not None else "") + \
+        (", (11)" if ratio is not None else "") + (", sec. 3.5" if distances == "quadratic" else "")
+    meta = {"distance_scale": gp.meta["distance_scale"], "classes": gp.meta["classes"],
+            "unbounded_hint": _unbounded_hint(gp), "centroids": centroids,
+            "reduce_face": reduce_face}
+    if centroids == "explicit":
+        lifted = _explicit_problem(gp, len(gp.meta["classes"]))
+        basis = sla.null_space(lifted.centering_vectors().T) if reduce_face else None
+        return build_gram_formulation(lifted, basis=basis, centered_basis=reduce_face,
+                                      method="dvu", variant=variant, equations=equations,
+                                      extra_meta={**meta, "eliminated_problem": gp})
+    basis = None
+    if reduce_face:
+        degree = np.bincount(gp.edges.ravel(), minlength=gp.n)
+        basis = centering_basis(gp.n, pivot=int(np.argmin(degree)))
+    return build_gram_formulation(gp, basis=basis, centered_basis=reduce_face, method="dvu",
+                                  variant=variant, equations=equations, extra_meta=meta)

@@ -1,0 +1,71 @@
+r"""Linear discriminant analysis as a generalized eigenproblem and its exact SDP.
+
+Fisher's criterion with labelled points only (``y == -1`` ignored):
+
+.. math::
+
+    \max_{P^\top S_w P = I_d} \operatorname{tr}(P^\top S_b P)
+    \qquad (\text{ratio trace: } S_b p = \lambda S_w p),
+
+or, with ``criterion="trace_ratio"``,
+:math:`\max_{P^\top P = I} \operatorname{tr}(P^\top S_b P) / \operatorname{tr}(P^\top S_w P)`
+(Wang et al., CVPR 2007). :math:`S_b` has rank at most :math:`c - 1`, so at
+most :math:`c - 1` directions carry discriminant information. scikit-learn's
+``LinearDiscriminantAnalysis(solver="eigen")`` solves the same pencil with
+both matrices divided by :math:`n`, hence spans the same subspace.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..graphs import check_data_matrix
+from ..relaxations import Pencil, absolute_regularization, formulate
+from ..scatter.discriminant import between_class_scatter, within_class_scatter
+from ._base import Formulation
+
+__all__ = ["CRITERIA", "lda_pencil", "lda_formulation"]
+
+#: Accepted ``criterion`` values.
+CRITERIA = ("ratio_trace", "trace_ratio")
+
+
+def lda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *,
+               criterion: str = "ratio_trace") -> Pencil:
+    """Pencil ``(S_b, S_w, "max", criterion)`` from validated ``X`` and class indices ``y``."""
+    if criterion not in CRITERIA:
+        raise InputError(f"criterion must be one of {CRITERIA}; got {criterion!r}")
+    Sb = between_class_scatter(X, y, n_classes)
+    Sw = within_class_scatter(X, y, n_classes)
+    return Pencil(Sb, Sw, "max", criterion,
+                  {"method": "lda", "variant": criterion,
+                   "equations": ("Fisher 1936", "Wang et al. 2007 (trace ratio)")})
+
+
+def lda_formulation(X, y, n_components: int | None = None, *, criterion: str = "ratio_trace",
+                    regularization: float = 0.0) -> Formulation:
+    """Exact SDP of LDA (see module docstring).
+
+    Parameters
+    ----------
+    X : array-like, shape (n, p)
+    y : array-like, shape (n,)
+        Class labels, ``-1`` for unlabeled points (ignored).
+    n_components : int, optional
+        Default ``min(c - 1, p)``.
+    criterion : {"ratio_trace", "trace_ratio"}
+    regularization : float
+        Relative ridge on :math:`S_w` (:func:`~sdpembed.relaxations.absolute_regularization`).
+    """
+    X = check_data_matrix(X)
+    y_int, classes, _ = check_partial_labels(y, X.shape[0])
+    pencil = lda_pencil(X, y_int, classes.size, criterion=criterion)
+    limit = min(classes.size - 1, X.shape[1])
+    d = limit if n_components is None else int(n_components)
+    if not 1 <= d <= limit:
+        raise InputError(f"n_components={d} must lie in [1, {limit}] (LDA gives at most "
+                         "n_classes - 1 directions)")
+    reg = absolute_regularization(pencil.B, regularization)
+    return formulate(pencil, d, regularization=reg)

@@ -1,0 +1,62 @@
+"""Maximum Variance Unfolding (Weinberger & Saul): the unsupervised case of DVU."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..exceptions import InputError
+from ..graphs import NeighborhoodGraph
+from ._base import Formulation
+from .gram import DISTANCE_MODES, DiagPlusLowRank, GramProblem, build_gram_formulation, \
+    centering_basis
+
+__all__ = ["mvu", "mvu_problem"]
+
+
+def mvu_problem(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0,
+                normalize=True) -> GramProblem:
+    """Numpy description of MVU; see :func:`mvu`."""
+    if not isinstance(graph, NeighborhoodGraph):
+        raise InputError("graph must be a sdpembed.graphs.NeighborhoodGraph")
+    if distances not in DISTANCE_MODES:
+        raise InputError(f"distances must be one of {DISTANCE_MODES}; got {distances!r}")
+    if not np.isfinite(slack_weight) or slack_weight < 0:
+        raise InputError(f"slack_weight must be finite and non-negative; got {slack_weight}")
+    graph.check_distinct().check_connected()
+    scale = float(graph.sqdist.mean()) if normalize else 1.0
+    n = graph.n_nodes
+    objective = DiagPlusLowRank(-np.ones(n), np.zeros((n, 0)), np.zeros(0))
+    return GramProblem(n=n, edges=graph.edges, target=graph.sqdist / scale, objective=objective,
+                       distances=distances, slack_weight=float(slack_weight),
+                       meta={"distance_scale": scale})
+
+
+def mvu(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0, normalize=True,
+        reduce_face=True) -> Formulation:
+    """Build the MVU semidefinite program (DVU paper, section 2).
+
+    .. math::
+
+        \\max_{G\\succeq 0}\\ \\mathrm{tr}\\,G \\quad\\text{s.t.}\\quad
+        G_{ii} + G_{jj} - 2G_{ij} = \\bar D_{ij}\\ \\ ((i,j)\\in\\mathcal E),\\qquad
+        \\textstyle\\sum_{ij} G_{ij} = 0,
+
+    posed as the minimisation of :math:`-\\mathrm{tr}\\,G`. ``distances`` and
+    ``slack_weight`` relax the equalities as in :func:`sdpembed.formulations.dvu`
+    (with ``"interval"`` the problem is bounded only for ``slack_weight`` large
+    enough). A connected graph bounds every pairwise distance, hence the trace.
+    ``reduce_face`` optimises over :math:`G = VYV^T` with ``V`` an orthonormal
+    basis of :math:`\\mathbf 1^\\perp` (see :func:`dvu`).
+    """
+    gp = mvu_problem(graph, distances=distances, slack_weight=slack_weight, normalize=normalize)
+    basis = None
+    if reduce_face:
+        degree = np.bincount(gp.edges.ravel(), minlength=gp.n)
+        basis = centering_basis(gp.n, pivot=int(np.argmin(degree)))
+    hint = ("with relaxed distances, growing the embedding raises the trace faster than the "
+            "slack penalty grows: raise slack_weight or use distances='equality'.")
+    return build_gram_formulation(
+        gp, basis=basis, centered_basis=reduce_face, method="mvu",
+        variant=distances + ("/reduced-face" if reduce_face else ""), equations="sec. 2",
+        extra_meta={"distance_scale": gp.meta["distance_scale"], "unbounded_hint": hint,
+                    "reduce_face": reduce_face})

@@ -1,0 +1,67 @@
+r"""Semi-supervised discriminant analysis (Cai, He & Han, ICCV 2007) and its exact SDP.
+
+Between-class and total scatter :math:`S_b, S_t` of the labelled points,
+and the graph Laplacian :math:`L` of a k-nearest-neighbour graph over all
+points (labelled and unlabeled; binary weights as in the paper):
+
+.. math::
+
+    \max_{P^\top (S_t + \alpha X^\top L X) P = I_d} \operatorname{tr}(P^\top S_b P)
+    \qquad (S_b a = \lambda (S_t + \alpha X^\top L X) a,\ \text{largest } \lambda),
+
+Cai et al. eq. (7) with the regulariser :math:`J(a) = a^\top X^\top L X a`
+of eq. (6) (their factor 2 absorbed in :math:`\alpha`); their Tikhonov term
+:math:`\beta I` is the ``regularization`` option. At most :math:`c - 1`
+eigenvalues are nonzero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._labels import check_partial_labels
+from ..exceptions import InputError
+from ..graphs import check_data_matrix
+from ..relaxations import Pencil, absolute_regularization, formulate
+from ..scatter.discriminant import (
+    between_class_scatter,
+    graph_laplacian,
+    knn_affinity,
+    laplacian_scatter,
+    total_scatter,
+)
+from ._base import Formulation
+
+__all__ = ["sda_pencil", "sda_formulation"]
+
+
+def sda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, alpha: float = 0.1,
+               n_neighbors: int = 5, weights: str = "binary",
+               sigma: float | None = None) -> Pencil:
+    """Pencil ``(S_b, S_t + alpha X'LX, "max", "ratio_trace")`` of SDA."""
+    alpha = float(alpha)
+    if not np.isfinite(alpha) or alpha < 0:
+        raise InputError(f"alpha must be finite and >= 0; got {alpha}")
+    W = knn_affinity(X, n_neighbors, weights=weights, sigma=sigma)
+    L, _ = graph_laplacian(W)
+    Sb = between_class_scatter(X, y, n_classes)
+    B = total_scatter(X, y >= 0) + alpha * laplacian_scatter(X, L)
+    return Pencil(Sb, B, "max", "ratio_trace",
+                  {"method": "sda", "variant": weights, "alpha": alpha,
+                   "equations": ("Cai, He & Han 2007, eqs. (6)-(7)",)})
+
+
+def sda_formulation(X, y, n_components: int | None = None, *, alpha: float = 0.1,
+                    n_neighbors: int = 5, weights: str = "binary", sigma: float | None = None,
+                    regularization: float = 0.0) -> Formulation:
+    """Exact SDP of SDA (see module docstring); ``regularization`` is relative."""
+    X = check_data_matrix(X)
+    y_int, classes, _ = check_partial_labels(y, X.shape[0])
+    pencil = sda_pencil(X, y_int, classes.size, alpha=alpha, n_neighbors=n_neighbors,
+                        weights=weights, sigma=sigma)
+    limit = min(classes.size - 1, X.shape[1])
+    d = limit if n_components is None else int(n_components)
+    if not 1 <= d <= limit:
+        raise InputError(f"n_components={d} must lie in [1, {limit}] (SDA gives at most "
+                         "n_classes - 1 directions)")
+    return formulate(pencil, d, regularization=absolute_regularization(pencil.B, regularization))
