@@ -1,10 +1,24 @@
 """sdpembed: semi-supervised discriminative embeddings as convex programs."""
 
+from . import datasets, evaluation, relaxations, tangent
+from .datasets import list_datasets, load_dataset, partial_labels
+from .estimators.classic import LDA, LPP, PCA, SDA
+from .estimators.discriminative import DiscriminativeProjections
+from .estimators.gram import DVU, MVU
+from .evaluation import transductive_knn_accuracy, transductive_svm_accuracy
 from .formulations import Formulation
 from .graphs import NeighborhoodGraph, heat_kernel_weights, knn_graph
+from .recovery import embedding_from_gram, spectrum
 from .solvers import SolveReport, available_solvers, solve
+from .tangent import deslant, tangent_distance, tangent_distances, tangent_knn_graph
 
 __version__ = "0.1.0"
 
-__all__ = ["Formulation", "NeighborhoodGraph", "knn_graph", "heat_kernel_weights",
-           "SolveReport", "solve", "available_solvers", "__version__"]
+__all__ = [
+    "DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections",
+    "Formulation", "NeighborhoodGraph", "knn_graph", "heat_kernel_weights",
+    "SolveReport", "solve", "available_solvers", "embedding_from_gram", "spectrum",
+    "datasets", "evaluation", "relaxations", "list_datasets", "load_dataset", "partial_labels",
+    "transductive_knn_accuracy", "transductive_svm_accuracy", "__version__",
+    "tangent", "deslant", "tangent_distance", "tangent_distances", "tangent_knn_graph",
+]

@@ -91,7 +91,9 @@ class ProjectionEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
     pencil_kind_ : str
         ``"trace"``, ``"ratio_trace"`` or ``"trace_ratio"``.
     solve_report_ : SolveReport
-        ``method="sdp"`` only.
+        ``method="sdp"`` only. Its ``objective`` is that of the preconditioned
+        problem; ``objective_`` is the original one
+        (``solve_report_.objective * formulation_.meta["objective_scale"]``).
     formulation_ : Formulation
         ``method="sdp"`` only: the SDP that was solved, i.e. the relaxation of
         the preconditioned pencil (``meta["preconditioner"]`` is the congruence

@@ -73,6 +73,18 @@ class DiscriminativeProjections(ProjectionEstimator):
         The :math:`\mu` used.
     eigenvalues_, objective_, solve_report_, formulation_, rank_gap_
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
+    Notes
+    -----
+    The eigenvalues lie in :math:`[0, 1]` because :math:`A \preceq B`. With
+    equal class sizes, :math:`\gamma = (0; \mathbf 1)` (every instance mapped
+    to 0, every label to the same point) solves the pencil exactly with
+    :math:`\lambda = 1/c`; when it falls among the :math:`d` smallest (iris,
+    :math:`d = 3`), the matching row of ``components_`` is zero. The paper
+    does not discuss this degenerate direction; it is kept, as the paper's
+    algorithm prescribes, and is visible in ``eigenvalues_``. Compare the
+    closed form and SDP paths on the joint subspace of
+    ``np.vstack([components_.T, label_components_.T])``.
     """
 
     def __init__(self, *, n_components=2, mu="auto", n_neighbors=5, labels="discrete",

@@ -161,6 +161,9 @@ class DVU(_GramEmbedding):
     def fit(self, X, y):
         """Embed the rows of ``X``; ``y`` holds class labels with ``-1`` for unlabelled rows."""
         self._validate_params()
+        if y is None:
+            raise InputError("DVU requires y to be passed, but the target y is None: give class "
+                             "labels with -1 for unlabeled points (use MVU without labels)")
         X = validate_data(self, X, ensure_min_samples=3)
         y_int, classes, labeled = check_partial_labels(y, X.shape[0], min_classes=2,
                                                        min_per_class=2)

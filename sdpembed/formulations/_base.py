@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -53,6 +54,17 @@ class Formulation:
         for name, par in self.parameters.items():
             if par.name() != name:
                 raise ValueError(f"parameter {par.name()!r} is stored under key {name!r}")
+
+    def __reduce__(self):
+        """Pickle support: mapping proxies become dicts and the problem's solver caches
+        (compiled solver objects that cannot be pickled) are left out of the copy."""
+        problem = copy.copy(self.problem)
+        problem._solver_cache = {}
+        problem._solver_stats = None
+        if hasattr(problem, "_cache"):
+            problem._cache = type(problem._cache)()
+        return (type(self), (problem, dict(self.variables), dict(self.parameters),
+                             dict(self.meta), dict(self.expressions)))
 
     @property
     def method(self) -> str:

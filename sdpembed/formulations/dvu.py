@@ -128,8 +128,18 @@ def min_bounded_slack_weight(gp: GramProblem) -> float:
     return max(float(top[0]), 0.0)
 
 
-def _unbounded_hint(gp: GramProblem):
-    def hint():
+class _UnboundedHint:
+    """Message for an unbounded DVU solve, naming the threshold on ``slack_weight``.
+
+    A picklable callable, evaluated only when a solve is unbounded (the
+    threshold costs a dense generalized eigenproblem).
+    """
+
+    def __init__(self, gp: GramProblem):
+        self.gp = gp
+
+    def __call__(self) -> str:
+        gp = self.gp
         base = ("stretching the embedding lowers sigma2_icv - sigma2_bcv faster than the slack "
                 "penalty grows. ")
         if gp.distances == "equality":
@@ -141,7 +151,6 @@ def _unbounded_hint(gp: GramProblem):
                     "(trace='min', trace_weight > 0), or use distances='equality'.")
         return base + ("Raise slack_weight, or add a trace term (trace='min', trace_weight > 0), "
                        "or use distances='equality'.")
-    return hint
 
 
 def _explicit_problem(gp: GramProblem, n_classes: int) -> GramProblem:
@@ -276,7 +285,7 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     equations = "(3)-(9)" + (", (10)" if snr is not None else "") + \
         (", (11)" if ratio is not None else "") + (", sec. 3.5" if distances == "quadratic" else "")
     meta = {"distance_scale": gp.meta["distance_scale"], "classes": gp.meta["classes"],
-            "unbounded_hint": _unbounded_hint(gp), "centroids": centroids,
+            "unbounded_hint": _UnboundedHint(gp), "centroids": centroids,
             "reduce_face": reduce_face}
     if centroids == "explicit":
         lifted = _explicit_problem(gp, len(gp.meta["classes"]))

@@ -114,8 +114,12 @@ def tca_graph(X, n_neighbors: int = 5, sigma: float | None = None) -> Neighborho
     if not 1 <= k < n:
         raise InputError(f"n_neighbors must lie in [1, n_samples - 1] = [1, {n - 1}]; got {k}")
     ind = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(return_distance=False)
-    pairs = np.sort(np.c_[np.repeat(np.arange(n), k), ind.ravel()], axis=1)
-    pairs = np.unique(pairs[pairs[:, 0] != pairs[:, 1]], axis=0)
+    rows = np.repeat(np.arange(n), k)
+    lo, hi = np.minimum(rows, ind.ravel()), np.maximum(rows, ind.ravel())
+    # "j in N(i) or i in N(j)": deduplicate the undirected pairs through a sparse matrix
+    sym = sp.csr_matrix((np.ones(lo.size), (lo, hi)), shape=(n, n)).tocoo()
+    pairs = np.c_[sym.row, sym.col].astype(np.int64)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     sqdist = ((X[pairs[:, 0]] - X[pairs[:, 1]]) ** 2).sum(axis=1)
     if sigma is None:
         sigma = float(np.mean(np.sqrt(sqdist))) if sqdist.size else 1.0
@@ -150,7 +154,7 @@ def smoothness_regularizer(X, laplacian, alpha: float) -> np.ndarray:
     if L.shape != (n, n):
         raise InputError(f"laplacian must have shape ({n}, {n}); got {L.shape}")
     system = (sp.identity(n, format="csc") + alpha * L).tocsc()
-    lu = spla.splu(system, permc_spec="MMD_AT_PLUS_A")
+    lu = spla.splu(system, permc_spec="COLAMD")
     Y = lu.solve(X)
     A = alpha * (X.T @ (L @ Y))
     return 0.5 * (A + A.T)

@@ -1,0 +1,73 @@
+"""DVU / MVU estimators: scikit-learn API and end-to-end behaviour."""
+
+import numpy as np
+import pytest
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sdpembed import DVU, MVU, knn_graph
+from sdpembed.exceptions import InputError, LabelError
+from sdpembed.solvers import SolveReport
+
+
+def test_dvu_fit_on_digits(usps_small):
+    X, y_true, y, hidden = usps_small
+    est = DVU(n_components=5, solver="CLARABEL", random_state=0)
+    Z = est.fit_transform(X, y)
+    assert Z.shape == (40, 5) and est.embedding_ is Z or np.allclose(est.embedding_, Z)
+    assert isinstance(est.solve_report_, SolveReport) and est.solve_report_.status == "optimal"
+    assert est.gram_.shape == (40, 40)
+    np.testing.assert_array_equal(est.classes_, np.arange(5))
+    np.testing.assert_array_equal(est.transduction_[~hidden], y[~hidden])
+    # the learned kernel reproduces the top eigen-decomposition
+    w = np.linalg.eigvalsh(est.gram_)[::-1][:5]
+    np.testing.assert_allclose(np.sort((Z**2).sum(0))[::-1], w, rtol=1e-6)
+    # hidden labels recovered at least as well as by 3-NN on raw pixels minus a margin
+    raw = KNeighborsClassifier(3).fit(X[~hidden], y[~hidden]).score(X[hidden], y_true[hidden])
+    post = np.mean(est.transduction_[hidden] == y_true[hidden])
+    assert post >= raw - 0.2 and post > 0.5  # 5 classes: chance is 0.2
+
+
+def test_dvu_precomputed_graph_is_used(usps_small):
+    X, _, y, _ = usps_small
+    g = knn_graph(X, n_neighbors=3, n_random=1, random_state=1)
+    est = DVU(n_components=2, graph=g, solver="CLARABEL").fit(X, y)
+    assert est.graph_ is g
+    with pytest.raises(InputError, match="nodes"):
+        DVU(graph=g).fit(X[:-1], y[:-1])
+
+
+def test_dvu_string_labels_and_bad_labels(usps_small):
+    X, _, y, _ = usps_small
+    with pytest.raises(LabelError):
+        DVU(solver="CLARABEL").fit(X, np.zeros_like(y))
+    with pytest.raises(InputError, match="n_components"):
+        DVU(n_components=100, solver="CLARABEL").fit(X, y)
+
+
+def test_mvu_unfolds_a_curve():
+    t = np.linspace(0, 3 * np.pi / 2, 25)
+    X = np.c_[np.cos(t), np.sin(t)]  # an arc: MVU straightens it
+    est = MVU(n_components=1, n_neighbors=2, solver="CLARABEL").fit(X)
+    z = est.embedding_[:, 0]
+    assert abs(np.corrcoef(z, t)[0, 1]) > 0.999
+    assert est.spectrum_[0] > 0.99
+
+
+def _cheap(est):
+    # SCS at loose tolerance: the checks fit up to ~150 random points many times;
+    # they test the API, not accuracy (accuracy is tested above and in test_dvu.py)
+    return est.set_params(n_components=2, solver="SCS", random_state=0,
+                          solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3, "max_iters": 2000})
+
+
+@parametrize_with_checks(
+    [_cheap(DVU()), _cheap(MVU(n_neighbors=3, n_random=1))],
+    expected_failed_checks=lambda est: {
+        # iris (used by this check) holds duplicate rows, which the Gram SDPs reject
+        # by design with DuplicatePointsError (zero target distances)
+        "check_positive_only_tag_during_fit": "iris has duplicate rows; rejected by design",
+    },
+)
+def test_sklearn_api(estimator, check):
+    check(estimator)

@@ -1,0 +1,126 @@
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from sdpembed import _csdp
+from sdpembed.exceptions import (
+    InfeasibleError,
+    InputError,
+    SolverFailedError,
+    SolverMissingError,
+    UnboundedError,
+)
+from sdpembed.formulations import Formulation
+from sdpembed.solvers import SolveReport, available_solvers, register_backend, solve
+
+SOLVERS = available_solvers()
+CONIC = [s for s in SOLVERS if s in ("CLARABEL", "SCS", "CVXOPT", "SDPA", "CSDP", "MOSEK")]
+
+
+def eigen_sdp(n=6, seed=0):
+    """min <C, X> s.t. tr X = 1, X PSD: optimum lambda_min(C) (Rayleigh quotient)."""
+    rng = np.random.default_rng(seed)
+    C = rng.standard_normal((n, n))
+    C = C + C.T
+    X = cp.Variable((n, n), PSD=True, name="X")
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(C, X))), [cp.trace(X) == 1])
+    return Formulation(prob, {"X": X}, meta={"method": "test"}), C
+
+
+@pytest.mark.parametrize("solver", CONIC)
+def test_backends_reach_the_eigenvalue_optimum(solver):
+    f, C = eigen_sdp()
+    report = solve(f, solver=solver)
+    lam_min = np.linalg.eigvalsh(C)[0]
+    # interior-point backends converge to ~1e-8; SCS (first order) to its eps of 1e-6
+    assert report.objective == pytest.approx(lam_min, rel=1e-5, abs=1e-5)
+    X = f.variables["X"].value
+    v = np.linalg.eigh(C)[1][:, 0]
+    np.testing.assert_allclose(X, np.outer(v, v), atol=1e-3)
+    assert isinstance(report, SolveReport)
+    assert report.status == "optimal" and report.solver == solver
+    assert report.solve_seconds >= 0 and report.compile_seconds >= 0
+    assert report.solver_version
+
+
+@pytest.mark.skipif("CSDP" not in SOLVERS, reason="csdp executable not installed")
+def test_csdp_primal_and_dual_values_match_clarabel():
+    rng = np.random.default_rng(0)
+    n = 5
+    C = rng.standard_normal((n, n))
+    C = C + C.T
+    X = cp.Variable((n, n), PSD=True, name="X")
+    x = cp.Variable(2, name="x")
+    e = cp.Variable(3, nonneg=True, name="e")
+    M = cp.Variable((2, 2), symmetric=True, name="M")
+    cons = [cp.trace(X) == 1, x >= -1, X[0, 1] >= 0.1, x[0] == -0.5, cp.sum(e) >= 0.3,
+            M >> 0.1 * np.eye(2), cp.trace(M) <= 1]
+    obj = (cp.sum(cp.multiply(C, X)) + cp.sum(x) + cp.sum(e) + M[0, 1]
+           - cp.geo_mean(cp.hstack([X[0, 0] + 1, X[1, 1] + 2])))  # an SOC cone too
+    f = Formulation(cp.Problem(cp.Minimize(obj), cons), {"X": X, "x": x, "e": e, "M": M})
+    ref = solve(f, solver="CLARABEL")
+    ref_vals = {k: v.value.copy() for k, v in f.variables.items()}
+    ref_duals = [np.copy(c.dual_value) for c in cons]
+    got = solve(f, solver="CSDP")
+    assert got.objective == pytest.approx(ref.objective, rel=1e-6)
+    for k, v in f.variables.items():
+        np.testing.assert_allclose(v.value, ref_vals[k], atol=1e-5)
+    for c, d in zip(cons, ref_duals):
+        # duals are less accurate than primals at default tolerances: 1e-4 relative
+        np.testing.assert_allclose(c.dual_value, d, rtol=1e-4, atol=1e-4)
+
+
+def test_infeasible_and_unbounded_raise_typed_errors():
+    x = cp.Variable(2, name="x")
+    bad = Formulation(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1, x <= 0]), {"x": x},
+                      meta={"method": "toy", "infeasible_hint": "drop a bound"})
+    for s in ("CLARABEL", "SCS"):
+        with pytest.raises(InfeasibleError, match="drop a bound"):
+            solve(bad, solver=s)
+    y = cp.Variable(2, name="y")
+    unb = Formulation(cp.Problem(cp.Minimize(cp.sum(y)), [y <= 1]), {"y": y},
+                      meta={"method": "toy", "unbounded_hint": lambda: "add a lower bound"})
+    with pytest.raises(UnboundedError, match="add a lower bound"):
+        solve(unb, solver="CLARABEL")
+
+
+@pytest.mark.skipif("CSDP" not in SOLVERS, reason="csdp executable not installed")
+def test_csdp_reports_infeasibility():
+    X = cp.Variable((2, 2), PSD=True, name="X")
+    f = Formulation(cp.Problem(cp.Minimize(cp.trace(X)), [X[0, 0] == -1]), {"X": X})
+    with pytest.raises(InfeasibleError):
+        solve(f, solver="CSDP")
+
+
+def test_missing_and_unknown_solvers(monkeypatch):
+    f, _ = eigen_sdp()
+    with pytest.raises(InputError, match="unknown solver"):
+        solve(f, solver="NOPE")
+    monkeypatch.setattr(_csdp, "csdp_executable", lambda: None)
+    with pytest.raises(SolverMissingError, match="apt-get install coinor-csdp"):
+        solve(f, solver="CSDP")
+    with pytest.raises(InputError, match="Formulation"):
+        solve(object())
+
+
+def test_fallback_only_when_asked_and_recorded():
+    f, C = eigen_sdp()
+
+    def broken(formulation, verbose=False, **options):
+        raise SolverFailedError("numerical trouble")
+
+    register_backend("BROKEN_TEST", broken)
+    with pytest.raises(SolverFailedError):
+        solve(f, solver="BROKEN_TEST")
+    report = solve(f, solver="BROKEN_TEST", fallback=["CLARABEL"])
+    assert report.solver == "CLARABEL"
+    assert report.attempts[0]["solver"] == "BROKEN_TEST" and "numerical" in report.attempts[0]["error"]
+    assert report.objective == pytest.approx(np.linalg.eigvalsh(C)[0], rel=1e-6)
+
+
+def test_options_are_recorded_and_passed():
+    f, _ = eigen_sdp()
+    report = solve(f, solver="SCS", eps_abs=1e-7, max_iters=12345)
+    assert report.options["eps_abs"] == 1e-7 and report.options["max_iters"] == 12345
+    assert report.options["eps_rel"] == 1e-6  # toolkit default, recorded
+    assert report.iterations is not None and report.iterations <= 12345
