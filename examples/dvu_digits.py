@@ -21,8 +21,8 @@ def default_solver() -> str:
     return "CSDP" if "CSDP" in solvers else "CLARABEL"
 
 
-def run(solver: str | None = None, quiet: bool = True, n_per_class: int = 30, plot: str | None = None,
-        random_state: int = 0) -> dict:
+def run(solver: str | None = None, quiet: bool = True, n_per_class: int = 30,
+        plot: str | None = None, random_state: int = 0) -> dict:
     """Fit DVU and return accuracies, objective and timings (print them unless ``quiet``)."""
     solver = solver or default_solver()
     X, y = load_digits(return_X_y=True)

@@ -14,8 +14,8 @@ no number of TCA directions for Table 4, so the "paper settings" rows use the
 paper's two-moons values (TCA alpha = 10, beta = 6; OTCA alpha = 4, beta = 10,
 gamma = 1e-3), sigma = the mean edge length, TCA with r = c - 1 unit-norm
 directions, OTCA with its c directions, and the PCA step 4 rule of
-:class:`sdpembed.estimators.tca.TCA` (project to min(l, rank) dimensions when
-d > l). Two feature versions are run: as given ("raw") and min-max scaled to
+:class:`sdpembed.estimators.tca.TCA` (project to min(l - 1, rank) dimensions when
+d >= l). Two feature versions are run: as given ("raw") and min-max scaled to
 [0, 1] per feature ("minmax"; its 1-NN errors on iris and car match the
 paper's 1NN column, the raw ones do not). Car uses the paper's 6 features:
 each categorical attribute coded by its ordinal position in the UCI order

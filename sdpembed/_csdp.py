@@ -122,7 +122,6 @@ class PrimalMap:
         single_val[single] = A.data[A.indptr[:-1][single]]
         claimed = np.zeros(n_x, dtype=bool)
         # w coordinates: lists of (block, i, j) with block 1 = LP block
-        lp_entries: list[tuple[str, int]] = []  # ("var"/"slack"/"p"/"q", index)
         psd_blocks: list[dict] = []
         T_rows, T_cols, T_vals = [], [], []  # x_j = sum T[j, w] w
         defining = np.zeros(n_rows, dtype=bool)
@@ -216,9 +215,10 @@ class PrimalMap:
             w_count += rr.size
             offset += k
         self.n_w = w_count
-        self.coord_block = np.concatenate(coord_block).astype(int) if coord_block else np.empty(0, int)
-        self.coord_i = np.concatenate(coord_i).astype(int) if coord_i else np.empty(0, int)
-        self.coord_j = np.concatenate(coord_j).astype(int) if coord_j else np.empty(0, int)
+        def cat(parts):
+            return np.concatenate(parts).astype(int) if parts else np.empty(0, int)
+
+        self.coord_block, self.coord_i, self.coord_j = cat(coord_block), cat(coord_i), cat(coord_j)
         self.T = sp.csr_matrix((T_vals, (T_rows, T_cols)), shape=(n_x, w_count))
         self.con_rows = np.flatnonzero(~defining)
         S = sp.csr_matrix(
@@ -256,8 +256,9 @@ class PrimalMap:
             M = self.Acon.tocoo()
             vals = M.data * scale[M.col]
             keep = vals != 0
+            entries = zip(M.row[keep], M.col[keep], vals[keep])
             fh.writelines(f"{r + 1} {self.coord_block[k]} {self.coord_i[k]} {self.coord_j[k]} "
-                          f"{float(v)!r}\n" for r, k, v in zip(M.row[keep], M.col[keep], vals[keep]))
+                          f"{float(v)!r}\n" for r, k, v in entries)
 
     def recover(self, path):
         """Read CSDP's solution file; return (x, y, s) in the SCS layout of cvxpy."""
@@ -265,12 +266,13 @@ class PrimalMap:
             yhat = np.array([float(v) for v in fh.readline().split()], dtype=float)
             data = np.loadtxt(fh, ndmin=2)
         if yhat.size != self.Acon.shape[0]:
-            raise RuntimeError(f"CSDP returned {yhat.size} multipliers, expected {self.Acon.shape[0]}")
+            raise RuntimeError(f"CSDP returned {yhat.size} multipliers, "
+                               f"expected {self.Acon.shape[0]}")
         w = np.zeros(self.n_w)
         lookup = {(int(b), int(i), int(j)): k for k, (b, i, j) in
                   enumerate(zip(self.coord_block, self.coord_i, self.coord_j))}
         scale = 1.0 / self._entry_scale()  # svec coordinate = sqrt(2) X_ij off the diagonal
-        for mat, b, i, j, v in data[data[:, 0] == 2] if data.size else []:
+        for _, b, i, j, v in data[data[:, 0] == 2] if data.size else []:
             i, j = int(min(i, j)), int(max(i, j))
             k = lookup.get((int(b), i, j))
             if k is not None:
@@ -281,8 +283,6 @@ class PrimalMap:
         y[self.con_rows] = yhat[: self.con_rows.size]
         # defining rows: c_j + a_kj y_k + sum_r a_rj y_r = 0
         resid = self.c + self.A.T @ y
-        cols = np.asarray(self.A[self.defining_rows].argmax(axis=1)).ravel() \
-            if self.defining_rows.size else np.empty(0, int)
         if self.defining_rows.size:
             Ad = self.A[self.defining_rows]
             cols = Ad.indices[Ad.indptr[:-1]]

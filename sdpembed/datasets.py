@@ -1018,289 +1018,40 @@ def _check_complete_labels(y) -> np.ndarray:
     return y
 
 
-# --------------------------------------------------------------------------- minimal HDF5
+# --------------------------------------------------------------------------- HDF5
 
 
 def _read_hdf5(data: bytes, paths: list[str]) -> dict[str, np.ndarray]:
-    """Read the datasets ``paths`` of an HDF5 file, with h5py when installed.
+    """Read the datasets ``paths`` (``"group/name"``) of an HDF5 file held in memory.
 
-    Without h5py, :class:`_Hdf5Reader` reads the subset of the format that
-    libhdf5 writes with its default ("earliest") settings, which is what h5py
-    produces unless asked otherwise.
+    Uses h5py (libhdf5), which reads every layout, filter and format version
+    libhdf5 writes.
+
+    Raises
+    ------
+    DatasetFormatError
+        The bytes are not an HDF5 file, or a path is missing or is not a dataset.
     """
-    try:
-        import h5py
-    except ImportError:
-        reader = _Hdf5Reader(data)
-        return {p: reader.read(p) for p in paths}
+    import h5py
+
     try:
         with h5py.File(io.BytesIO(data), "r") as f:
             missing = [p for p in paths if p not in f]
             if missing:
-                raise DatasetFormatError(f"HDF5 file has no datasets {missing}")
+                raise DatasetFormatError(
+                    f"HDF5 file has no datasets {missing}; found {_hdf5_datasets(f)}")
+            not_data = [p for p in paths if not isinstance(f[p], h5py.Dataset)]
+            if not_data:
+                raise DatasetFormatError(f"HDF5 objects {not_data} are not datasets")
             return {p: np.asarray(f[p][()]) for p in paths}
     except OSError as exc:
         raise DatasetFormatError(f"not a readable HDF5 file ({exc})") from exc
 
 
-class _Hdf5Reader:
-    """Read-only parser for a subset of HDF5 (format specification 3.0).
+def _hdf5_datasets(f) -> list[str]:
+    """Paths of every dataset in an open h5py file, for error messages."""
+    import h5py
 
-    Supported: superblock versions 0-3; object headers v1 and v2; groups as
-    symbol tables (v1 B-tree + local heap) or compact link messages; datasets
-    with fixed-point or IEEE float elements in either byte order, stored
-    compact, contiguous or chunked (layout message v3, v1 B-tree chunk index)
-    with the deflate, shuffle and Fletcher-32 filters. Anything else raises
-    :class:`DatasetFormatError` suggesting ``pip install h5py``.
-    """
-
-    _SIGNATURE = b"\x89HDF\r\n\x1a\n"
-
-    def __init__(self, data: bytes):
-        self.buf = data
-        start = next((s for s in (0, 512, 1024, 2048, 4096, 8192)
-                      if data[s:s + 8] == self._SIGNATURE), None)
-        if start is None:
-            raise DatasetFormatError("not an HDF5 file (no signature)")
-        version = data[start + 8]
-        if version in (0, 1):
-            self.osize, self.lsize = data[start + 13], data[start + 14]
-            p = start + 24 + (4 if version == 1 else 0)
-            self.base = self._uint(p, self.osize)
-            p += 4 * self.osize  # base, free-space, end-of-file, driver-info addresses
-            # root group symbol table entry: link name offset, object header address, ...
-            self.root = self._uint(p + self.osize, self.osize) + self.base
-        elif version in (2, 3):
-            self.osize, self.lsize = data[start + 9], data[start + 10]
-            p = start + 12
-            self.base = self._uint(p, self.osize)
-            self.root = self._uint(p + 3 * self.osize, self.osize) + self.base
-        else:
-            self._unsupported(f"superblock version {version}")
-        self._undefined = (1 << (8 * self.osize)) - 1
-
-    # -- low level
-    @staticmethod
-    def _unsupported(what: str):
-        raise DatasetFormatError(
-            f"HDF5 feature not supported by the built-in reader: {what}; install h5py "
-            "(pip install h5py) and retry")
-
-    def _uint(self, pos: int, size: int) -> int:
-        if pos + size > len(self.buf):
-            raise DatasetFormatError("HDF5 file is truncated")
-        return int.from_bytes(self.buf[pos:pos + size], "little")
-
-    def _addr(self, pos: int) -> int | None:
-        value = self._uint(pos, self.osize)
-        return None if value == self._undefined else value + self.base
-
-    def _expect(self, pos: int, signature: bytes) -> None:
-        if self.buf[pos:pos + len(signature)] != signature:
-            raise DatasetFormatError(f"HDF5 structure {signature!r} expected at byte {pos}")
-
-    # -- object headers
-    def _messages(self, addr: int) -> list[tuple[int, int, int]]:
-        """``(type, data start, data size)`` of every message of an object header."""
-        buf, blocks, out = self.buf, [], []
-        if buf[addr:addr + 4] == b"OHDR":
-            if buf[addr + 4] != 2:
-                self._unsupported(f"object header version {buf[addr + 4]}")
-            flags, p = buf[addr + 5], addr + 6
-            p += (16 if flags & 0x20 else 0) + (4 if flags & 0x10 else 0)
-            width = 1 << (flags & 0x03)
-            blocks.append((p + width, self._uint(p, width)))
-            hdr = 6 if flags & 0x04 else 4
-            v2 = True
-        elif buf[addr] == 1:
-            blocks.append((addr + 16, self._uint(addr + 8, 4)))
-            hdr, v2 = 8, False
-        else:
-            self._unsupported(f"object header version {buf[addr]}")
-        while blocks:
-            p, size = blocks.pop(0)
-            end = p + size
-            while p + hdr <= end:
-                if v2:
-                    mtype, msize, mflags = buf[p], self._uint(p + 1, 2), buf[p + 3]
-                else:
-                    mtype, msize, mflags = self._uint(p, 2), self._uint(p + 2, 2), buf[p + 4]
-                data = p + hdr
-                p = data + msize
-                if mflags & 0x02:
-                    self._unsupported("shared object header messages")
-                if mtype == 0x10:  # continuation
-                    cont, length = self._addr(data), self._uint(data + self.osize, self.lsize)
-                    if v2:
-                        self._expect(cont, b"OCHK")
-                        blocks.append((cont + 4, length - 8))  # signature and checksum
-                    else:
-                        blocks.append((cont, length))
-                else:
-                    out.append((mtype, data, msize))
-        return out
-
-    # -- groups
-    def _links(self, addr: int) -> dict[str, int]:
-        links: dict[str, int] = {}
-        for mtype, p, _ in self._messages(addr):
-            if mtype == 0x11:  # symbol table
-                heap = self._addr(p + self.osize)
-                self._expect(heap, b"HEAP")
-                heap_data = self._addr(heap + 8 + 2 * self.lsize)
-                self._group_btree(self._addr(p), heap_data, links)
-            elif mtype == 0x06:  # link
-                name, target = self._link_message(p)
-                if target is not None:
-                    links[name] = target
-            elif mtype == 0x02:  # link info: dense storage lives in a fractal heap
-                flags = self.buf[p + 1]
-                heap = self._addr(p + 2 + (8 if flags & 0x01 else 0))
-                if heap is not None:
-                    self._unsupported("groups with dense link storage (fractal heap)")
-        return links
-
-    def _group_btree(self, addr: int, heap_data: int, links: dict[str, int]) -> None:
-        self._expect(addr, b"TREE")
-        level, entries = self.buf[addr + 5], self._uint(addr + 6, 2)
-        p = addr + 8 + 2 * self.osize
-        for _ in range(entries):
-            p += self.lsize  # key: heap offset of the left name
-            child = self._addr(p)
-            p += self.osize
-            if level > 0:
-                self._group_btree(child, heap_data, links)
-            else:
-                self._symbol_node(child, heap_data, links)
-
-    def _symbol_node(self, addr: int, heap_data: int, links: dict[str, int]) -> None:
-        self._expect(addr, b"SNOD")
-        n_symbols = self._uint(addr + 6, 2)
-        entry = 2 * self.osize + 24
-        for k in range(n_symbols):
-            p = addr + 8 + k * entry
-            offset = heap_data + self._uint(p, self.osize)
-            name = self.buf[offset:self.buf.index(b"\x00", offset)].decode("utf-8")
-            links[name] = self._addr(p + self.osize)
-
-    def _link_message(self, p: int) -> tuple[str, int | None]:
-        flags, q = self.buf[p + 1], p + 2
-        link_type = 0
-        if flags & 0x08:
-            link_type, q = self.buf[q], q + 1
-        q += (8 if flags & 0x04 else 0) + (1 if flags & 0x10 else 0)
-        width = 1 << (flags & 0x03)
-        length, q = self._uint(q, width), q + width
-        name = self.buf[q:q + length].decode("utf-8")
-        return name, (self._addr(q + length) if link_type == 0 else None)
-
-    # -- datasets
-    def read(self, path: str) -> np.ndarray:
-        """The dataset at ``path`` (``"group/name"``) as a native-endian array."""
-        addr = self.root
-        for part in [s for s in path.split("/") if s]:
-            links = self._links(addr)
-            if part not in links:
-                raise DatasetFormatError(
-                    f"HDF5 file has no {path!r} (found {sorted(links)} at {part!r})")
-            addr = links[part]
-        msgs = {mtype: (p, size) for mtype, p, size in self._messages(addr)}
-        if 0x01 not in msgs or 0x03 not in msgs or 0x08 not in msgs:
-            raise DatasetFormatError(f"HDF5 object {path!r} is not a dataset")
-        shape = self._dataspace(msgs[0x01][0])
-        dtype = self._datatype(msgs[0x03][0])
-        filters = self._filters(msgs[0x0B][0]) if 0x0B in msgs else []
-        out = self._layout(msgs[0x08][0], shape, dtype, filters)
-        return out.astype(dtype.newbyteorder("="))
-
-    def _dataspace(self, p: int) -> tuple[int, ...]:
-        version, rank = self.buf[p], self.buf[p + 1]
-        q = p + (8 if version == 1 else 4)
-        return tuple(self._uint(q + i * self.lsize, self.lsize) for i in range(rank))
-
-    def _datatype(self, p: int) -> np.dtype:
-        cls, bits, size = self.buf[p] & 0x0F, self.buf[p + 1], self._uint(p + 4, 4)
-        order = ">" if bits & 0x01 else "<"
-        if cls == 0 and size in (1, 2, 4, 8):
-            return np.dtype(f"{order}{'i' if bits & 0x08 else 'u'}{size}")
-        if cls == 1 and size in (2, 4, 8) and not bits & 0x40:
-            return np.dtype(f"{order}f{size}")
-        self._unsupported(f"datatype class {cls} of size {size}")
-
-    def _filters(self, p: int) -> list[tuple[int, list[int]]]:
-        version, count, filters = self.buf[p], self.buf[p + 1], []
-        q = p + (8 if version == 1 else 2)
-        for _ in range(count):
-            fid = self._uint(q, 2)
-            named = version == 1 or fid >= 256
-            name_len = self._uint(q + 2, 2) if named else 0
-            q += 4 if named else 2
-            n_values = self._uint(q + 2, 2)
-            q += 4
-            q += (-(-name_len // 8) * 8) if version == 1 else name_len
-            values = [self._uint(q + 4 * i, 4) for i in range(n_values)]
-            q += 4 * n_values + (4 if version == 1 and n_values % 2 else 0)
-            filters.append((fid, values))
-        return filters
-
-    def _layout(self, p: int, shape, dtype: np.dtype, filters) -> np.ndarray:
-        version, cls = self.buf[p], self.buf[p + 1]
-        if version != 3:
-            self._unsupported(f"data layout message version {version}")
-        count = int(np.prod(shape, dtype=np.int64))
-        if cls == 0:  # compact
-            size = self._uint(p + 2, 2)
-            raw = self.buf[p + 4:p + 4 + size]
-            return np.frombuffer(raw, dtype, count=count).reshape(shape)
-        if cls == 1:  # contiguous
-            addr = self._addr(p + 2)
-            if addr is None:
-                return np.zeros(shape, dtype)
-            return np.frombuffer(self.buf, dtype, count=count, offset=addr).reshape(shape)
-        if cls == 2:  # chunked
-            ndims = self.buf[p + 2]
-            btree = self._addr(p + 3)
-            q = p + 3 + self.osize
-            chunk = tuple(self._uint(q + 4 * i, 4) for i in range(ndims - 1))
-            out = np.zeros(shape, dtype)
-            if btree is not None:
-                self._chunk_btree(btree, ndims, chunk, dtype, filters, out)
-            return out
-        self._unsupported(f"data layout class {cls}")
-
-    def _chunk_btree(self, addr, ndims, chunk, dtype, filters, out) -> None:
-        self._expect(addr, b"TREE")
-        level, entries = self.buf[addr + 5], self._uint(addr + 6, 2)
-        key = 8 + 8 * ndims
-        p = addr + 8 + 2 * self.osize
-        for _ in range(entries):
-            size, mask = self._uint(p, 4), self._uint(p + 4, 4)
-            offsets = [self._uint(p + 8 + 8 * i, 8) for i in range(ndims - 1)]
-            child = self._addr(p + key)
-            p += key + self.osize
-            if level > 0:
-                self._chunk_btree(child, ndims, chunk, dtype, filters, out)
-                continue
-            raw = self._unfilter(self.buf[child:child + size], mask, filters, dtype.itemsize)
-            block = np.frombuffer(raw, dtype, count=int(np.prod(chunk))).reshape(chunk)
-            region = tuple(slice(o, min(o + c, n))
-                           for o, c, n in zip(offsets, chunk, out.shape, strict=True))
-            out[region] = block[tuple(slice(0, r.stop - r.start) for r in region)]
-
-    def _unfilter(self, raw: bytes, mask: int, filters, itemsize: int) -> bytes:
-        for i in reversed(range(len(filters))):
-            if mask & (1 << i):
-                continue
-            fid, values = filters[i]
-            if fid == 1:  # deflate
-                raw = zlib.decompress(raw)
-            elif fid == 2:  # shuffle: byte k of every element stored together
-                width = values[0] if values else itemsize
-                n = len(raw) // width
-                body = np.frombuffer(raw, np.uint8, count=n * width).reshape(width, n)
-                raw = body.T.tobytes() + raw[n * width:]
-            elif fid == 3:  # Fletcher-32: checksum appended
-                raw = raw[:-4]
-            else:
-                self._unsupported(f"filter id {fid}")
-        return raw
+    names: list[str] = []
+    f.visititems(lambda name, obj: names.append(name) if isinstance(obj, h5py.Dataset) else None)
+    return sorted(names)

@@ -96,7 +96,8 @@ class NeighborhoodGraph:
                              "sort endpoints with np.sort(edges, axis=1)")
         keys = edges[:, 0] * n + edges[:, 1]
         if np.unique(keys).size != keys.size:
-            raise InputError("edges contain duplicates; deduplicate them with np.unique(edges, axis=0)")
+            raise InputError("edges contain duplicates; deduplicate them with "
+                             "np.unique(edges, axis=0)")
         if not np.all(np.isfinite(sqdist)) or np.any(sqdist < 0):
             raise InputError("sqdist must be finite and non-negative")
         weights = self.weights
@@ -353,7 +354,9 @@ def _knn_from_matrix(D: np.ndarray, k: int) -> np.ndarray:
 
 
 def heat_kernel_weights(graph: NeighborhoodGraph, sigma: float | None = None) -> NeighborhoodGraph:
-    """Return ``graph`` with heat-kernel weights :math:`w_{ij} = \\exp(-\\bar D_{ij} / (2\\sigma^2))`.
+    """Return ``graph`` with heat-kernel weights.
+
+    :math:`w_{ij} = \\exp(-\\bar D_{ij} / (2\\sigma^2))`.
 
     ``sigma=None`` uses the median edge length :math:`\\mathrm{median}_{ij} \\sqrt{\\bar D_{ij}}`.
     """

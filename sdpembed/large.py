@@ -299,6 +299,10 @@ class _Penalty:
 
 
 # ----------------------------------------------------------------------- eigenvalues
+#: below this size the certificate uses dense eigenvalues (exact, cheap)
+_DENSE_EIG_MAX = 800
+
+
 @dataclass
 class _Eig:
     """Estimated lower bound on :math:`\\lambda_{\\min}` and the direction that attains it."""
@@ -351,18 +355,29 @@ def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None 
         return X - Z @ (Z.T @ X)
 
     c = _gershgorin(space, y, nu) + 1.0
+    if n <= _DENSE_EIG_MAX:
+        # small n: exact dense eigenvalues of S on 1-perp (Householder basis)
+        from .formulations.gram import centering_basis
+
+        Hb = centering_basis(n)
+        SH = space.apply_S(Hb, y, nu)
+        w, X = sla.eigh(0.5 * (Hb.T @ SH + SH.T @ Hb), subset_by_index=[0, 0])
+        return _Eig(float(w[0]), Hb @ X[:, 0], float(w[0]), 0.0)
 
     def mv(X):
+        # P S P + c (I - P) + c I: the spectrum of interest moved to about c, so
+        # ARPACK's relative tolerance acts as an absolute one (tol * c)
         X = X.reshape(n, -1)
         P = proj(X)
-        return proj(space.apply_S(P, y, nu)) + c * (X - P)
+        return proj(space.apply_S(P, y, nu)) + c * (X - P) + c * X
 
     op = spla.LinearOperator((n, n), matvec=mv, matmat=mv, dtype=float)
     v0 = proj(np.random.default_rng(0).standard_normal((n, 1))).ravel()
-    ncv = min(n - 1, 40)
+    ncv = min(n - 1, 60)
     w, X = spla.eigsh(op, k=1, which="SA", tol=tol, v0=v0, ncv=ncv, maxiter=max(1000, 20 * n))
     x = X[:, 0]
     res = float(np.linalg.norm(mv(x) - w[0] * x))
+    w = w - c
     lam22 = float(w[0]) - res
     if U.shape[1] == 0:
         return _Eig(lam22, x, float(w[0]), res)
@@ -689,8 +704,12 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
                 history.append(entry)
                 status = "optimal"
                 break
+            # grow the rank only where the negative eigenvalue, not the multipliers,
+            # is what keeps the gap open
+            loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
+                if certificate.bound is not None else np.inf
             if certificate.lambda_min is not None and certificate.lambda_min < 0 \
-                    and W.shape[1] < opts.max_rank:
+                    and loss > 0.5 * opts.tol and W.shape[1] < opts.max_rank:
                 W = _escape(alm, W, certificate.eig.vector, y, nu, sigma, sigma_h)
                 entry["grew_rank"] = W.shape[1]
             gtol = max(gtol * 0.1, 1e-9)
@@ -700,7 +719,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             break
         # multiplier / penalty schedule
         if pen.splitting or space.H is not None:
-            if rnorm > 0.25 * prev_res:
+            if rnorm > max(0.25 * prev_res, 0.1 * opts.feas_tol):
                 sigma *= 3.0
                 sigma_h *= 3.0
             prev_res = rnorm

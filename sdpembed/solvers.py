@@ -326,7 +326,8 @@ def _extra_stats(name: str, raw) -> dict[str, Any]:
 
     if name == "SCS" and isinstance(raw, dict):
         info = raw.get("info", {})
-        out.update(primal_residual=num(info.get("res_pri")), dual_residual=num(info.get("res_dual")),
+        out.update(primal_residual=num(info.get("res_pri")),
+                   dual_residual=num(info.get("res_dual")),
                    gap=num(info.get("gap")), message=str(info.get("status", "")))
     elif name == "CSDP" and isinstance(raw, dict):
         info = raw.get("info", {})

@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import io
 import os
-import sys
 import urllib.error
 from pathlib import Path
 
@@ -414,8 +413,8 @@ def test_umist_converter_inverts_shared_archive():
 
 
 # USPS source format: HDF5 files written by libhdf5 2.0.0 through h5py 3.16, stored
-# gzip-compressed and base64-encoded so that the built-in reader is tested without
-# h5py. Generated with (libver "earliest" is h5py's default and the layout of the
+# gzip-compressed and base64-encoded (fixed bytes, independent of the h5py installed
+# when the tests run). Generated with (libver "earliest" is h5py's default and the layout of the
 # published usps.h5; "v108" adds version-2 object headers and link messages):
 #
 #     i, j = np.mgrid[0:5, 0:256]; train_X = np.where(j % 7 == 0, ((i*256 + j) % 1000) / 1000, 0)
@@ -516,23 +515,8 @@ def _usps_expected():
     return np.concatenate([train, test]), [3, 1, 4, 1, 5, 9, 2, 6]
 
 
-def _readers():
-    """The built-in reader always; h5py too when it is installed."""
-    params = [pytest.param(True, id="builtin")]
-    try:
-        import h5py  # noqa: F401
-    except ImportError:
-        params.append(pytest.param(False, id="h5py", marks=pytest.mark.skip("h5py missing")))
-    else:
-        params.append(pytest.param(False, id="h5py"))
-    return params
-
-
-@pytest.mark.parametrize("builtin", _readers())
 @pytest.mark.parametrize("fixture", ["_USPS_H5_EARLIEST", "_USPS_H5_V108"])
-def test_usps_converter_reads_hdf5(fixture, builtin, monkeypatch):
-    if builtin:
-        monkeypatch.setitem(sys.modules, "h5py", None)  # import h5py -> ImportError
+def test_usps_converter_reads_hdf5(fixture):
     out = convert_source("usps", _usps_fixture(globals()[fixture]))
     X, y = _usps_expected()
     assert out["X"].dtype == np.float32 and out["y"].dtype == np.int64
@@ -542,17 +526,42 @@ def test_usps_converter_reads_hdf5(fixture, builtin, monkeypatch):
     assert out["image_shape"].tolist() == [16, 16]
 
 
-def test_hdf5_reader_errors_suggest_h5py(monkeypatch):
-    monkeypatch.setitem(sys.modules, "h5py", None)
-    with pytest.raises(DatasetFormatError, match="no signature"):
+def _h5_bytes(groups: dict, libver: str = "latest") -> bytes:
+    import h5py
+
+    buf = io.BytesIO()
+    with h5py.File(buf, "w", libver=libver) as f:
+        for path, value in groups.items():
+            f.create_dataset(path, data=value)
+    return buf.getvalue()
+
+
+def test_usps_converter_reads_newest_hdf5_layout():
+    # libver="latest": version-3 superblock, fractal-heap-free compact groups, new headers
+    X, y = _usps_expected()
+    data = _h5_bytes({"train/data": X[:5], "train/target": np.array(y[:5], ">i8"),
+                      "test/data": X[5:].astype(">f8"), "test/target": np.array(y[5:], "u1")})
+    out = convert_source("usps", data)
+    np.testing.assert_array_equal(out["X"], X)
+    assert out["X"].dtype == np.float32 and out["y"].dtype == np.int64
+    assert out["y"].tolist() == y
+
+
+def test_hdf5_errors_name_the_problem():
+    with pytest.raises(DatasetFormatError, match="not a readable HDF5 file"):
         convert_source("usps", b"\x00" * 64)
-    reader = datasets._Hdf5Reader(_usps_fixture(_USPS_H5_EARLIEST))
-    with pytest.raises(DatasetFormatError, match="has no 'valid/data'"):
-        reader.read("valid/data")
-    with pytest.raises(DatasetFormatError, match="not a dataset"):
-        reader.read("train")
-    with pytest.raises(DatasetFormatError, match="pip install h5py"):
-        reader._unsupported("anything")
+    X, y = _usps_expected()
+    partial = _h5_bytes({"train/data": X[:5], "train/target": np.array(y[:5])})
+    with pytest.raises(DatasetFormatError,
+                       match=r"no datasets \['test/data', 'test/target'\]; found "
+                             r"\['train/data', 'train/target'\]"):
+        convert_source("usps", partial)
+    with pytest.raises(DatasetFormatError, match=r"\['train'\] are not datasets"):
+        datasets._read_hdf5(partial, ["train"])
+    bad_shape = _h5_bytes({"train/data": X[:5, :100], "train/target": np.array(y[:5]),
+                           "test/data": X[5:], "test/target": np.array(y[5:])})
+    with pytest.raises(DatasetFormatError, match=r"train/data must be \(n, 256\)"):
+        convert_source("usps", bad_shape)
 
 
 # --------------------------------------------------------------------------- bundled, synthetic

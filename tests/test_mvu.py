@@ -37,7 +37,8 @@ def test_four_cycle_optimum_is_two():
     # quadrilateral theorem (p^2 + q^2 <= sum of squared sides), equality for any rhombus.
     g = NeighborhoodGraph(4, [[0, 1], [1, 2], [2, 3], [0, 3]], np.ones(4))
     for solver in [s for s in ("CLARABEL", "SCS", "CSDP") if s in available_solvers()]:
-        assert -solve(mvu(g, normalize=False), solver=solver).objective == pytest.approx(2.0, rel=1e-5)
+        value = -solve(mvu(g, normalize=False), solver=solver).objective
+        assert value == pytest.approx(2.0, rel=1e-5)
 
 
 def test_interval_mvu_small_slack_is_unbounded_and_large_slack_is_exact():

@@ -114,7 +114,8 @@ def test_fallback_only_when_asked_and_recorded():
         solve(f, solver="BROKEN_TEST")
     report = solve(f, solver="BROKEN_TEST", fallback=["CLARABEL"])
     assert report.solver == "CLARABEL"
-    assert report.attempts[0]["solver"] == "BROKEN_TEST" and "numerical" in report.attempts[0]["error"]
+    first = report.attempts[0]
+    assert first["solver"] == "BROKEN_TEST" and "numerical" in first["error"]
     assert report.objective == pytest.approx(np.linalg.eigvalsh(C)[0], rel=1e-6)
 
 

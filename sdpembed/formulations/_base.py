@@ -82,4 +82,5 @@ class Formulation:
 
     def __repr__(self) -> str:  # pragma: no cover - cosmetic
         sizes = {k: v.shape for k, v in self.variables.items()}
-        return f"Formulation(method={self.method!r}, variant={self.meta.get('variant')!r}, variables={sizes})"
+        variant = self.meta.get("variant")
+        return f"Formulation(method={self.method!r}, variant={variant!r}, variables={sizes})"

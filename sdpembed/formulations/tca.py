@@ -72,7 +72,8 @@ def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
 
 
 def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_neighbors: int = 5,
-                    sigma: float | None = None, regularization: float = 0.0) -> Formulation:
+                    sigma: float | None = None, graph=None,
+                    regularization: float = 0.0) -> Formulation:
     """Build TCA's exact ratio-trace SDP (module docstring) from centred data.
 
     Parameters
@@ -86,7 +87,10 @@ def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_nei
     alpha, beta : float
         Smoothness (eq. 6) and margin (eq. 20) trade-offs.
     n_neighbors, sigma
-        Unsupervised graph of eq. (4).
+        Unsupervised graph of eq. (4), built on ``X``.
+    graph : NeighborhoodGraph, optional
+        Weighted graph to use instead (the estimator builds it on the data
+        before the PCA step, as the paper's Table 1 orders the steps).
     regularization : float
         Use :math:`B + rI` (never applied unless asked for).
 
@@ -96,7 +100,7 @@ def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_nei
         Variable ``"Z"``; ``meta["B"]`` for
         ``recover_basis(Z, r, B=meta["B"])``.
     """
-    ops = tca_operators(X, y, alpha=alpha, n_neighbors=n_neighbors, sigma=sigma)
+    ops = tca_operators(X, y, alpha=alpha, n_neighbors=n_neighbors, sigma=sigma, graph=graph)
     return formulate(tca_pencil(ops, beta=beta), n_components, regularization=regularization,
                      meta={"method": "tca", "variant": "ratio_trace",
                            "equations": TCA_EQUATIONS, "alpha": float(alpha)})
