@@ -174,14 +174,20 @@ class PrimalMap:
                 T_cols += [base + t, base + free.size + t]
                 T_vals += [1.0, -1.0]
             w_count = n_lp
-        # PSD blocks (variable blocks and LMI slack blocks)
-        for k, rows, ok in block_rows:
-            blk += 1
+
+        def add_block(k, blk):
+            """Append a k x k block's upper-triangle coordinates (SDPA, 1-based)."""
             self.blocks.append(k)
             rr, cc = _svec_index(k)
             coord_block.append(np.full(rr.size, blk))
             coord_i.append(np.minimum(rr, cc) + 1)
             coord_j.append(np.maximum(rr, cc) + 1)
+            return rr, cc
+
+        # PSD blocks (variable blocks and LMI slack blocks)
+        for k, rows, ok in block_rows:
+            blk += 1
+            rr, cc = add_block(k, blk)
             if ok:
                 cols = single_col[rows]
                 T_rows += cols.tolist()
@@ -197,11 +203,7 @@ class PrimalMap:
         offset = z + l
         for k in soc:
             blk += 1
-            self.blocks.append(k)
-            rr, cc = _svec_index(k)
-            coord_block.append(np.full(rr.size, blk))
-            coord_i.append(np.minimum(rr, cc) + 1)
-            coord_j.append(np.maximum(rr, cc) + 1)
+            rr, cc = add_block(k, blk)
             index = {(int(a), int(bb)): w_count + t for t, (a, bb) in enumerate(zip(rr, cc))}
             slack_of_row[offset] = (index[(0, 0)], 1.0)
             for i in range(1, k):

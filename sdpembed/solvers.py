@@ -266,6 +266,9 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             "but less accurate than asked. Raise the iteration limit, or use an interior-point "
             "backend (CLARABEL, CSDP) for tighter accuracy.", InaccurateSolutionWarning,
             stacklevel=3)
+    if extra.get("primal_residual") is None:
+        extra["primal_residual"] = _max_violation(problem)
+        extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
     return SolveReport(
         status=status,
         objective=float(problem.value) if problem.value is not None else None,
@@ -280,6 +283,19 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         gap=extra.pop("gap", None),
         extra=extra,
     )
+
+
+def _max_violation(problem: cp.Problem) -> float | None:
+    """Largest violation over all constraints (absolute), for backends that report none."""
+    worst = 0.0
+    try:
+        for constraint in problem.constraints:
+            v = np.asarray(constraint.violation(), dtype=float)
+            if v.size:
+                worst = max(worst, float(np.max(v)))
+    except (ValueError, TypeError, np.linalg.LinAlgError):
+        return None
+    return worst
 
 
 def _check_available(name: str) -> None:
