@@ -39,6 +39,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sdpembed.estimators.classic import LDA, LPP, PCA, SDA
 from sdpembed.estimators.discriminative import DiscriminativeProjections
+from sdpembed.estimators.dne import DNE
+from sdpembed.estimators.tca import OTCA, TCA
 from sdpembed.relaxations import principal_angles
 from sdpembed.solvers import solver_version
 
@@ -65,7 +67,7 @@ def _d(info: DataInfo) -> int:
     return min(info.n_classes - 1, info.n_features)
 
 
-#: name -> Entry. Other helpers add DNE, TCA, OTCA here.
+#: name -> Entry.
 REGISTRY: dict[str, Entry] = {
     "LDA": Entry(lambda i: LDA(n_components=_d(i))),
     "LDA-trace-ratio": Entry(lambda i: LDA(n_components=_d(i), criterion="trace_ratio")),
@@ -74,6 +76,9 @@ REGISTRY: dict[str, Entry] = {
     "PCA": Entry(lambda i: PCA(n_components=_d(i))),
     "DiscProj": Entry(lambda i: DiscriminativeProjections(n_components=_d(i))),
     "DiscProj (20% labels)": Entry(lambda i: DiscriminativeProjections(n_components=_d(i)), 0.2),
+    "DNE": Entry(lambda i: DNE(n_components=_d(i))),
+    "TCA (20% labels)": Entry(lambda i: TCA(n_components=_d(i)), 0.2),
+    "OTCA (20% labels)": Entry(lambda i: OTCA(n_components=_d(i)), 0.2),
 }
 
 

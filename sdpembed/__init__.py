@@ -4,7 +4,9 @@ from . import datasets, evaluation, relaxations, tangent
 from .datasets import list_datasets, load_dataset, partial_labels
 from .estimators.classic import LDA, LPP, PCA, SDA
 from .estimators.discriminative import DiscriminativeProjections
+from .estimators.dne import DNE
 from .estimators.gram import DVU, MVU
+from .estimators.tca import OTCA, TCA
 from .evaluation import transductive_knn_accuracy, transductive_svm_accuracy
 from .formulations import Formulation
 from .graphs import NeighborhoodGraph, heat_kernel_weights, knn_graph
@@ -15,7 +17,7 @@ from .tangent import deslant, tangent_distance, tangent_distances, tangent_knn_g
 __version__ = "0.1.0"
 
 __all__ = [
-    "DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections",
+    "DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections", "DNE", "TCA", "OTCA",
     "Formulation", "NeighborhoodGraph", "knn_graph", "heat_kernel_weights",
     "SolveReport", "solve", "available_solvers", "embedding_from_gram", "spectrum",
     "datasets", "evaluation", "relaxations", "list_datasets", "load_dataset", "partial_labels",

@@ -1,10 +1,11 @@
-"""Command line: ``sdpembed demo | solvers``."""
+"""Command line: ``sdpembed demo | run | solvers | datasets``."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 __all__ = ["main"]
 
@@ -34,6 +35,58 @@ def _cmd_solvers(args) -> int:
     return 0
 
 
+def _cmd_run(args) -> int:
+    from .exceptions import SdpEmbedError
+    from .experiments import find_spec, load_spec, run_spec
+
+    try:
+        spec = load_spec(find_spec(args.spec))
+        seeds = None if args.seeds is None else spec.seeds[:args.seeds]
+        out = Path(args.out) / spec.name
+        result = run_spec(spec, solvers=args.solver, seeds=seeds, n_jobs=args.jobs,
+                          scheduler=args.scheduler, out_dir=out,
+                          progress=not args.no_progress)
+    except SdpEmbedError as exc:
+        print(f"sdpembed run: {exc}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    print(f"results written to {out}/ (results.csv, results.json, summary.md"
+          + (", figures/" if result.figures else "") + ")")
+    return 0
+
+
+def _cmd_datasets(args) -> int:
+    from .datasets import data_home, dataset_info, list_datasets
+
+    home = data_home()
+    print(f"data folder: {home} (set SDPEMBED_DATA to change it)\n")
+    print("| name | kind | samples x features | classes | here | description |")
+    print("|---|---|---|---|---|---|")
+    for name in list_datasets():
+        info = dataset_info(name)
+        if info.kind == "download":
+            here = "yes" if (home / info.filename).is_file() else "downloaded on first use"
+        else:
+            here = "yes"
+        print(f"| {name} | {info.kind} | {info.n_samples} x {info.n_features} | "
+              f"{info.n_classes} | {here} | {info.description} |")
+    return 0
+
+
+def _positive_or_all(text: str) -> int:
+    value = int(text)
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError("must be a positive integer or -1 (all cores)")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sdpembed", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
@@ -43,8 +96,27 @@ def build_parser() -> argparse.ArgumentParser:
                       "else CLARABEL)")
     demo.add_argument("--plot", default="sdpembed-demo.png", help="where to write the plot")
     demo.set_defaults(func=_cmd_demo)
+    run = sub.add_parser("run", help="run an experiment spec (problems/*.toml)",
+                         description="Run the grid of a TOML spec and write results.csv, "
+                         "results.json, summary.md and figures into OUT/<spec name>/.")
+    run.add_argument("spec", help="path of a TOML spec, or a name in problems/ (e.g. smoke)")
+    run.add_argument("--solver", action="append", default=None, metavar="NAME",
+                     help="backend for the SDP methods, replacing the spec's (repeat for "
+                     "several)")
+    run.add_argument("--jobs", type=_positive_or_all, default=1,
+                     help="parallel joblib workers (-1: all cores; default 1)")
+    run.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                     help="Dask scheduler address (e.g. tcp://host:8786): run on the cluster")
+    run.add_argument("--out", default="results", metavar="DIR",
+                     help="output folder (default: results)")
+    run.add_argument("--seeds", type=_positive, default=None, metavar="N",
+                     help="use only the spec's first N seeds (a quick look)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
     solvers = sub.add_parser("solvers", help="installed backends and their versions")
     solvers.set_defaults(func=_cmd_solvers)
+    data = sub.add_parser("datasets", help="datasets the loaders know, and which are here")
+    data.set_defaults(func=_cmd_datasets)
     return parser
 
 

@@ -57,9 +57,9 @@ Spec format
     n_random = 1                      # tangent only: candidates, sigma, blur, ...
 
     [methods.raw]                     # the section name is the method's label
-    method = "raw"                    # a name of METHODS
+    estimator = "raw"                 # a name of METHODS
     [methods.dvu]
-    method = "DVU"
+    estimator = "DVU"
     n_components = 2
     slack_weight = [0.1, 1.0, 10.0]   # a list is a sweep (cartesian product)
     snr = "none"                      # the string "none" is Python's None
@@ -191,7 +191,8 @@ class MethodInfo:
     Attributes
     ----------
     factory : callable or None
-        Estimator class (``None`` for ``"raw"``).
+        Estimator class (``None`` for ``"raw"``); a spec names it with
+        ``estimator = NAME`` and sets its ``__init__`` arguments.
     kind : {"raw", "gram", "projection", "supervised", "classifier"}
         ``"raw"``: the embedding is the (preprocessed) input. ``"gram"``:
         transductive SDP embedding, ``fit(X, y_partial).embedding_`` (takes
@@ -300,7 +301,7 @@ class _Registry(Mapping):
         return len(self._load())
 
 
-#: Method names a spec may use (``method = NAME``) and how each is fitted.
+#: Method names a spec may use (``estimator = NAME``) and how each is fitted.
 METHODS: Mapping[str, MethodInfo] = _Registry()
 
 #: Metric kinds, their options with defaults, and what they apply to.
@@ -702,7 +703,7 @@ def _parse_graph(table, datasets) -> GraphSpec:
     return GraphSpec(metric, int(n_neighbors), int(n_random), options)
 
 
-_METHOD_RESERVED = {"method", "solvers"}
+_METHOD_RESERVED = {"estimator", "solvers"}
 _RUNNER_PARAMS = {"graph": "set it in the [graph] table",
                   "solver": "list backends in 'solvers' (top level or per method)"}
 
@@ -715,9 +716,11 @@ def _parse_methods(table: dict) -> tuple:
         where = f"methods.{label}"
         if not isinstance(body, dict):
             _fail(where, f"expected a table; got {_type_name(body)}")
-        name = _get(body, "method", where, lambda v: isinstance(v, str), "a method name")
+        name = _get(body, "estimator", where, lambda v: isinstance(v, str),
+                    "a method name from sdpembed.experiments.METHODS")
         if name not in METHODS:
-            _fail(f"{where}.method", f"unknown method {name!r}; choose from {sorted(METHODS)}")
+            _fail(f"{where}.estimator", f"unknown method {name!r}; choose from "
+                                        f"{sorted(METHODS)}")
         info = METHODS[name]
         params = {k: _none(v) for k, v in body.items() if k not in _METHOD_RESERVED}
         allowed = info.param_names()
@@ -739,6 +742,9 @@ def _parse_methods(table: dict) -> tuple:
         spec = MethodSpec(label, name, params, solvers)
         for combo in spec.combinations():
             _validate_params(info, combo, where)
+        if solvers and not any(_uses_solver(spec, c) for c in spec.combinations()):
+            _fail(f"{where}.solvers", f"{name} uses no solver with these parameters (set "
+                                      "method = 'sdp' for its SDP path)")
         out.append(spec)
     return tuple(out)
 
@@ -1550,7 +1556,7 @@ def _mean_std(values: list[float]) -> tuple[float, float, int]:
     v = np.array([x for x in values if x is not None and math.isfinite(x)], dtype=float)
     if v.size == 0:
         return math.nan, math.nan, 0
-    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else 0.0, int(v.size)
+    return float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else math.nan, int(v.size)
 
 
 def _pct(mean: float, std: float | None = None) -> str:
@@ -1801,7 +1807,8 @@ def _fig_metric_vs_param(result, fig, plotting):
         label = " ".join(s for s in (_params_text(params).replace("–", ""), solver or "") if s)
         ax = plotting.plot_accuracy_vs_dimension(xs, [a[0] for a in A], ax=ax,
                                                  label=label or None,
-                                                 std=[a[1] for a in A],
+                                                 std=[a[1] if math.isfinite(a[1]) else 0.0
+                                                      for a in A],
                                                  ylabel=_metric_text(metric))
     if ax is None:
         return None

@@ -228,6 +228,23 @@ class _Space:
             out = out + nu * self.apply_H(W)
         return out
 
+    def preconditioner(self, omega: np.ndarray):
+        """Solver for :math:`M = E^T\\mathrm{diag}(\\omega)E + \\delta I` (a weighted graph Laplacian).
+
+        :math:`2M` approximates the Gauss–Newton curvature of the distance
+        term; it is the graph-Laplacian conditioning that plain L-BFGS cannot
+        cope with. Sparse LU (SuperLU) in the full space, Cholesky on a basis.
+        """
+        if self.Q is None:
+            M = (self.ET @ sp.diags(omega) @ self.E).tocsc()
+            delta = 1e-4 * float(M.diagonal().mean())
+            lu = spla.splu((M + delta * sp.eye(self.dim)).tocsc(), permc_spec="MMD_AT_PLUS_A")
+            return lu.solve
+        M = (self.E.T * omega) @ self.E
+        delta = 1e-4 * float(np.trace(M)) / self.dim + 1e-300
+        cf = sla.cho_factor(M + delta * np.eye(self.dim))
+        return lambda X: sla.cho_solve(cf, X)
+
     def dense_S(self, y, nu) -> np.ndarray:
         """:math:`Q^T S Q` (reduced basis only)."""
         S = self.Cq + (self.E.T * y) @ self.E
@@ -270,6 +287,12 @@ class _Penalty:
         d = np.sqrt(np.maximum(D, 1e-300))
         val = self.lam * np.sum((d - self.s) ** 2)
         return float(val), self.lam * (1.0 - self.s / d)
+
+    def curvature_weights(self, sigma) -> np.ndarray:
+        """Edge weights :math:`\\omega_e \\approx 2\\psi_e''(\\bar D_e)\\bar D_e` of the preconditioner."""
+        if self.mode == "quadratic":
+            return np.full_like(self.t, self.lam)
+        return 2.0 * sigma * self.t
 
     def residual(self, D, y_new, y_old, sigma) -> np.ndarray:
         """Split residual :math:`D - z`; for ``equality`` that is :math:`D - \\bar D`."""
@@ -533,12 +556,13 @@ class _ALM:
             grad = sp_.project(2.0 * grad)
             return val, grad.ravel()
 
-        def run(W0, gtol, maxiter):
+        def run(W0, gtol, maxiter, precond):
             nonlocal shape
             shape = W0.shape
-            res = sopt.minimize(fun, W0.ravel(), jac=True, method="L-BFGS-B",
-                                options={"maxiter": maxiter, "maxcor": 20, "gtol": gtol,
-                                         "ftol": 1e-15, "maxfun": 2 * maxiter})
+
+            def pc(G):
+                return sp_.project(precond(sp_.project(G.reshape(shape)))).ravel()
+            res = _plbfgs(fun, W0.ravel(), pc, gtol=gtol, maxiter=maxiter)
             return sp_.project(res.x.reshape(shape)), res
         return run
 
@@ -547,6 +571,71 @@ class _ALM:
         _, g = self.pen.envelope(D, y, sigma)
         gs = max(0.0, nu + sigma_h * h) if self.space.H is not None else 0.0
         return g, gs, quad, D, h
+
+
+@dataclass
+class _LBFGSResult:
+    x: np.ndarray
+    nit: int
+    gnorm: float
+
+
+def _plbfgs(fun, x0: np.ndarray, precond, *, gtol: float, maxiter: int,
+            memory: int = 10) -> _LBFGSResult:
+    """L-BFGS with initial inverse Hessian :math:`\\gamma M^{-1}` and Armijo backtracking.
+
+    ``fun(x) -> (f, g)`` on arrays of any shape; ``precond(g)`` applies
+    :math:`M^{-1}`. Stops when :math:`\\|g\\|_2 \\le` ``gtol``.
+    """
+    x = x0.copy()
+    f, g = fun(x)
+    S, Y, rho = [], [], []
+    gamma = 1.0
+    it = 0
+    gn = float(np.linalg.norm(g))
+    while it < maxiter and gn > gtol:
+        it += 1
+        q = g.copy()
+        alphas = []
+        for s_, y_, r_ in zip(reversed(S), reversed(Y), reversed(rho), strict=True):
+            a = r_ * float(np.sum(s_ * q))
+            alphas.append(a)
+            q -= a * y_
+        z = gamma * precond(q)
+        for (s_, y_, r_), a in zip(zip(S, Y, rho, strict=True), reversed(alphas), strict=True):
+            b = r_ * float(np.sum(y_ * z))
+            z += (a - b) * s_
+        d = -z
+        slope = float(np.sum(g * d))
+        if slope >= 0:  # not a descent direction: restart from the preconditioned gradient
+            S, Y, rho = [], [], []
+            d = -precond(g)
+            slope = float(np.sum(g * d))
+            if slope >= 0:
+                break
+        step = 1.0
+        for _ in range(40):
+            xn = x + step * d
+            fn, gn_vec = fun(xn)
+            if fn <= f + 1e-4 * step * slope:
+                break
+            step *= 0.5
+        else:
+            break
+        s_, y_ = xn - x, gn_vec - g
+        sy = float(np.sum(s_ * y_))
+        if sy > 1e-16 * float(np.sum(y_ * y_)):
+            S.append(s_)
+            Y.append(y_)
+            rho.append(1.0 / sy)
+            gamma = sy / float(np.sum(y_ * precond(y_)))
+            if len(S) > memory:
+                S.pop(0)
+                Y.pop(0)
+                rho.pop(0)
+        x, f, g = xn, fn, gn_vec
+        gn = float(np.linalg.norm(g))
+    return _LBFGSResult(x, it, gn)
 
 
 def _initial_factor(space: _Space, k: int, rng) -> np.ndarray:
@@ -667,12 +756,16 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     best: tuple | None = None
     prev_res = np.inf
     gtol = 1e-3
+    precond_sigma, precond = None, None
     status = "optimal_inaccurate"
     it = 0
     certificate = Certificate(None, None, "none", "not computed")
     for it in range(1, opts.max_outer + 1):
         run = alm.subproblem(y, nu, sigma, sigma_h)
-        W, res = run(W, gtol * obj_scale / np.sqrt(W.size), opts.max_inner)
+        if precond_sigma != sigma:
+            precond = space.preconditioner(pen.curvature_weights(sigma))
+            precond_sigma = sigma
+        W, res = run(W, gtol * obj_scale / np.sqrt(W.size), opts.max_inner, precond)
         g, gs, quad, D, h = alm.multipliers(W, y, nu, sigma, sigma_h)
         r = pen.residual(D, g, y, sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))

@@ -261,11 +261,13 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     status = problem.status
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     if status == cp.OPTIMAL_INACCURATE:
+        advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
+                  if name == "SCS" else
+                  "try another backend; for Gram SDPs keep reduce_face=True (without it no "
+                  "strictly feasible point exists and interior-point methods lose accuracy)")
         warnings.warn(
             f"{name} returned optimal_inaccurate on {formulation.method}: the solution is usable "
-            "but less accurate than asked. Raise the iteration limit, or use an interior-point "
-            "backend (CLARABEL, CSDP) for tighter accuracy.", InaccurateSolutionWarning,
-            stacklevel=3)
+            f"but less accurate than asked; {advice}.", InaccurateSolutionWarning, stacklevel=3)
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"

@@ -3,7 +3,9 @@
 from ._projection import ProjectionEstimator
 from .classic import LDA, LPP, PCA, SDA
 from .discriminative import DiscriminativeProjections
+from .dne import DNE
 from .gram import DVU, MVU
+from .tca import OTCA, TCA
 
 __all__ = ["DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections",
-           "ProjectionEstimator"]
+           "DNE", "TCA", "OTCA", "ProjectionEstimator"]

@@ -14,7 +14,23 @@ from .discriminant import (
     total_scatter,
     within_class_scatter,
 )
+from .dne import discriminant_adjacency, dne_matrix, energy_dimension
+from .tca import (
+    TCAOperators,
+    average_margin,
+    class_indicator,
+    margin_matrices,
+    margin_weights,
+    otca_basis,
+    smoothness_matrix,
+    smoothness_regularizer,
+    tca_graph,
+    tca_operators,
+)
 
 __all__ = ["between_class_scatter", "class_means", "continuous_label_matrices",
            "discriminative_projection_matrices", "graph_laplacian", "knn_affinity",
-           "laplacian_scatter", "total_scatter", "within_class_scatter"]
+           "laplacian_scatter", "total_scatter", "within_class_scatter",
+           "discriminant_adjacency", "dne_matrix", "energy_dimension", "TCAOperators",
+           "average_margin", "class_indicator", "margin_matrices", "margin_weights", "otca_basis",
+           "smoothness_matrix", "smoothness_regularizer", "tca_graph", "tca_operators"]

@@ -1,0 +1,365 @@
+"""Tests of sdpembed.experiments: spec validation, the grid runner and its outputs.
+
+The runner is checked end to end on ``problems/smoke.toml`` (serially, with
+two joblib workers and on a Dask ``LocalCluster``); its numbers are checked
+against the same pipeline written out directly with scikit-learn, and the
+three execution paths must give identical rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import train_test_split
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.semi_supervised import LabelSpreading
+
+from sdpembed import experiments as ex
+from sdpembed.datasets import load_sklearn, partial_labels
+from sdpembed.exceptions import InputError
+from sdpembed.experiments import (
+    HeatKNNKernel,
+    SpecError,
+    expand_grid,
+    load_spec,
+    parse_spec,
+    run_spec,
+    tomllib,  # the standard library one (or tomli on Python 3.10)
+)
+from sdpembed.scatter.tca import tca_graph
+from sdpembed.solvers import solver_version
+
+SMOKE = Path(__file__).resolve().parents[1] / "problems" / "smoke.toml"
+METRIC_COLUMNS = ["knn1", "svm", "transduction", "loo@1", "loo@2", "loo@3"]
+
+
+def _smoke_dict() -> dict:
+    return tomllib.loads(SMOKE.read_text())
+
+
+def _smoke_data():
+    """The smoke spec's data and labels, written out with scikit-learn (seed -> y_partial)."""
+    X, y = load_sklearn("iris", return_X_y=True)
+    idx, _ = train_test_split(np.arange(150), train_size=30, stratify=y, random_state=0)
+    idx = np.sort(idx)
+    X, y = X[idx], y[idx]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return X, y
+
+
+def _metrics(rows, seed=None):
+    """(method, params, solver, seed) -> metric values, for comparing runs."""
+    out = {}
+    for r in rows:
+        if seed is None or r["seed"] == seed:
+            key = (r["method"], r["params"], r["solver"], r["seed"])
+            out[key] = {c: r.get(c) for c in METRIC_COLUMNS}
+    return out
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    out = tmp_path_factory.mktemp("smoke")
+    return run_spec(SMOKE, out_dir=out, progress=False), out
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_smoke_grid_and_files(smoke):
+    result, out = smoke
+    spec = result.spec
+    # raw, lda, lgc: 2 seeds each; dvu: 2 slack weights x 2 seeds (one solver)
+    assert len(result.rows) == 10 == result.meta["runs"]
+    assert [r["index"] for r in result.rows] == list(range(10))
+    assert all(r["status"] == "ok" for r in result.rows), [r["error"] for r in result.rows]
+    dvu = [r for r in result.rows if r["method"] == "dvu"]
+    assert sorted(json.loads(r["params"])["slack_weight"] for r in dvu) == [1.0, 1.0, 10.0, 10.0]
+    for r in dvu:
+        assert r["solver"] == "CLARABEL"
+        # CLARABEL stops one of these four at optimal_inaccurate (slack 10, seed 1): the
+        # row keeps the status and the InaccurateSolutionWarning
+        assert r["solve_status"] in ("optimal", "optimal_inaccurate")
+        assert (r["solve_status"] == "optimal") != ("InaccurateSolutionWarning" in r["warnings"])
+        assert r["solver_version"] == solver_version("CLARABEL")
+        assert r["compile_s"] >= 0 and r["solve_s"] > 0 and r["n_components"] == 2
+    assert all(r["solver"] is None for r in result.rows if r["method"] != "dvu")
+    # classifier methods get only 'accuracy'; embedding methods everything else
+    lgc = [r for r in result.rows if r["method"] == "lgc"]
+    assert all("transduction" in r and "knn1" not in r for r in lgc)
+    assert all("knn1" in r and "transduction" not in r for r in result.rows if r not in lgc)
+
+    with (out / "results.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    assert len(table) == 10
+    assert table[0]["solver_version"] == "" and table[4]["solver"] == "CLARABEL"
+    assert float(table[0]["knn1"]) == pytest.approx(result.rows[0]["knn1"], abs=1e-12)
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["spec"]["name"] == "smoke" and len(doc["rows"]) == 10
+    assert doc["meta"]["solvers"] == {"CLARABEL": solver_version("CLARABEL")}
+    assert set(doc["rows"][0]) == set(result.columns())
+    summary = (out / "summary.md").read_text()
+    assert "| iris | 0.3 | dvu | slack_weight=10.0 | CLARABEL | 2/2 |" in summary
+    for name in ("dvu_embedding", "knn1_vs_slack", "loo"):
+        assert (out / "figures" / f"{name}.png").stat().st_size > 1000
+    assert spec.seeds == (0, 1)
+
+
+def test_smoke_numbers_match_direct_computation(smoke):
+    result, _ = smoke
+    X, y = _smoke_data()
+    for seed in (0, 1):
+        y_partial = partial_labels(y, 0.3, min_per_class=2, random_state=seed)
+        lab = y_partial != -1
+        knn = KNeighborsClassifier(1).fit(X[lab], y[lab]).score(X[~lab], y[~lab])
+        lgc = LabelSpreading(kernel=HeatKNNKernel(5), n_neighbors=5).fit(X, y_partial)
+        rows = {r["method"]: r for r in result.rows if r["seed"] == seed}
+        # same data, same split, same deterministic algorithms: equal up to round-off
+        assert rows["raw"]["knn1"] == pytest.approx(knn, abs=1e-12)
+        assert rows["lgc"]["transduction"] == pytest.approx(
+            np.mean(lgc.transduction_[~lab] == y[~lab]), abs=1e-12)
+        assert rows["raw"]["n_labeled"] == lab.sum() == 9
+        loo = [rows["raw"][f"loo@{k}"] for k in (1, 2, 3)]
+        assert loo == sorted(loo)  # the curve is non-decreasing in K
+
+
+def test_smoke_joblib_workers_give_the_same_rows(smoke):
+    serial, _ = smoke
+    parallel = run_spec(SMOKE, seeds=[0], n_jobs=2, progress=False)
+    assert len(parallel.rows) == 5
+    # identical arithmetic in another process; DVU solves may differ by solver round-off
+    a, b = _metrics(serial.rows, seed=0), _metrics(parallel.rows)
+    assert a.keys() == b.keys()
+    for key in a:
+        for c in METRIC_COLUMNS:
+            assert a[key][c] == pytest.approx(b[key][c], abs=1e-9), (key, c)
+
+
+def test_smoke_on_dask_local_cluster(smoke):
+    distributed = pytest.importorskip("dask.distributed")
+    serial, _ = smoke
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2,
+                                  dashboard_address=None) as cluster:
+        result = run_spec(SMOKE, seeds=[1], scheduler=cluster.scheduler_address,
+                          progress=False)
+    assert result.meta["scheduler"] == cluster.scheduler_address
+    a, b = _metrics(serial.rows, seed=1), _metrics(result.rows)
+    assert a.keys() == b.keys()
+    for key in a:
+        for c in METRIC_COLUMNS:
+            assert a[key][c] == pytest.approx(b[key][c], abs=1e-9), (key, c)
+
+
+# --------------------------------------------------------------------------- grid
+
+
+def test_expand_grid_solver_override_and_seeds():
+    spec = load_spec(SMOKE)
+    tasks = expand_grid(spec, solvers=["SCS", "clarabel"], seeds=[3])
+    dvu = [t for t in tasks if t.method == "dvu"]
+    assert sorted((t.params["slack_weight"], t.solver) for t in dvu) == [
+        (1.0, "CLARABEL"), (1.0, "SCS"), (10.0, "CLARABEL"), (10.0, "SCS")]
+    assert {t.solver for t in tasks if t.method != "dvu"} == {None}
+    assert {t.seed for t in tasks} == {3}
+    # the embedding figure asks the first DVU run to keep its arrays
+    assert [t.keep for t in tasks if t.keep] == [frozenset({"embedding"})]
+    with pytest.raises(SpecError, match=r"^--solver: unknown solver 'NOPE'"):
+        expand_grid(spec, solvers=["NOPE"])
+
+
+def test_only_the_sdp_path_of_projection_methods_gets_the_solver_axis():
+    d = _smoke_dict()
+    d["methods"] = {"pca": {"estimator": "PCA", "n_components": 2, "method": ["eigen", "sdp"],
+                            "solvers": ["SCS", "CLARABEL"]}}
+    del d["figures"]
+    tasks = expand_grid(parse_spec(d), seeds=[0])
+    assert sorted((t.params["method"], str(t.solver)) for t in tasks) == [
+        ("eigen", "None"), ("sdp", "CLARABEL"), ("sdp", "SCS")]
+    d["methods"]["pca"]["method"] = "eigen"
+    with pytest.raises(SpecError, match=r"^methods.pca.solvers: PCA uses no solver"):
+        parse_spec(d)
+
+
+def test_failed_runs_are_recorded_with_the_typed_error():
+    d = _smoke_dict()
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": [0.0, 1.0]}}
+    d["metrics"] = {"knn1": {"kind": "knn"}}
+    del d["figures"]
+    result = run_spec(parse_spec(d), seeds=[0], progress=False)
+    failed, ok = result.rows
+    # slack_weight = 0 makes the interval DVU unbounded (lambda* > 0 on any data)
+    assert failed["status"] == "failed" and failed["error"].startswith("UnboundedError")
+    assert ok["status"] == "ok" and 0 < ok["knn1"] <= 1
+    summary = result.summary()
+    assert "| 0/1 |" in summary and "## Failed runs" in summary and "slack_weight" in summary
+
+
+def test_inductive_protocol_fits_on_labeled_rows_only():
+    from sdpembed.estimators.classic import PCA
+
+    d = {"name": "inductive", "seeds": [4],
+         "dataset": {"name": "wine", "scale": "standard"},
+         "labels": {"fraction": 0.3, "protocol": "inductive"},
+         "methods": {"pca": {"estimator": "PCA", "n_components": 3},
+                     "nca": {"estimator": "NCA", "n_components": 2, "max_iter": 20}},
+         "metrics": {"err3": {"kind": "knn", "k": 3, "error": True},
+                     "train_loo": {"kind": "loo_knn", "k": 1}}}
+    result = run_spec(parse_spec(d), progress=False)
+    X, y = load_sklearn("wine", return_X_y=True)
+    lab = partial_labels(y, 0.3, random_state=4) != -1
+    mu, sd = X[lab].mean(axis=0), X[lab].std(axis=0)  # scaled with training statistics
+    Xs = (X - mu) / sd
+    Z = PCA(n_components=3).fit(Xs[lab]).transform(Xs)
+    err = 1 - KNeighborsClassifier(3).fit(Z[lab], y[lab]).score(Z[~lab], y[~lab])
+    loo = np.mean([KNeighborsClassifier(1).fit(np.delete(Z[lab], i, 0), np.delete(y[lab], i))
+                   .predict(Z[lab][i:i + 1])[0] == y[lab][i] for i in range(lab.sum())])
+    pca = result.rows[0]
+    assert pca["err3"] == pytest.approx(err, abs=1e-12)
+    assert pca["train_loo"] == pytest.approx(loo, abs=1e-12)
+    assert result.rows[1]["status"] == "ok" and result.rows[1]["n_components"] == 2
+
+
+def test_linear_regression_metric_matches_scikit_learn():
+    from sklearn.linear_model import LinearRegression
+
+    X, y = load_sklearn("wine", return_X_y=True)
+    mask = partial_labels(y, 0.4, random_state=0) != -1
+    T = np.eye(3)[y[mask]]
+    pred = LinearRegression().fit(X[mask], T).predict(X[~mask]).argmax(axis=1)
+    # least squares through lstsq vs scikit-learn's solver: same predictions
+    assert ex._linear_regression_accuracy(X, y, mask) == pytest.approx(
+        np.mean(pred == y[~mask]), abs=1e-12)
+
+
+def test_heat_knn_kernel_is_the_tca_graph():
+    X, _ = load_sklearn("iris", return_X_y=True)
+    X = X + np.random.default_rng(0).normal(scale=1e-6, size=X.shape)  # no ties
+    W = HeatKNNKernel(5)(X, X)
+    g = tca_graph(X, n_neighbors=5)
+    np.testing.assert_allclose(W, g.adjacency().toarray(), rtol=0, atol=0)
+    assert np.allclose(W, W.T) and np.all(np.diag(W) == 0)
+    V = HeatKNNKernel(4, sigma=0.5)(X[:7] + 0.01, X)
+    assert V.shape == (7, 150) and np.all((V > 0).sum(axis=1) == 4)
+    assert np.all(V <= 1.0)
+
+
+# --------------------------------------------------------------------------- bad specs
+
+
+def _mutate(path: str, value):
+    def apply(d):
+        keys = path.split(".")
+        node = d
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+        if value is _DELETE:
+            node.pop(keys[-1])
+        else:
+            node[keys[-1]] = value
+        return d
+    return apply
+
+
+_DELETE = object()
+
+
+@pytest.mark.parametrize("path, value, field, message", [
+    ("methods.dvu.estimator", "DVX", "methods.dvu.estimator", "unknown method 'DVX'"),
+    ("dataset.name", "irises", "dataset.name", "unknown dataset 'irises'"),
+    ("solvers", ["CLARABEL", "GUROBI9"], "solvers", "unknown solver 'GUROBI9'"),
+    ("methods.dvu.solvers", "NOPE", "methods.dvu.solvers", "unknown solver 'NOPE'"),
+    ("seeds", "three", "seeds", "got 'three' \\(string\\)"),
+    ("seeds", 0, "seeds", "positive integer"),
+    ("labels.fraction", "half", "labels.fraction", "got 'half' \\(string\\)"),
+    ("labels.fraction", 1.5, "labels.fraction", "float in \\(0, 1\\]"),
+    ("labels.protocol", "online", "labels.protocol", "'transductive' or 'inductive'"),
+    ("dataset.n_samples", 30.5, "dataset.n_samples", "an integer >= 4"),
+    ("dataset.deslant", True, "dataset.deslant", "not an image dataset"),
+    ("dataset.options", {"subset": "train"}, "dataset.options", "bad loader arguments"),
+    ("methods.dvu.slack_weight", "big", "methods.dvu.slack_weight", "expected a number"),
+    ("methods.dvu.slack_weight", -1.0, "methods.dvu.slack_weight", "range"),
+    ("methods.dvu.distances", ["interval", "cubic"], "methods.dvu.distances", "cubic"),
+    ("methods.dvu.sigma", 1.0, "methods.dvu.sigma", "unknown parameter of DVU"),
+    ("methods.dvu.graph", "knn", "methods.dvu.graph", "set it in the \\[graph\\] table"),
+    ("methods.lgc.alpha", 2.0, "methods.lgc.alpha", "'alpha' parameter of LabelSpreading"),
+    ("methods.lda.solvers", ["CLARABEL"], "methods.lda.solvers", "LDA uses no solver"),
+    ("methods.lgc.solvers", ["CLARABEL"], "methods.lgc.solvers", "takes no solver"),
+    ("metrics.knn1.k", 1.5, "metrics.knn1.k", "an integer >= 1"),
+    ("metrics.knn1.kind", "auc", "metrics.knn1.kind", "unknown metric kind 'auc'"),
+    ("metrics.knn1.distance", "tangent", "metrics.knn1.distance", "needs image datasets"),
+    ("metrics.knn1.methods", ["lgc"], "metrics.knn1.methods", "does not apply to 'lgc'"),
+    ("metrics.svm.C", "one", "metrics.svm.C", "a number > 0"),
+    ("graph.metric", "tangent", "graph.metric", "needs image datasets"),
+    ("graph.metric", "manhatan", "graph.metric", "unknown metric 'manhatan'"),
+    ("graph.candidates", 10, "graph.candidates", "unknown field"),
+    ("figures.loo.metric", "knn1", "figures.loo.metric", "needs a curve metric"),
+    ("figures.knn1_vs_slack.param", "n_components", "figures.knn1_vs_slack.param",
+     "not swept"),
+    ("figures.dvu_embedding.method", "lgc", "figures.dvu_embedding.method", "no embedding"),
+    ("methods", _DELETE, "methods", "missing; expected a table"),
+    ("extra", 1, "extra", "unknown field"),
+    ("paper.values", [{"method": "dvu", "metric": "loo", "value": 90.0}],
+     "paper.values\\[0\\].metric", "scalar metrics"),
+    ("paper.values", [{"method": "dvuu", "metric": "knn1", "value": 90.0}],
+     "paper.values\\[0\\].method", "method labels"),
+])
+def test_bad_specs_name_the_field(path, value, field, message):
+    d = _mutate(path, value)(_smoke_dict())
+    with pytest.raises(SpecError, match=f"^{field}: .*{message}"):
+        parse_spec(d)
+
+
+def test_spec_error_is_an_input_error_and_toml_errors_name_the_file(tmp_path):
+    assert issubclass(SpecError, InputError) and issubclass(SpecError, ValueError)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = 'x'\n[dataset\n")
+    with pytest.raises(SpecError, match="bad.toml is not valid TOML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="no spec 'nowhere'"):
+        ex.find_spec("nowhere")
+    assert ex.find_spec("smoke") == SMOKE
+
+
+def test_none_string_and_sweeps_of_strings():
+    d = _smoke_dict()
+    d["methods"]["dvu"].update(snr=["none", 0.5], distances="interval")
+    spec = parse_spec(d)
+    combos = spec.method("dvu").combinations()
+    assert {(c["slack_weight"], c["snr"]) for c in combos} == {
+        (1.0, None), (1.0, 0.5), (10.0, None), (10.0, 0.5)}
+    assert spec.method("dvu").swept == ["slack_weight", "snr"]
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def test_summary_puts_paper_numbers_beside_ours(smoke):
+    result, _ = smoke
+    d = copy.deepcopy(result.spec.raw)
+    d["paper"] = {"source": "a made-up reference for this test",
+                  "values": [{"method": "dvu", "metric": "knn1", "value": 97.7,
+                              "params": {"slack_weight": 10.0}},
+                             {"method": "raw", "metric": "svm", "value": 88.8, "std": 1.5}]}
+    spec = parse_spec(d)
+    res = ex.ExperimentResult(spec, result.rows, result.artefacts, result.meta)
+    lines = res.summary().splitlines()
+    header = next(line for line in lines if line.startswith("| dataset"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols[6:] == ["knn1", "knn1 (paper)", "svm", "svm (paper)", "transduction", "fit s"]
+
+    def row(method, params):
+        line = next(line for line in lines if line.startswith(f"| iris | 0.3 | {method} | "
+                                                             f"{params} |"))
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    dvu10, dvu1, raw = row("dvu", "slack_weight=10.0"), row("dvu", "slack_weight=1.0"), \
+        row("raw", "–")
+    assert dvu10[7] == "97.70" and dvu1[7] == "" and raw[9] == "88.80 ± 1.50"
+    knn = [r["knn1"] for r in result.rows if r["method"] == "raw"]
+    assert raw[6] == f"{100 * np.mean(knn):.2f} ± {100 * np.std(knn, ddof=1):.2f}"
+    assert "- paper: a made-up reference for this test" in lines
