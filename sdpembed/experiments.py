@@ -44,6 +44,7 @@ Spec format
     encoding = "onehot"               # car, mushroom: or "ordinal" (1-based codes)
     scale = "none"                    # "standard" or "minmax", fitted on the fitting rows
     pca = 0                           # PCA to this many dimensions first (0: none)
+    # with name = ["wine", "car"]: [dataset.car] encoding = "ordinal" overrides for car only
 
     [labels]
     fraction = 0.2                    # float: kept fraction; int: kept count; or a list
@@ -101,6 +102,7 @@ import logging
 import math
 import numbers
 import platform
+import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -229,10 +231,6 @@ class MethodInfo:
             params = self.translate(params)
         return self.factory(**params)
 
-    @property
-    def embeds(self) -> bool:
-        return self.kind != "classifier"
-
 
 def _label_propagation_params(params: dict) -> dict:
     """``kernel = "heat_knn"`` -> :class:`HeatKNNKernel` (``n_neighbors``, ``sigma``)."""
@@ -322,10 +320,10 @@ METRIC_KINDS: dict[str, dict[str, Any]] = {
                        "doc": "original nearest neighbour among the K nearest, K = 1..max_k"},
 }
 
-#: Figure kinds and their fields (required fields have no default).
+#: Figure kinds and their fields with defaults (``...``: required).
 FIGURE_KINDS: dict[str, dict[str, Any]] = {
     "embedding": {"method": ..., "dims": 2, "params": None},
-    "spectrum": {"method": ..., "mark": None, "params": None},
+    "spectrum": {"method": ..., "mark": None, "params": None, "top": None},
     "label_prototypes": {"method": ..., "params": None},
     "curve": {"metric": ..., "methods": None},
     "metric_vs_param": {"metric": ..., "method": ..., "param": ..., "log": True},
@@ -599,10 +597,13 @@ def _parse_seeds(value) -> tuple:
                    f"{value!r} ({_type_name(value)})")
 
 
+_DATASET_FIELDS = ("options", "n_samples", "sample_seed", "classes", "deslant", "encoding",
+                   "scale", "pca")
+
+
 def _parse_datasets(table: dict) -> tuple:
+    """``[dataset]``; with several names, ``[dataset.<name>]`` overrides fields for one of them."""
     where = "dataset"
-    _check_fields(table, where, {"name", "options", "n_samples", "sample_seed", "classes",
-                                 "deslant", "encoding", "scale", "pca"})
     names = _get(table, "name", where,
                  lambda v: isinstance(v, str) or (isinstance(v, list) and v
                                                   and all(isinstance(s, str) for s in v)),
@@ -614,37 +615,52 @@ def _parse_datasets(table: dict) -> tuple:
             _fail(f"{where}.name", f"unknown dataset {n!r}; choose from {known}")
     if len(set(names)) != len(names):
         _fail(f"{where}.name", f"datasets must be distinct; got {names}")
-    options = _none(_table(table, "options", where))
-    n_samples = _get(table, "n_samples", where, lambda v: _is_int(v) and v >= 4,
-                     "an integer >= 4", None)
-    sample_seed = _get(table, "sample_seed", where, lambda v: _is_int(v) and v >= 0,
-                       "an integer >= 0", 0)
-    classes = _get(table, "classes", where,
-                   lambda v: isinstance(v, list) and len(v) >= 2 and all(_is_int(c) for c in v),
-                   "a list of at least two integer class indices", None)
-    deslant = _get(table, "deslant", where, lambda v: isinstance(v, bool), "true or false", False)
-    encoding = _get(table, "encoding", where, lambda v: v in ("onehot", "ordinal"),
-                    "'onehot' or 'ordinal'", "onehot")
-    scale = _get(table, "scale", where, lambda v: v in ("none", "standard", "minmax"),
-                 "'none', 'standard' or 'minmax'", "none")
-    pca = _get(table, "pca", where, lambda v: _is_int(v) and v >= 0, "an integer >= 0", 0)
+    _check_fields(table, where, {"name", *_DATASET_FIELDS, *names})
+    shared = {k: v for k, v in table.items() if k in _DATASET_FIELDS}
     out = []
     for n in names:
-        loader = _datasets._LOADERS[n]
-        try:
-            inspect.signature(loader).bind(**options)
-        except TypeError as exc:
-            _fail(f"{where}.options", f"bad loader arguments for {n!r}: {exc}")
-        if "return_X_y" in options:
-            _fail(f"{where}.options.return_X_y", "set by the runner")
-        if deslant and n not in _IMAGE_SHAPES:
-            _fail(f"{where}.deslant", f"{n!r} is not an image dataset ({sorted(_IMAGE_SHAPES)})")
-        if encoding == "ordinal" and n not in _CATEGORICAL:
-            _fail(f"{where}.encoding", f"'ordinal' needs a categorical dataset {_CATEGORICAL}")
-        out.append(DatasetSpec(n, dict(options), n_samples, int(sample_seed),
-                               None if classes is None else tuple(int(c) for c in classes),
-                               deslant, encoding, scale, int(pca)))
+        override = table.get(n, {})
+        if n in table and (not isinstance(override, dict) or "name" in override):
+            _fail(f"{where}.{n}", "expected a table of fields overriding [dataset] for " + n)
+        _check_fields(override, f"{where}.{n}", _DATASET_FIELDS)
+        fields = {**shared, **override}
+        out.append(_parse_one_dataset(n, fields, {k: f"{where}.{n}" if k in override else where
+                                                  for k in _DATASET_FIELDS}))
     return tuple(out)
+
+
+def _parse_one_dataset(n: str, table: dict, where: dict) -> DatasetSpec:
+    def get(key, check, what, default):
+        return _get(table, key, where[key], check, what, default)
+
+    options = _none(get("options", lambda v: isinstance(v, dict), "a table", {}))
+    n_samples = get("n_samples", lambda v: _is_int(v) and v >= 4, "an integer >= 4", None)
+    sample_seed = get("sample_seed", lambda v: _is_int(v) and v >= 0, "an integer >= 0", 0)
+    classes = get("classes",
+                  lambda v: isinstance(v, list) and len(v) >= 2 and all(_is_int(c) for c in v),
+                  "a list of at least two integer class indices", None)
+    deslant = get("deslant", lambda v: isinstance(v, bool), "true or false", False)
+    encoding = get("encoding", lambda v: v in ("onehot", "ordinal"), "'onehot' or 'ordinal'",
+                   "onehot")
+    scale = get("scale", lambda v: v in ("none", "standard", "minmax"),
+                "'none', 'standard' or 'minmax'", "none")
+    pca = get("pca", lambda v: _is_int(v) and v >= 0, "an integer >= 0", 0)
+    loader = _datasets._LOADERS[n]
+    try:
+        inspect.signature(loader).bind(**options)
+    except TypeError as exc:
+        _fail(f"{where['options']}.options", f"bad loader arguments for {n!r}: {exc}")
+    if "return_X_y" in options:
+        _fail(f"{where['options']}.options.return_X_y", "set by the runner")
+    if deslant and n not in _IMAGE_SHAPES:
+        _fail(f"{where['deslant']}.deslant",
+              f"{n!r} is not an image dataset ({sorted(_IMAGE_SHAPES)})")
+    if encoding == "ordinal" and n not in _CATEGORICAL:
+        _fail(f"{where['encoding']}.encoding",
+              f"'ordinal' needs a categorical dataset {_CATEGORICAL}; {n!r} is not")
+    return DatasetSpec(n, dict(options), n_samples, int(sample_seed),
+                       None if classes is None else tuple(int(c) for c in classes),
+                       deslant, encoding, scale, int(pca))
 
 
 def _parse_labels(table: dict) -> LabelSpec:
@@ -753,8 +769,6 @@ def _validate_params(info: MethodInfo, params: dict, where: str) -> None:
     """Parameter validation of the estimator itself, with the field named on failure."""
     if info.factory is None:
         return
-    from sklearn.utils._param_validation import InvalidParameterError
-
     sig = inspect.signature(info.factory.__init__).parameters
     for key, value in params.items():
         default = sig[key].default if key in sig else None
@@ -765,16 +779,14 @@ def _validate_params(info: MethodInfo, params: dict, where: str) -> None:
     try:
         est = info.build(params)
         if getattr(est, "_parameter_constraints", None):
-            est._validate_params()
+            est._validate_params()  # scikit-learn's declarative checks
         if hasattr(est, "_validate_params_common"):
             est._validate_params_common()
-    except InvalidParameterError as exc:
-        import re
-
-        m = re.search(r"The '(\w+)' parameter", str(exc))
-        _fail(f"{where}.{m.group(1)}" if m else where, str(exc))
     except (InputError, TypeError, ValueError) as exc:
-        bad = next((k for k in params if f"{k} " in str(exc) or f"'{k}'" in str(exc)), None)
+        # scikit-learn: "The 'alpha' parameter of LabelSpreading must be ..."
+        m = re.search(r"The '(\w+)' parameter", str(exc))
+        bad = m.group(1) if m else next(
+            (k for k in params if f"{k} " in str(exc) or f"'{k}'" in str(exc)), None)
         _fail(f"{where}.{bad}" if bad else where, str(exc))
 
 
@@ -946,6 +958,9 @@ def _parse_figures(table: dict, methods: tuple, metrics: tuple, datasets: tuple)
             mkind = METHODS[labels[opts["method"]].method].kind
             if mkind == "classifier":
                 _fail(f"{where}.method", f"{opts['method']!r} has no embedding")
+        if kind == "spectrum" and opts["top"] is not None \
+                and not (_is_int(opts["top"]) and opts["top"] >= 1):
+            _fail(f"{where}.top", f"expected an integer >= 1; got {opts['top']!r}")
         if kind == "embedding" and opts["dims"] not in (2, 3):
             _fail(f"{where}.dims", f"expected 2 or 3; got {opts['dims']!r}")
         if kind == "label_prototypes" \
@@ -1263,10 +1278,12 @@ def _solver_fields(est, solver: str | None) -> dict:
 def run_task(spec: Spec, task: Task) -> tuple[dict, dict]:
     """Fit and evaluate one cell of the grid.
 
-    Typed errors of the toolkit (:class:`~sdpembed.exceptions.SdpEmbedError`,
-    e.g. an unbounded DVU at a small ``slack_weight``) and numerical
-    ``ValueError``/``LinAlgError`` from scikit-learn are recorded in the row
-    (``status = "failed"``, ``error``); other exceptions propagate.
+    Errors while fitting or evaluating -- typed errors of the toolkit
+    (:class:`~sdpembed.exceptions.SdpEmbedError`, e.g. an unbounded DVU at a
+    small ``slack_weight``) and numerical ``ValueError``/``LinAlgError`` from
+    scikit-learn -- are recorded in the row (``status = "failed"``,
+    ``error``). Errors while preparing the data, labels or graph concern every
+    run and propagate, as do all other exceptions.
 
     Returns
     -------
@@ -1293,26 +1310,28 @@ def run_task(spec: Spec, task: Task) -> tuple[dict, dict]:
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        # preparation errors (missing data, impossible label split, duplicate points in the
+        # graph) concern every run: they propagate
+        data = _load_data(ds.key())
+        labels_key = json.dumps(dataclasses.asdict(spec.labels), sort_keys=True)
+        split = _split(ds.key(), labels_key, task.fraction, task.seed)
+        X, y, y_partial, mask = split.X, data.y, split.y_partial, split.mask
+        row.update(n_samples=int(X.shape[0]), n_features=int(X.shape[1]),
+                   n_labeled=int(mask.sum()))
+        params = dict(task.params)
+        if info.factory is not None:
+            names = info.param_names()
+            if "random_state" in names and "random_state" not in params:
+                params["random_state"] = task.seed
+            if task.solver is not None:
+                params["solver"] = task.solver
+            if "graph" in names and spec.graph is not None:
+                params["graph"] = _graph(ds.key(), labels_key, task.fraction, task.seed,
+                                         spec.graph.key())
+        t1 = time.perf_counter()
+        row["prepare_s"] = t1 - t0
         try:
-            data = _load_data(ds.key())
-            labels_key = json.dumps(dataclasses.asdict(spec.labels), sort_keys=True)
-            split = _split(ds.key(), labels_key, task.fraction, task.seed)
-            X, y, y_partial, mask = split.X, data.y, split.y_partial, split.mask
-            row.update(n_samples=int(X.shape[0]), n_features=int(X.shape[1]),
-                       n_labeled=int(mask.sum()))
-            params = dict(task.params)
-            if info.factory is not None:
-                names = info.param_names()
-                if "random_state" in names and "random_state" not in params:
-                    params["random_state"] = task.seed
-                if task.solver is not None:
-                    params["solver"] = task.solver
-                if "graph" in names and spec.graph is not None:
-                    params["graph"] = _graph(ds.key(), labels_key, task.fraction, task.seed,
-                                             spec.graph.key())
             est = info.build(params) if info.factory is not None else None
-            t1 = time.perf_counter()
-            row["prepare_s"] = t1 - t0
             Z, pred = _fit(info, est, X, y, y_partial, mask, spec.labels.protocol)
             t2 = time.perf_counter()
             row["fit_s"] = t2 - t1
@@ -1325,8 +1344,6 @@ def run_task(spec: Spec, task: Task) -> tuple[dict, dict]:
             row["eval_s"] = time.perf_counter() - t2
             artefacts = _artefacts(task.keep, est, Z, y, mask)
         except (SdpEmbedError, ValueError, np.linalg.LinAlgError) as exc:
-            if isinstance(exc, SpecError):
-                raise
             row.update(status="failed", error=f"{type(exc).__name__}: {exc}")
             logger.warning("run %d (%s, %s, seed %d) failed: %s", task.index, task.method,
                            row["params"], task.seed, exc)
@@ -1491,39 +1508,32 @@ def run_spec(spec: Spec | str | Path, *, solvers: Iterable[str] | None = None,
 
 
 def _execute(spec: Spec, tasks: list[Task], *, n_jobs: int, scheduler, progress: bool):
+    """Run the tasks with joblib: in this process (``n_jobs=1``, the data and graph caches
+    serve the whole grid), in worker processes, or on a Dask cluster (joblib's Dask backend)."""
     from joblib import Parallel, delayed, parallel_config
     from tqdm.auto import tqdm
 
-    jobs = (delayed(run_task)(spec, t) for t in tasks)
-    bar = tqdm(total=len(tasks), desc=spec.name, unit="run", disable=not progress)
+    client, own = None, False
+    if scheduler is not None:
+        from dask.distributed import Client
+
+        client, own = (scheduler, False) if isinstance(scheduler, Client) \
+            else (Client(scheduler), True)
+    config = ({"backend": "dask", "client": client, "wait_for_workers_timeout": 60}
+              if client is not None else {})
     out = []
     try:
-        if scheduler is None and n_jobs == 1:
-            for t in tasks:  # in-process: caches (data, graphs) are shared by the whole grid
-                out.append(run_task(spec, t))
+        with parallel_config(**config), \
+                tqdm(total=len(tasks), desc=spec.name, unit="run", disable=not progress) as bar:
+            runner = Parallel(n_jobs=-1 if client is not None else n_jobs,
+                              return_as="generator_unordered")
+            for pair in runner(delayed(run_task)(spec, t) for t in tasks):
+                out.append(pair)
                 bar.update()
-            return out
-        client, own = None, False
-        if scheduler is not None:
-            from dask.distributed import Client
-
-            client, own = (scheduler, False) if isinstance(scheduler, Client) \
-                else (Client(scheduler), True)
-        try:
-            config = ({"backend": "dask", "wait_for_workers_timeout": 60}
-                      if client is not None else {"n_jobs": n_jobs})
-            with parallel_config(**config):
-                runner = Parallel(n_jobs=-1 if client is not None else n_jobs,
-                                  return_as="generator_unordered")
-                for pair in runner(jobs):
-                    out.append(pair)
-                    bar.update()
-        finally:
-            if own:
-                client.close()
-        return out
     finally:
-        bar.close()
+        if own:
+            client.close()
+    return out
 
 
 def _meta(spec, tasks, rows, started, wall, n_jobs, scheduler) -> dict:
@@ -1596,7 +1606,8 @@ def _summary_markdown(result: ExperimentResult) -> str:
         f"({'per class' if lab.per_class else 'overall'}, at least {lab.min_per_class} per "
         f"class), protocol {lab.protocol}",
         f"- graph: {_graph_text(spec.graph)}",
-        f"- seeds: {meta['seeds']}; {meta['runs']} runs, {meta['failed']} failed; wall time "
+        f"- seeds: {_seeds_text(meta['seeds'])}; {meta['runs']} runs, {meta['failed']} failed; "
+        f"wall time "
         f"{meta['wall_s']:.1f} s (n_jobs={meta['n_jobs']}"
         f"{', scheduler ' + meta['scheduler'] if meta['scheduler'] else ''})",
         "- solvers: " + (", ".join(f"{k} {v}" for k, v in meta["solvers"].items()) or "none"),
@@ -1606,7 +1617,7 @@ def _summary_markdown(result: ExperimentResult) -> str:
     if spec.paper_source:
         lines.append(f"- paper: {spec.paper_source}")
     lines.append("")
-    header = ["dataset", "labels", "method", "params", "solver", "runs ok"]
+    header = ["dataset", "labels", "method", "params", "solver", "dims", "runs ok"]
     for m in scalar:
         header.append(m.name)
         if m.name in with_paper:
@@ -1616,7 +1627,7 @@ def _summary_markdown(result: ExperimentResult) -> str:
     for (dataset, fraction, method, params, solver), rows in result.groups():
         ok = [r for r in rows if r["status"] == "ok"]
         cells = [dataset, str(fraction), method, _params_text(params), solver or "–",
-                 f"{len(ok)}/{len(rows)}"]
+                 _dims_text(ok), f"{len(ok)}/{len(rows)}"]
         for m in scalar:
             applies = spec.metric_applies(m, spec.method(method))
             cells.append(_pct(*_mean_std([r.get(m.name) for r in ok])[:2]) if applies else "")
@@ -1651,6 +1662,20 @@ def _summary_markdown(result: ExperimentResult) -> str:
                 lines.append(f"- {r['method']} {_params_text(r['params'])} "
                              f"{r['solver'] or ''} ({n} runs): {r['error'][:300]}")
     return "\n".join(lines) + "\n"
+
+
+def _dims_text(rows: list) -> str:
+    """Embedding dimension of the runs: one value, or the range (DNE's energy rule)."""
+    dims = sorted({r["n_components"] for r in rows if r.get("n_components") is not None})
+    if not dims:
+        return "–"
+    return str(dims[0]) if len(dims) == 1 else f"{dims[0]}–{dims[-1]}"
+
+
+def _seeds_text(seeds: list) -> str:
+    if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}..{seeds[-1]} ({len(seeds)} seeds)"
+    return str(seeds)
 
 
 def _dataset_text(d: DatasetSpec) -> str:
@@ -1747,8 +1772,15 @@ def _fig_embedding(result, fig, plotting):
 
 def _fig_spectrum(result, fig, plotting):
     r, art = _artefact_for(result, fig, "spectrum")
+    values = art["spectrum"]
+    if art["spectrum_attribute"] == "spectrum_":
+        # eigenvalue shares of a Gram matrix: PSD, so negatives are solver round-off
+        values = np.clip(values, 0.0, None)
+    top = fig.options["top"]
+    if top is not None:
+        values = values[:int(top)]
     title = f"{r['method']}: {art['spectrum_attribute'].rstrip('_')} ({r['dataset']})"
-    return plotting.plot_spectrum(art["spectrum"], mark=fig.options["mark"], title=title)
+    return plotting.plot_spectrum(values, mark=fig.options["mark"], title=title)
 
 
 def _fig_prototypes(result, fig, plotting):

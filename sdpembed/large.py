@@ -35,6 +35,18 @@ of :math:`\\varphi^*` (e.g. :math:`|y_e|\\le w_e`). ``"quadratic"`` is smooth in
 :math:`V` and needs no splitting. The rank grows along the eigenvector of
 the most negative eigenvalue of the dual slack matrix while that eigenvalue
 is negative (an escape direction from a spurious stationary point).
+Subproblems are solved by L-BFGS, then, once the duality gap is below 1e-2, by
+a trust-region Newton–Krylov method with exact (generalized) Hessian-vector
+products.
+
+Optimal faces and the trace tie-break: the DVU optimum is often not unique
+(over the optimal face the trace of G varies; interior-point backends return
+a high-rank point of the face, of numerical rank near n). A low-rank factor
+reaches the same optimal value at a low-rank point of that face, so objective
+values agree with the conic backends while Gram matrices may differ. For a
+well-defined low-rank solution add a small trace term (``trace="min"``,
+``trace_weight`` ~ 1e-3), which selects the minimum-trace optimal points and
+which this solver supports like any other variant.
 
 Certificate (weak duality)
 --------------------------
@@ -99,8 +111,8 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import dijkstra
 from threadpoolctl import threadpool_limits
 
-from .exceptions import InputError, SolverFailedError
-from .formulations.gram import DenseSym, DiagPlusLowRank, GramProblem
+from .exceptions import InputError
+from .formulations.gram import DiagPlusLowRank, GramFormulation, GramProblem, laplacian_basis
 from .solvers import SolveReport, register_backend
 
 __all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "certify", "laplacian_basis",
@@ -134,8 +146,14 @@ class LowRankOptions:
         ``"basis"``: first solve the problem on a reduced Laplacian basis of
         ``warm_basis_rank`` vectors of the problem's own graph (cheap) and
         start from its solution; an (n, k) array: start from that factor.
-    max_outer, max_inner : int
-        Augmented-Lagrangian iterations and L-BFGS iterations per subproblem.
+    max_outer, max_inner, max_newton : int
+        Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
+        trust-region Newton iterations per subproblem.
+    inner : {"auto", "lbfgs", "newton"}
+        Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
+        below 1e-2, then trust-region Newton–Krylov with exact (generalized)
+        Hessian-vector products, which reaches the accuracy a certificate
+        needs where L-BFGS stalls.
     time_limit : float
         Seconds; the best certified point so far is returned (with its gap)
         when the limit is hit, or an error is raised if none exists.
@@ -155,6 +173,8 @@ class LowRankOptions:
     warm_basis_rank: int = 30
     max_outer: int = 200
     max_inner: int = 2000
+    max_newton: int = 50
+    inner: str = "auto"
     time_limit: float = 3600.0
     eig_tol: float = 1e-6
     random_state: int | None = 0
@@ -229,7 +249,7 @@ class _Space:
         return out
 
     def preconditioner(self, omega: np.ndarray):
-        """Solver for :math:`M = E^T\\mathrm{diag}(\\omega)E + \\delta I` (a weighted graph Laplacian).
+        """Solver for :math:`M = E^T\\mathrm{diag}(\\omega)E + \\delta I` (weighted Laplacian).
 
         :math:`2M` approximates the Gauss–Newton curvature of the distance
         term; it is the graph-Laplacian conditioning that plain L-BFGS cannot
@@ -288,8 +308,18 @@ class _Penalty:
         val = self.lam * np.sum((d - self.s) ** 2)
         return float(val), self.lam * (1.0 - self.s / d)
 
+    def second_derivative(self, D, y, sigma) -> np.ndarray:
+        """:math:`\\psi''(D)` of the envelope (generalized, for semismooth Newton)."""
+        if self.mode == "equality":
+            return np.full_like(D, sigma)
+        if self.mode == "interval":
+            r = D + y / sigma - self.t
+            return np.where(np.abs(r) < self.w / sigma, sigma, 0.0)
+        d = np.sqrt(np.maximum(D, 1e-300))
+        return self.lam * self.s / (2.0 * d**3)
+
     def curvature_weights(self, sigma) -> np.ndarray:
-        """Edge weights :math:`\\omega_e \\approx 2\\psi_e''(\\bar D_e)\\bar D_e` of the preconditioner."""
+        """Preconditioner edge weights :math:`\\omega_e \\approx 2\\psi_e''(\\bar D_e)\\bar D_e`."""
         if self.mode == "quadratic":
             return np.full_like(self.t, self.lam)
         return 2.0 * sigma * self.t
@@ -313,7 +343,7 @@ class _Penalty:
         return float(np.sum(self.lam * self.t * y / (self.lam - y)))
 
     def coercive_point(self) -> np.ndarray | None:
-        """A dual point :math:`y_0` in the domain of :math:`\\varphi^*` that dominates the Laplacian."""
+        """A dual point :math:`y_0 \\in \\mathrm{dom}\\,\\varphi^*` with the largest slack."""
         if self.mode == "interval":
             return self.w.copy()
         if self.mode == "quadratic":
@@ -348,7 +378,7 @@ def _gershgorin(space: _Space, y, nu) -> float:
 
 
 def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None = None) -> _Eig:
-    """Lower estimate of :math:`\\lambda_{\\min}(S(y,\\nu))` on :math:`\\mathbf 1^\\perp` (or range(Q)).
+    """Lower estimate of :math:`\\lambda_{\\min}(S(y,\\nu))` on :math:`\\mathbf 1^\\perp` (or on Q).
 
     Reduced basis: dense ``eigh`` of :math:`Q^TSQ` (exact). Full space:
     the current factor's range :math:`U` (orthonormal, ``deflate``) is split
@@ -399,7 +429,7 @@ def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None 
     ncv = min(n - 1, 60)
     w, X = spla.eigsh(op, k=1, which="SA", tol=tol, v0=v0, ncv=ncv, maxiter=max(1000, 20 * n))
     x = X[:, 0]
-    res = float(np.linalg.norm(mv(x) - w[0] * x))
+    res = float(np.linalg.norm(mv(x).ravel() - w[0] * x))
     w = w - c
     lam22 = float(w[0]) - res
     if U.shape[1] == 0:
@@ -434,7 +464,7 @@ class Certificate:
 
 
 def _trace_bound_equality(gp: GramProblem) -> float:
-    """:math:`T = \\min_r \\sum_i \\mathrm{sp}(r,i)^2 \\ge \\mathrm{tr}\\,G` for every feasible G."""
+    """:math:`T = \\min_r \\sum_i \\mathrm{sp}(r,i)^2 \\ge \\mathrm{tr}\\,G` for feasible G."""
     n = gp.n
     i, j = gp.edges.T
     A = sp.csr_matrix((np.sqrt(gp.target), (i, j)), shape=(n, n))
@@ -507,9 +537,11 @@ class LowRankResult:
 
 
 def _rel_gap(p, lb):
+    """:math:`|p - \\ell| / \\max(|p|, |\\ell|)` (``p`` may fall below a valid bound only through
+    the infeasibility of an equality-constrained factor, reported separately)."""
     if lb is None or p is None:
         return None
-    return max(p - lb, 0.0) / max(abs(p), abs(lb), 1e-300)
+    return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
 
 
 # ----------------------------------------------------------------------- the solver
@@ -519,6 +551,7 @@ class _ALM:
     def __init__(self, space: _Space, pen: _Penalty, opts: LowRankOptions):
         self.space, self.pen, self.opts = space, pen, opts
         self.nfev = 0
+        self.deadline = np.inf
 
     def objective_parts(self, W):
         sp_ = self.space
@@ -556,13 +589,54 @@ class _ALM:
             grad = sp_.project(2.0 * grad)
             return val, grad.ravel()
 
+        def hessp(x, u):
+            W = sp_.project(x.reshape(shape))
+            U = sp_.project(u.reshape(shape))
+            Z = sp_.diffs(W)
+            ZU = sp_.diffs(U)
+            D = np.einsum("ij,ij->i", Z, Z)
+            _, g = pen.envelope(D, y, sigma)
+            dD = 2.0 * np.einsum("ij,ij->i", Z, ZU)
+            dg = pen.second_derivative(D, y, sigma) * dD
+            out = sp_.apply_C(U) + sp_.ET @ (g[:, None] * ZU + dg[:, None] * Z)
+            if sp_.H is not None:
+                HW, HU = sp_.apply_H(W), sp_.apply_H(U)
+                h = float(np.sum(W * HW))
+                gs = max(0.0, nu + sigma_h * h)
+                out = out + gs * HU
+                if gs > 0:
+                    out = out + sigma_h * 2.0 * float(np.sum(HW * U)) * HW
+            return sp_.project(2.0 * out).ravel()
+
+        self.fun, self.hessp = fun, hessp
+
         def run(W0, gtol, maxiter, precond):
             nonlocal shape
             shape = W0.shape
+            deadline = self.deadline
+
+            def stop(*_):
+                if time.perf_counter() > deadline:
+                    raise StopIteration
 
             def pc(G):
                 return sp_.project(precond(sp_.project(G.reshape(shape)))).ravel()
-            res = _plbfgs(fun, W0.ravel(), pc, gtol=gtol, maxiter=maxiter)
+            if precond == "newton":
+                r = sopt.minimize(fun, W0.ravel(), jac=True, hessp=hessp, method="trust-krylov",
+                                  options={"maxiter": maxiter, "gtol": gtol}, callback=stop)
+                res = _LBFGSResult(r.x, int(r.nit), float(np.linalg.norm(r.jac)))
+                if res.gnorm > gtol and res.nit < maxiter:  # trust region gave up: L-BFGS
+                    r = sopt.minimize(fun, res.x, jac=True, method="L-BFGS-B",
+                                      options={"maxiter": 20 * maxiter, "maxcor": 20,
+                                               "gtol": gtol, "ftol": 1e-15}, callback=stop)
+                    res = _LBFGSResult(r.x, res.nit + int(r.nit), float(np.linalg.norm(r.jac)))
+            elif precond is None:
+                r = sopt.minimize(fun, W0.ravel(), jac=True, method="L-BFGS-B",
+                                  options={"maxiter": maxiter, "maxcor": 20, "gtol": gtol,
+                                           "ftol": 1e-15, "maxfun": 2 * maxiter}, callback=stop)
+                res = _LBFGSResult(r.x, int(r.nit), float(np.linalg.norm(r.jac)))
+            else:
+                res = _plbfgs(fun, W0.ravel(), pc, gtol=gtol, maxiter=maxiter)
             return sp_.project(res.x.reshape(shape)), res
         return run
 
@@ -650,8 +724,6 @@ def _initial_factor(space: _Space, k: int, rng) -> np.ndarray:
 def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
     """Append ``alpha * vec`` as a new column, alpha from a coarse line search on the AL."""
     sp_ = alm.space
-    run = alm.subproblem(y, nu, sigma, sigma_h)
-    del run
     vec = vec / np.linalg.norm(vec)
     scale = np.sqrt(max(np.sum(W * W), 1e-12) / max(W.shape[1], 1))
     best, best_val = None, np.inf
@@ -705,6 +777,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     space = _Space(gp, basis)
     pen = _Penalty(gp)
     alm = _ALM(space, pen, opts)
+    alm.deadline = t0 + opts.time_limit
     cache: dict[str, Any] = {}
     n_classes = gp.icv.U.shape[1] if gp.icv is not None and hasattr(gp.icv, "U") else 4
     k0 = opts.rank or min(space.dim - (1 if basis is None else 0), n_classes + 4)
@@ -750,30 +823,27 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     sigma = 10.0 / max(np.mean(pen.t), 1e-300) if pen.splitting else 1.0
     if pen.mode == "interval":
         sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
+    sigma0 = sigma
     obj_scale = max(abs(quad), 1e-12)
     sigma_h = 10.0 / obj_scale
     history: list[dict] = []
     best: tuple | None = None
     prev_res = np.inf
     gtol = 1e-3
-    precond_sigma, precond = None, None
+    cheap_prev = np.inf
     status = "optimal_inaccurate"
     it = 0
     certificate = Certificate(None, None, "none", "not computed")
     for it in range(1, opts.max_outer + 1):
         run = alm.subproblem(y, nu, sigma, sigma_h)
-        if precond_sigma != sigma:
-            precond = space.preconditioner(pen.curvature_weights(sigma))
-            precond_sigma = sigma
-        W, res = run(W, gtol * obj_scale / np.sqrt(W.size), opts.max_inner, precond)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and cheap_prev < 1e-2)
+        W, res = run(W, gtol * obj_scale / np.sqrt(W.size),
+                     opts.max_newton if newton else opts.max_inner, "newton" if newton else None)
         g, gs, quad, D, h = alm.multipliers(W, y, nu, sigma, sigma_h)
         r = pen.residual(D, g, y, sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
         h_viol = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
-        if pen.splitting:
-            y = g
-        else:
-            y = g
+        y = g
         if space.H is not None:
             nu = gs
         p = quad + pen.objective(D)
@@ -781,6 +851,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         infeas = max(infeas, h_viol)
         lb_cheap = -pen.conjugate(y)
         cheap_gap = _rel_gap(p, lb_cheap) if np.isfinite(lb_cheap) else np.inf
+        cheap_prev = cheap_gap
         entry = {"outer": it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": sigma, "lbfgs_iters": int(res.nit),
                  "cheap_gap": cheap_gap, "seconds": time.perf_counter() - t0}
@@ -812,7 +883,9 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             break
         # multiplier / penalty schedule
         if pen.splitting or space.H is not None:
-            if rnorm > max(0.25 * prev_res, 0.1 * opts.feas_tol):
+            # raise the penalty while the split residual stalls above tolerance, within
+            # 1e3 of its start (a larger one only worsens the subproblems' conditioning)
+            if rnorm > max(0.25 * prev_res, opts.feas_tol) and sigma < 1e3 * sigma0:
                 sigma *= 3.0
                 sigma_h *= 3.0
             prev_res = rnorm
@@ -848,7 +921,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
 
 
 def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
-    """Farkas test for equality distances: :math:`\\mathcal A^T\\hat y \\succeq 0`, :math:`\\hat y^T\\bar D<0`."""
+    """Farkas test: :math:`\\mathcal A^T\\hat y \\succeq 0` and :math:`\\hat y^T\\bar D<0`."""
     yh = y / max(np.linalg.norm(y), 1e-300)
     if yh @ pen.t >= -1e-6 * np.linalg.norm(pen.t):
         return "optimal_inaccurate"
@@ -860,35 +933,6 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
         farkas.Cq = np.zeros_like(space.Cq)
     eig = _lambda_min(farkas, yh, nu / max(np.linalg.norm(y), 1e-300), tol=opts.eig_tol)
     return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"
-
-
-# ----------------------------------------------------------------------- basis
-def laplacian_basis(edges: np.ndarray, n: int, rank: int, weights=None) -> np.ndarray:
-    """Orthonormal ``Q`` (n x rank), :math:`Q^T\\mathbf 1 = 0`: bottom non-constant Laplacian eigenvectors.
-
-    The reduced basis of Weinberger, Sha, Zhu & Saul (2007): smooth functions
-    on the graph. Computed by shift-invert Lanczos on :math:`L + \\delta I`
-    (sparse LU), then made exactly orthogonal to :math:`\\mathbf 1` (a
-    disconnected basis graph contributes its component indicators, centred).
-    """
-    edges = np.asarray(edges, dtype=np.int64)
-    rank = int(rank)
-    if not 1 <= rank <= n - 1:
-        raise InputError(f"basis_rank must be in [1, {n - 1}]; got {rank}")
-    w = np.ones(edges.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-    i, j = edges.T
-    A = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
-    L = (sp.diags(np.asarray(A.sum(axis=1)).ravel()) - A).tocsc()
-    k = rank + 1
-    if n <= max(500, 4 * k):
-        _, U = sla.eigh(L.toarray(), subset_by_index=[0, k - 1])
-    else:
-        shift = 1e-6 * max(float(L.diagonal().mean()), 1e-12)
-        v0 = np.random.default_rng(0).standard_normal(n)
-        _, U = spla.eigsh(L, k=k, sigma=-shift, which="LM", v0=v0)
-    U = U - U.mean(axis=0)
-    Uq, s, _ = np.linalg.svd(U, full_matrices=False)
-    return Uq[:, :rank]
 
 
 # ----------------------------------------------------------------------- recovery
@@ -922,3 +966,109 @@ def spectrum_from_factor(F: np.ndarray) -> np.ndarray:
     out[: s2.shape[0]] = s2
     total = out.sum()
     return out / total if total > 0 else out
+
+
+# ----------------------------------------------------------------------- backend
+def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, bool]:
+    """(eliminated GramProblem, reduced basis or None, lifted explicit form?) of a formulation."""
+    meta = formulation.meta
+    gp = meta.get("gram_problem")
+    if not isinstance(gp, GramProblem):
+        raise InputError("solver='LOWRANK' solves the Gram SDPs (DVU, MVU) built by "
+                         "sdpembed.formulations.dvu / mvu; this formulation has no "
+                         "meta['gram_problem']")
+    lifted = "eliminated_problem" in meta
+    if lifted:
+        gp = meta["eliminated_problem"]
+    basis = meta.get("basis") if meta.get("basis_rank") is not None else None
+    return gp, basis, lifted
+
+
+def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -> bool:
+    """Write the factor into the cvxpy variables when the problem is (or is cheaply) built."""
+    if isinstance(formulation, GramFormulation):
+        formulation.set_factor(F)
+        if not formulation.is_built:
+            return False
+    variables = formulation.variables
+    meta = formulation.meta
+    if lifted:
+        lp = meta["gram_problem"]
+        y = gp.meta["y"]
+        K = len(gp.meta["classes"])
+        counts = np.bincount(y[y >= 0], minlength=K).astype(float)
+        A = np.zeros((gp.n, K))
+        idx = np.flatnonzero(y >= 0)
+        A[idx, y[idx]] = 1.0 / counts[y[idx]]
+        cent = F.T @ A                              # centroids (k x K)
+        Ff = np.r_[F, cent.T, cent.mean(axis=1)[None, :]]
+        assert Ff.shape[0] == lp.n
+    else:
+        Ff = F
+    name = "G" if "G" in variables else "Y"
+    var = variables[name]
+    if name == "G":
+        var.value = Ff @ Ff.T
+    else:
+        basis = formulation.basis() if isinstance(formulation, GramFormulation) \
+            else meta.get("basis")
+        B = np.asarray(basis, dtype=float)
+        P = np.linalg.lstsq(B, Ff, rcond=None)[0] if B.shape[1] < B.shape[0] else B.T @ Ff
+        var.value = P @ P.T
+    if "eps" in variables:
+        D = gp.distances_of_factor(F)
+        variables["eps"].value = np.abs(D - gp.target) / gp.target
+    return True
+
+
+def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport:
+    """``solve(formulation, solver="LOWRANK", **options)``; options: :class:`LowRankOptions`."""
+    opts = LowRankOptions.from_options(options)
+    gp, basis, lifted = _formulation_problem(formulation)
+    if verbose:
+        logging.getLogger(__name__).setLevel(logging.INFO)
+    result = lowrank_solve(gp, basis=basis, options=opts)
+    cert: Certificate = result.info.get("certificate")
+    extra: dict[str, Any] = {
+        "rank": result.factor.shape[1],
+        "lower_bound": result.bound,
+        "certificate": cert.describe() if cert is not None else "no certificate",
+        "outer_iterations": result.iterations,
+        "function_evaluations": result.info.get("function_evaluations"),
+        "reduced_basis_rank": None if basis is None else basis.shape[1],
+        "history": result.history,
+    }
+    if result.status in ("unbounded", "infeasible"):
+        extra["message"] = f"LOWRANK detected the problem {result.status}"
+        return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
+                           solver_version=_version(), options=dict(options),
+                           compile_seconds=0.0, solve_seconds=result.seconds,
+                           iterations=result.iterations, extra=extra)
+    if result.status != "optimal" and result.certified_gap is None:
+        extra["message"] = ("stopped without a certificate (" + extra["certificate"] + "); "
+                            "raise time_limit/max_outer")
+    t1 = time.perf_counter()
+    wrote = _write_solution(formulation, gp, result.factor, lifted)
+    extra["wrote_variables"] = wrote
+    if not wrote:
+        extra["note"] = ("the cvxpy problem was never built (not needed): the solution is "
+                         "formulation.factor, G = F F^T; formulation.value('gram') forms it")
+    status = "optimal" if result.status == "optimal" else "optimal_inaccurate"
+    return SolveReport(
+        status=status, objective=float(result.objective), solver=BACKEND_NAME,
+        solver_version=_version(), options={**opts.__dict__, "warm_start": str(opts.warm_start)
+                                            if not isinstance(opts.warm_start, np.ndarray)
+                                            else "array"},
+        compile_seconds=time.perf_counter() - t1,
+        solve_seconds=result.seconds, iterations=result.iterations,
+        gap=result.certified_gap, certified_gap=result.certified_gap,
+        primal_infeasibility=result.infeasibility, extra=extra)
+
+
+def _version() -> str:
+    from . import __version__
+
+    return f"sdpembed {__version__}"
+
+
+register_backend(BACKEND_NAME, _solve_backend, version=_version)

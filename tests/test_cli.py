@@ -51,16 +51,16 @@ def test_run_smoke_writes_results_and_prints_the_summary(capsys, tmp_path):
     assert out.startswith("# smoke")
     assert f"results written to {tmp_path / 'smoke'}/" in out
     rows = _table(out)
-    assert rows[0][:6] == ["dataset", "labels", "method", "params", "solver", "runs ok"]
+    assert rows[0][:7] == ["dataset", "labels", "method", "params", "solver", "dims", "runs ok"]
     methods = [r[2] for r in rows[1:6]]
     assert methods == ["raw", "lda", "dvu", "dvu", "lgc"]
-    assert all(r[5] == "1/1" for r in rows[1:6])
+    assert all(r[6] == "1/1" for r in rows[1:6])
     with (tmp_path / "smoke" / "results.csv").open() as fh:
         table = list(csv.DictReader(fh))
     assert len(table) == 5 and {r["seed"] for r in table} == {"0"}
     # the summary's raw 1-NN cell is the CSV's value in percent
     raw = next(r for r in table if r["method"] == "raw")
-    assert rows[1][6] == f"{100 * float(raw['knn1']):.2f}"
+    assert rows[1][7] == f"{100 * float(raw['knn1']):.2f}"
     assert (tmp_path / "smoke" / "summary.md").read_text().startswith("# smoke")
     assert (tmp_path / "smoke" / "figures" / "dvu_embedding.png").is_file()
 

@@ -21,7 +21,7 @@ from sklearn.semi_supervised import LabelSpreading
 
 from sdpembed import experiments as ex
 from sdpembed.datasets import load_sklearn, partial_labels
-from sdpembed.exceptions import InputError
+from sdpembed.exceptions import InputError, LabelError
 from sdpembed.experiments import (
     HeatKNNKernel,
     SpecError,
@@ -104,7 +104,7 @@ def test_smoke_grid_and_files(smoke):
     assert doc["meta"]["solvers"] == {"CLARABEL": solver_version("CLARABEL")}
     assert set(doc["rows"][0]) == set(result.columns())
     summary = (out / "summary.md").read_text()
-    assert "| iris | 0.3 | dvu | slack_weight=10.0 | CLARABEL | 2/2 |" in summary
+    assert "| iris | 0.3 | dvu | slack_weight=10.0 | CLARABEL | 2 | 2/2 |" in summary
     for name in ("dvu_embedding", "knn1_vs_slack", "loo"):
         assert (out / "figures" / f"{name}.png").stat().st_size > 1000
     assert spec.seeds == (0, 1)
@@ -350,7 +350,8 @@ def test_summary_puts_paper_numbers_beside_ours(smoke):
     lines = res.summary().splitlines()
     header = next(line for line in lines if line.startswith("| dataset"))
     cols = [c.strip() for c in header.strip("|").split("|")]
-    assert cols[6:] == ["knn1", "knn1 (paper)", "svm", "svm (paper)", "transduction", "fit s"]
+    assert cols[5:] == ["dims", "runs ok", "knn1", "knn1 (paper)", "svm", "svm (paper)",
+                        "transduction", "fit s"]
 
     def row(method, params):
         line = next(line for line in lines if line.startswith(f"| iris | 0.3 | {method} | "
@@ -359,7 +360,64 @@ def test_summary_puts_paper_numbers_beside_ours(smoke):
 
     dvu10, dvu1, raw = row("dvu", "slack_weight=10.0"), row("dvu", "slack_weight=1.0"), \
         row("raw", "–")
-    assert dvu10[7] == "97.70" and dvu1[7] == "" and raw[9] == "88.80 ± 1.50"
+    assert dvu10[8] == "97.70" and dvu1[8] == "" and raw[10] == "88.80 ± 1.50"
+    assert raw[5] == "4" and dvu1[5] == "2"  # embedding dimensions
     knn = [r["knn1"] for r in result.rows if r["method"] == "raw"]
-    assert raw[6] == f"{100 * np.mean(knn):.2f} ± {100 * np.std(knn, ddof=1):.2f}"
+    assert raw[7] == f"{100 * np.mean(knn):.2f} ± {100 * np.std(knn, ddof=1):.2f}"
     assert "- paper: a made-up reference for this test" in lines
+
+
+# --------------------------------------------------------------------------- shipped specs
+
+
+@pytest.mark.parametrize("path", sorted(SMOKE.parent.glob("*.toml")), ids=lambda p: p.stem)
+def test_every_shipped_spec_is_valid(path):
+    if "methods" not in tomllib.loads(path.read_text()):
+        pytest.skip(f"{path.name} is not an experiment spec (a benchmark's configuration)")
+    try:
+        spec = load_spec(path)
+    except SpecError as exc:
+        if "LOWRANK" in str(exc):  # the large-n backend is optional (sdpembed.large)
+            pytest.skip(f"{path.name} needs the LOWRANK backend: {exc}")
+        raise
+    assert spec.name == path.stem
+    tasks = expand_grid(spec)
+    assert len(tasks) >= len(spec.methods) * len(spec.seeds)
+    # every paper number is shown next to at least one cell of the grid
+    for pv in spec.paper:
+        assert any(pv.matches(t.dataset, t.fraction, t.method, t.params) for t in tasks), pv
+
+
+def test_preparation_errors_stop_the_grid():
+    d = _smoke_dict()
+    d["labels"]["fraction"] = 20  # 20 labels per class, but the classes have 10 points
+    with pytest.raises(LabelError, match="cannot keep 20 labels"):
+        run_spec(parse_spec(d), seeds=[0], progress=False)
+
+
+def test_spectrum_and_prototype_figures(tmp_path):
+    from sdpembed.estimators.discriminative import DiscriminativeProjections
+    from sdpembed.estimators.dne import DNE
+
+    d = {"name": "figs", "seeds": 1, "dataset": {"name": "wine", "scale": "standard"},
+         "labels": {"fraction": 0.5},
+         "methods": {"dne": {"estimator": "DNE"},
+                     "dp": {"estimator": "DiscriminativeProjections", "n_components": [2, 3]}},
+         "metrics": {"knn1": {"kind": "knn"}},
+         "figures": {"spec": {"kind": "spectrum", "method": "dne", "mark": "negative"},
+                     "proto": {"kind": "label_prototypes", "method": "dp",
+                               "params": {"n_components": 3}}}}
+    result = run_spec(parse_spec(d), out_dir=tmp_path, progress=False)
+    assert set(result.figures) == {"spec", "proto"}
+    assert (tmp_path / "figures" / "spec.png").is_file()
+    X, y = load_sklearn("wine", return_X_y=True)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y_partial = partial_labels(y, 0.5, random_state=0)
+    # the kept arrays are those of the first matching run, refitted here directly
+    dne = DNE().fit(X, y_partial)
+    kept = result.artefacts[result.rows[0]["index"]]
+    np.testing.assert_allclose(kept["spectrum"], dne.eigenvalues_, rtol=1e-10, atol=1e-12)
+    dp = DiscriminativeProjections(n_components=3).fit(X, y_partial)
+    proto = next(a for a in result.artefacts.values() if "prototypes" in a)["prototypes"]
+    np.testing.assert_allclose(proto, dp.label_prototypes(), rtol=1e-8, atol=1e-10)
+    assert result.rows[0]["n_components"] == dne.n_components_

@@ -21,6 +21,7 @@ from ..exceptions import InputError
 from ..formulations.dvu import dvu
 from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
+from ..large import embedding_from_factor, spectrum_from_factor
 from ..recovery import embedding_from_gram, spectrum
 from ..solvers import solve
 
@@ -47,15 +48,41 @@ class _GramEmbedding(BaseEstimator):
         if self.n_components > n:
             raise InputError(f"n_components={self.n_components} exceeds the number of samples {n}")
 
+    def _basis_graph(self, X):
+        """Graph of the reduced basis: a plain k-NN graph of X (see ``basis_rank``)."""
+        if self.basis_rank is None:
+            return None
+        return knn_graph(X, n_neighbors=min(self.basis_neighbors, X.shape[0] - 1), n_random=0,
+                         metric=self.metric, random_state=self.random_state)
+
     def _solve_and_embed(self, formulation) -> None:
         options = dict(self.solver_options or {})
         self.formulation_ = formulation
         self.solve_report_ = solve(formulation, solver=self.solver, **options)
         scale = formulation.meta.get("distance_scale", 1.0)
+        factor = getattr(formulation, "factor", None)
+        self.__dict__.pop("_gram", None)
+        self.__dict__.pop("gram_factor_", None)
+        if factor is not None:
+            # low-rank solution (solver="LOWRANK"): never form the n x n matrix here
+            self.gram_factor_ = np.sqrt(scale) * factor
+            self.embedding_ = embedding_from_factor(self.gram_factor_, self.n_components)
+            self.spectrum_ = spectrum_from_factor(self.gram_factor_)
+            return
         G = np.asarray(formulation.value("gram"), dtype=float)
-        self.gram_ = scale * 0.5 * (G + G.T)
-        self.embedding_ = embedding_from_gram(self.gram_, self.n_components)
-        self.spectrum_ = spectrum(self.gram_)
+        self._gram = scale * 0.5 * (G + G.T)
+        self.embedding_ = embedding_from_gram(self._gram, self.n_components)
+        self.spectrum_ = spectrum(self._gram)
+
+    @property
+    def gram_(self) -> np.ndarray:
+        """Learned kernel (n x n). With ``solver="LOWRANK"`` it is formed on access from
+        ``gram_factor_`` (:math:`G = FF^T`); read ``gram_factor_`` instead at large n."""
+        if "_gram" in self.__dict__:
+            return self._gram
+        if "gram_factor_" in self.__dict__:
+            return self.gram_factor_ @ self.gram_factor_.T
+        raise AttributeError("gram_ is set by fit")
 
     def fit_transform(self, X, y=None):
         return self.fit(X, y).embedding_
@@ -85,10 +112,20 @@ class DVU(_GramEmbedding):
     slack_weight, distances, centroids, snr, trace, trace_weight, ratio, ratio_weight, normalize,
     reduce_face :
         Passed to :func:`sdpembed.formulations.dvu`.
+    basis_rank : int, optional
+        Solve on a reduced basis :math:`G = QYQ^T` of this many bottom
+        Laplacian eigenvectors (Weinberger, Sha, Zhu & Saul 2007); ``None``
+        solves the full problem.
+    basis_neighbors : int
+        The basis comes from a plain ``basis_neighbors``-NN graph of ``X``
+        (no random edges: on 2,500 USPS digits the DVU graph's own basis gave
+        42 % 3-NN accuracy against 92.8 % for an 8-NN graph).
     transductive_neighbors : int
         k of the k-NN classifier on the embedding that fills ``transduction_``.
     solver : str
-        Backend name (see :func:`sdpembed.available_solvers`).
+        Backend name (see :func:`sdpembed.available_solvers`); ``"LOWRANK"``
+        is the large-n solver (:mod:`sdpembed.large`), which never forms an
+        n x n matrix.
     solver_options : dict, optional
         Backend options, kept apart from the algorithm's settings.
     random_state : int, RandomState or None
@@ -98,7 +135,10 @@ class DVU(_GramEmbedding):
     ----------
     embedding_ : ndarray (n_samples, n_components)
     gram_ : ndarray (n_samples, n_samples)
-        Learned kernel, in the units of the squared input distances.
+        Learned kernel, in the units of the squared input distances (formed on
+        access from ``gram_factor_`` after a ``"LOWRANK"`` fit).
+    gram_factor_ : ndarray (n_samples, k)
+        Only after ``solver="LOWRANK"``: :math:`G = FF^T`.
     spectrum_ : ndarray
         Eigenvalue fractions of ``gram_`` (how low-rank the solution is).
     graph_, formulation_, solve_report_ :
@@ -127,6 +167,8 @@ class DVU(_GramEmbedding):
         "ratio_weight": [Interval(Real, 0, None, closed="left")],
         "normalize": ["boolean"],
         "reduce_face": ["boolean"],
+        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
+        "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
         "transductive_neighbors": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "solver_options": [dict, None],
@@ -136,8 +178,8 @@ class DVU(_GramEmbedding):
     def __init__(self, *, n_components=10, n_neighbors=2, n_random=1, metric="euclidean",
                  graph=None, slack_weight=1.0, distances="interval", centroids="eliminated",
                  snr=None, trace=None, trace_weight=1e-3, ratio=None, ratio_weight=1.0,
-                 normalize=True, reduce_face=True, transductive_neighbors=3, solver="SCS",
-                 solver_options=None, random_state=None):
+                 normalize=True, reduce_face=True, basis_rank=None, basis_neighbors=8,
+                 transductive_neighbors=3, solver="SCS", solver_options=None, random_state=None):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -153,6 +195,8 @@ class DVU(_GramEmbedding):
         self.ratio_weight = ratio_weight
         self.normalize = normalize
         self.reduce_face = reduce_face
+        self.basis_rank = basis_rank
+        self.basis_neighbors = basis_neighbors
         self.transductive_neighbors = transductive_neighbors
         self.solver = solver
         self.solver_options = solver_options
@@ -175,7 +219,8 @@ class DVU(_GramEmbedding):
             slack_weight=self.slack_weight, trace=self.trace,
             trace_weight=self.trace_weight if self.trace else 0.0, snr=self.snr,
             ratio=self.ratio, ratio_weight=self.ratio_weight, normalize=self.normalize,
-            reduce_face=self.reduce_face)
+            reduce_face=self.reduce_face, basis_rank=self.basis_rank,
+            basis_graph=self._basis_graph(X))
         self._solve_and_embed(formulation)
         knn = KNeighborsClassifier(n_neighbors=min(self.transductive_neighbors, labeled.sum()))
         knn.fit(self.embedding_[labeled], y_int[labeled])
@@ -209,6 +254,8 @@ class MVU(_GramEmbedding):
         "slack_weight": [Interval(Real, 0, None, closed="left")],
         "normalize": ["boolean"],
         "reduce_face": ["boolean"],
+        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
+        "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "solver_options": [dict, None],
         "random_state": ["random_state"],
@@ -216,7 +263,8 @@ class MVU(_GramEmbedding):
 
     def __init__(self, *, n_components=2, n_neighbors=5, n_random=0, metric="euclidean",
                  graph=None, distances="equality", slack_weight=1.0, normalize=True,
-                 reduce_face=True, solver="SCS", solver_options=None, random_state=None):
+                 reduce_face=True, basis_rank=None, basis_neighbors=8, solver="SCS",
+                 solver_options=None, random_state=None):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -226,6 +274,8 @@ class MVU(_GramEmbedding):
         self.slack_weight = slack_weight
         self.normalize = normalize
         self.reduce_face = reduce_face
+        self.basis_rank = basis_rank
+        self.basis_neighbors = basis_neighbors
         self.solver = solver
         self.solver_options = solver_options
         self.random_state = random_state
@@ -237,7 +287,8 @@ class MVU(_GramEmbedding):
         self._check_components(X.shape[0])
         self.graph_ = self._graph(X)
         formulation = mvu(self.graph_, distances=self.distances, slack_weight=self.slack_weight,
-                          normalize=self.normalize, reduce_face=self.reduce_face)
+                          normalize=self.normalize, reduce_face=self.reduce_face,
+                          basis_rank=self.basis_rank, basis_graph=self._basis_graph(X))
         self._solve_and_embed(formulation)
         return self
 

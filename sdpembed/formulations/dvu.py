@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg as sla
 
@@ -16,6 +18,7 @@ from .gram import (
     GramProblem,
     build_gram_formulation,
     centering_basis,
+    gram_basis,
 )
 
 __all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight"]
@@ -202,7 +205,7 @@ def _explicit_problem(gp: GramProblem, n_classes: int) -> GramProblem:
 
 def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interval",
         slack_weight=1.0, trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
-        normalize=True, reduce_face=True) -> Formulation:
+        normalize=True, reduce_face=True, basis_rank=None, basis_graph=None) -> Formulation:
     """Build the DVU semidefinite program (Vernaza, Lee & Taskar, section 3.3).
 
     .. math::
@@ -263,9 +266,25 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
         ``"eliminated"`` ``V`` is a Householder basis whose rows differ by unit
         vectors, which keeps the edge operator sparse.
 
+    basis_rank : int, optional
+        Reduced basis (Weinberger, Sha, Zhu & Saul 2007): optimise over
+        :math:`G = QYQ^T` with ``Q`` the ``basis_rank`` bottom non-constant
+        eigenvectors of the Laplacian of ``basis_graph``
+        (:func:`~sdpembed.formulations.gram.laplacian_basis`), ``Y`` of size
+        ``basis_rank``. A restriction, so its optimum is an upper bound on the
+        full one. Needs ``centroids="eliminated"``.
+    basis_graph : NeighborhoodGraph, optional
+        Graph whose Laplacian gives the basis; default the DVU graph itself,
+        whose random long edges make a poor basis (42 % against 92.8 % 3-NN
+        accuracy for a plain 8-NN graph on 2,500 USPS digits): pass
+        ``knn_graph(X, n_neighbors=8, n_random=0)`` when the data are at hand
+        (the estimator does).
+
     Returns
     -------
     Formulation
+        A :class:`~sdpembed.formulations.gram.GramFormulation`: the cvxpy
+        problem is built on first use (``solver="LOWRANK"`` never builds it).
         ``expressions["gram"]`` is the n x n Gram matrix of the points;
         ``parameters`` hold the weights (re-solve without rebuilding).
     """
@@ -288,14 +307,22 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
             "unbounded_hint": _UnboundedHint(gp), "centroids": centroids,
             "reduce_face": reduce_face}
     if centroids == "explicit":
+        if basis_rank is not None or basis_graph is not None:
+            raise InputError("basis_rank needs centroids='eliminated' (the reduced basis is a "
+                             "basis of the points' Gram matrix)")
         lifted = _explicit_problem(gp, len(gp.meta["classes"]))
-        basis = sla.null_space(lifted.centering_vectors().T) if reduce_face else None
+        basis = functools.partial(sla.null_space, lifted.centering_vectors().T) \
+            if reduce_face else None
+        size = lifted.n - lifted.centering_vectors().shape[1] if reduce_face else lifted.n
         return build_gram_formulation(lifted, basis=basis, centered_basis=reduce_face,
                                       method="dvu", variant=variant, equations=equations,
-                                      extra_meta={**meta, "eliminated_problem": gp})
-    basis = None
-    if reduce_face:
-        degree = np.bincount(gp.edges.ravel(), minlength=gp.n)
-        basis = centering_basis(gp.n, pivot=int(np.argmin(degree)))
-    return build_gram_formulation(gp, basis=basis, centered_basis=reduce_face, method="dvu",
-                                  variant=variant, equations=equations, extra_meta=meta)
+                                      basis_size=size,
+                                      extra_meta={**meta, "eliminated_problem": gp,
+                                                  "basis_rank": None})
+    basis, size = gram_basis(gp, reduce_face, basis_rank, basis_graph)
+    if basis_rank is not None:
+        variant += f"/basis-{int(basis_rank)}"
+    return build_gram_formulation(gp, basis=basis, centered_basis=reduce_face or basis_rank
+                                  is not None, method="dvu", variant=variant,
+                                  equations=equations, basis_size=size,
+                                  extra_meta={**meta, "basis_rank": basis_rank})

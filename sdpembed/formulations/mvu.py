@@ -7,8 +7,7 @@ import numpy as np
 from ..exceptions import InputError
 from ..graphs import NeighborhoodGraph
 from ._base import Formulation
-from .gram import DISTANCE_MODES, DiagPlusLowRank, GramProblem, build_gram_formulation, \
-    centering_basis
+from .gram import DISTANCE_MODES, DiagPlusLowRank, GramProblem, build_gram_formulation, gram_basis
 
 __all__ = ["mvu", "mvu_problem"]
 
@@ -32,7 +31,7 @@ def mvu_problem(graph: NeighborhoodGraph, *, distances="equality", slack_weight=
 
 
 def mvu(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0, normalize=True,
-        reduce_face=True) -> Formulation:
+        reduce_face=True, basis_rank=None, basis_graph=None) -> Formulation:
     """Build the MVU semidefinite program (DVU paper, section 2).
 
     .. math::
@@ -46,17 +45,20 @@ def mvu(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0, nor
     (with ``"interval"`` the problem is bounded only for ``slack_weight`` large
     enough). A connected graph bounds every pairwise distance, hence the trace.
     ``reduce_face`` optimises over :math:`G = VYV^T` with ``V`` an orthonormal
-    basis of :math:`\\mathbf 1^\\perp` (see :func:`dvu`).
+    basis of :math:`\\mathbf 1^\\perp` (see :func:`dvu`). ``basis_rank`` and
+    ``basis_graph`` restrict to a reduced Laplacian basis as in :func:`dvu`
+    (for MVU the problem graph's own basis is the classic choice of Weinberger
+    et al.). The cvxpy problem is built on first use (see
+    :class:`~sdpembed.formulations.gram.GramFormulation`).
     """
     gp = mvu_problem(graph, distances=distances, slack_weight=slack_weight, normalize=normalize)
-    basis = None
-    if reduce_face:
-        degree = np.bincount(gp.edges.ravel(), minlength=gp.n)
-        basis = centering_basis(gp.n, pivot=int(np.argmin(degree)))
+    basis, size = gram_basis(gp, reduce_face, basis_rank, basis_graph)
     hint = ("with relaxed distances, growing the embedding raises the trace faster than the "
             "slack penalty grows: raise slack_weight or use distances='equality'.")
     return build_gram_formulation(
-        gp, basis=basis, centered_basis=reduce_face, method="mvu",
-        variant=distances + ("/reduced-face" if reduce_face else ""), equations="sec. 2",
+        gp, basis=basis, centered_basis=reduce_face or basis_rank is not None, method="mvu",
+        variant=distances + ("/reduced-face" if reduce_face else "")
+        + (f"/basis-{int(basis_rank)}" if basis_rank is not None else ""), equations="sec. 2",
+        basis_size=size,
         extra_meta={"distance_scale": gp.meta["distance_scale"], "unbounded_hint": hint,
-                    "reduce_face": reduce_face})
+                    "reduce_face": reduce_face, "basis_rank": basis_rank})

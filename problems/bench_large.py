@@ -1,0 +1,256 @@
+"""Benchmark of the large-n path for the Gram SDPs (DVU, MVU) on USPS.
+
+Run::
+
+    .venv/bin/python -m problems.bench_large dvu_scale [--only dvu:500] [--backend LOWRANK]
+        [--timeout 590] [--tag TAG] [--render]
+
+reads ``problems/<spec>.toml`` and writes ``results/<spec>.{md,json}`` with one
+row per (method, n, backend): objective, certified relative gap,
+infeasibility, wall time, peak memory (resident set of the run's own
+process), the wall-time ratio to cvxpy+SCS where SCS ran in the same
+benchmark, and the 3-NN accuracy on the hidden labels of the top-10
+embedding (for DVU; for MVU also measured, the labels being unused by the
+solve). Reduced-basis rows (``basis_rank``) also report their gap to the best
+lower bound of the full problem found in the same benchmark.
+
+Each run is a fresh (spawned) process with a wall-clock limit, so a backend that
+exhausts memory or time is recorded as such and the benchmark goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import multiprocessing as mp
+import os
+import platform
+import resource
+import time
+from pathlib import Path
+
+import numpy as np
+import tomllib
+
+logger = logging.getLogger(__name__)
+
+HERE = Path(__file__).resolve().parent
+RESULTS = Path("results")
+
+
+def _data_path(name: str) -> Path:
+    for root in (os.environ.get("SDPEMBED_DATA"), HERE.parent.parent / "shared" / "data",
+                 HERE.parent / ".." / "shared" / "data"):
+        if root and (Path(root) / name).exists():
+            return Path(root) / name
+    raise FileNotFoundError(f"{name} not found; set SDPEMBED_DATA to the data folder")
+
+
+def _instance(spec: dict, n: int):
+    """USPS subset of n digits (seeded), 80 % labelled, and its DVU graph."""
+    from sdpembed.graphs import knn_graph
+
+    with np.load(_data_path(spec["data"]["path"]), allow_pickle=False) as z:
+        X, y = z["X"].astype(float), z["y"].astype(np.int64)
+    rng = np.random.default_rng(spec["data"]["seed"])
+    idx = np.sort(rng.permutation(X.shape[0])[:n])
+    X, y = X[idx], y[idx]
+    labeled = rng.random(n) < spec["data"]["labeled_fraction"]
+    y_obs = np.where(labeled, y, -1)
+    g = spec["graph"]
+    graph = knn_graph(X, n_neighbors=g["n_neighbors"], n_random=g["n_random"],
+                      random_state=spec["data"]["seed"])
+    return X, y, y_obs, labeled, graph
+
+
+def _formulation(spec, run, X, y_obs, graph):
+    from sdpembed.formulations.dvu import dvu
+    from sdpembed.formulations.mvu import mvu
+    from sdpembed.graphs import knn_graph
+
+    basis_rank = run.get("basis_rank")
+    basis_graph = None
+    if basis_rank is not None:
+        basis_graph = knn_graph(X, n_neighbors=spec["basis"]["n_neighbors"], n_random=0)
+    lam = run.get("slack_weight", spec["solve"]["slack_weight"])
+    if run["method"] == "dvu":
+        return dvu(graph, y_obs, centroids="eliminated", slack_weight=lam,
+                   distances=run.get("distances", "interval"), basis_rank=basis_rank,
+                   basis_graph=basis_graph)
+    return mvu(graph, distances=run.get("distances", "equality"), slack_weight=lam,
+               basis_rank=basis_rank, basis_graph=basis_graph)
+
+
+def _distances(run) -> str:
+    return run.get("distances", "interval" if run["method"] == "dvu" else "equality")
+
+
+def _child(spec, run, backend, queue):
+    """One solve in its own process; reports numbers (never raises)."""
+    from sdpembed.evaluation import transductive_knn_accuracy
+    from sdpembed.large import embedding_from_factor
+    from sdpembed.recovery import embedding_from_gram
+    from sdpembed.solvers import solve
+
+    out = {"method": run["method"], "n": run["n"], "backend": backend,
+           "basis_rank": run.get("basis_rank"), "distances": _distances(run)}
+    try:
+        X, y, y_obs, labeled, graph = _instance(spec, run["n"])
+        out["n_edges"] = int(graph.n_edges)
+        t0 = time.perf_counter()
+        f = _formulation(spec, run, X, y_obs, graph)
+        if backend == "LOWRANK":
+            options = {**spec["solve"].get("lowrank", {}), **run.get("lowrank", {})}
+        else:
+            options = dict(spec["solve"].get(backend.lower(), {}))
+        rep = solve(f, solver=backend, **options)
+        out["wall_s"] = time.perf_counter() - t0
+        out.update(status=rep.status, objective=rep.objective, certified_gap=rep.certified_gap,
+                   infeasibility=rep.primal_infeasibility, backend_gap=rep.gap,
+                   lower_bound=rep.extra.get("lower_bound"), rank=rep.extra.get("rank"),
+                   certificate=rep.extra.get("certificate"), options=rep.options)
+        factor = getattr(f, "factor", None)
+        if factor is not None:
+            Z = embedding_from_factor(factor, 10)
+        else:
+            Z = embedding_from_gram(f.value("gram"), 10)
+        out["knn3_accuracy"] = float(transductive_knn_accuracy(Z, y, labeled, 3))
+    except BaseException as exc:  # noqa: BLE001 - recorded in the table
+        out["status"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        out.setdefault("wall_s", None)
+    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    for k, v in list(out.items()):
+        if isinstance(v, np.generic):
+            out[k] = v.item()
+    out.pop("options", None) if not isinstance(out.get("options"), dict) else None
+    queue.put(out)
+
+
+def _run_one(spec, run, backend, timeout):
+    # spawn, not fork: a forked child deadlocks in OpenBLAS once the parent has used
+    # its thread pool (measured: 0 s of CPU in 10 minutes)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(spec, run, backend, queue))
+    t0 = time.perf_counter()
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        return {"method": run["method"], "n": run["n"], "backend": backend,
+                "basis_rank": run.get("basis_rank"), "status": f"timeout after {timeout} s",
+                "wall_s": time.perf_counter() - t0}
+    try:
+        return queue.get(timeout=5)
+    except Exception:  # noqa: BLE001
+        return {"method": run["method"], "n": run["n"], "backend": backend,
+                "basis_rank": run.get("basis_rank"),
+                "status": f"process died (exit code {proc.exitcode}; out of memory?)",
+                "wall_s": time.perf_counter() - t0}
+
+
+def _baseline_knn(spec, n):
+    from sdpembed.evaluation import transductive_knn_accuracy
+
+    X, y, _, labeled, _ = _instance(spec, n)
+    return float(transductive_knn_accuracy(X, y, labeled, 3))
+
+
+def _fmt(v, f="{:.6g}"):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f.format(v)
+    return str(v)
+
+
+def _markdown(rows, spec_name, meta) -> str:
+    head = ("| method | n | distances | backend | basis r | status | objective | certified gap | "
+            "gap to full opt. | infeasibility | wall s | peak MB | SCS time / this | "
+            "3-NN acc. (raw pixels) |")
+    lines = [f"# {spec_name}: large-scale Gram SDPs on USPS", "",
+             f"Machine: {meta['machine']}; {meta['date']}. Command: `{meta['command']}`.", "",
+             head, "|" + "---|" * 14]
+    for r in rows:
+        lines.append("| " + " | ".join([
+            r["method"], str(r["n"]), r.get("distances") or _distances(r), r["backend"],
+            _fmt(r.get("basis_rank")),
+            str(r.get("status", "-"))[:60], _fmt(r.get("objective"), "{:.8g}"),
+            _fmt(r.get("certified_gap"), "{:.2e}"), _fmt(r.get("gap_to_full"), "{:.2e}"),
+            _fmt(r.get("infeasibility"), "{:.1e}"), _fmt(r.get("wall_s"), "{:.1f}"),
+            _fmt(r.get("peak_mb"), "{:.0f}"), _fmt(r.get("ratio_to_scs"), "{:.1f}"),
+            f"{_fmt(r.get('knn3_accuracy'), '{:.3f}')} ({_fmt(r.get('raw_knn3'), '{:.3f}')})",
+        ]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("spec", help="name of problems/<spec>.toml")
+    parser.add_argument("--only", action="append", default=None,
+                        help="method:n filter, e.g. dvu:500 (repeatable)")
+    parser.add_argument("--timeout", type=float, default=None)
+    parser.add_argument("--backend", action="append", default=None,
+                        help="run only these backends (repeatable)")
+    parser.add_argument("--tag", default="", help="suffix of the results files")
+    parser.add_argument("--render", action="store_true",
+                        help="only rebuild results/<spec>.md from results/<spec>.json")
+    args = parser.parse_args(argv)
+    if args.render:
+        data = json.loads((RESULTS / f"{args.spec}.json").read_text())
+        _finish(data["rows"])
+        (RESULTS / f"{args.spec}.md").write_text(_markdown(data["rows"], args.spec, data["meta"]))
+        return
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    spec = tomllib.loads((HERE / f"{args.spec}.toml").read_text())
+    timeout = args.timeout or spec["solve"].get("timeout", 590)
+    RESULTS.mkdir(exist_ok=True)
+    rows = []
+    name = args.spec + (f"-{args.tag}" if args.tag else "")
+    out_json = RESULTS / f"{name}.json"
+    meta = {"machine": f"{platform.node()} ({os.cpu_count()} cpus)",
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+            "command": "python -m problems.bench_large " + " ".join(argv or [args.spec])}
+    raw = {}
+    for run in spec["run"]:
+        key = f"{run['method']}:{run['n']}"
+        if args.only and key not in args.only:
+            continue
+        for backend in run["backends"]:
+            if args.backend and backend not in args.backend:
+                continue
+            logger.info("running %s %s basis=%s", key, backend, run.get("basis_rank"))
+            row = _run_one(spec, run, backend, timeout)
+            if run["n"] not in raw:
+                raw[run["n"]] = _baseline_knn(spec, run["n"])
+            row["raw_knn3"] = raw[run["n"]]
+            rows.append(row)
+            logger.info("%s", {k: v for k, v in row.items() if k != "certificate"})
+            _finish(rows)
+            out_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+            (RESULTS / f"{name}.md").write_text(_markdown(rows, name, meta))
+
+
+def _finish(rows) -> None:
+    """Ratios to SCS and reduced-basis gaps to the full problem's best bound."""
+    for r in rows:
+        scs = [s for s in rows if s["method"] == r["method"] and s["n"] == r["n"]
+               and s["backend"] == "SCS" and s.get("basis_rank") == r.get("basis_rank")
+               and s.get("objective") is not None and s.get("wall_s")]
+        if scs and r.get("wall_s") and r.get("objective") is not None:
+            r["ratio_to_scs"] = scs[0]["wall_s"] / r["wall_s"]
+            r["rel_diff_to_scs"] = abs(r["objective"] - scs[0]["objective"]) / abs(
+                scs[0]["objective"])
+        if r.get("basis_rank") is not None and r.get("objective") is not None:
+            bounds = [s.get("lower_bound") for s in rows if s["method"] == r["method"]
+                      and s["n"] == r["n"] and s.get("basis_rank") is None
+                      and _distances(s) == _distances(r) and s.get("lower_bound") is not None]
+            if bounds:
+                lb = max(bounds)
+                r["gap_to_full"] = (r["objective"] - lb) / max(abs(lb), 1e-300)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""The large-n path: LOWRANK backend, its certificate, reduced bases, laziness, memory guard.
+
+References are the conic backend CLARABEL (interior point, ~1e-8 relative
+accuracy on these instances) and dense linear algebra.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import sdpembed.formulations.gram as gram_mod
+import sdpembed.large as large
+from sdpembed.estimators.gram import DVU, MVU
+from sdpembed.exceptions import (
+    InfeasibleError,
+    InputError,
+    ProblemTooLargeError,
+    UnboundedError,
+)
+from sdpembed.formulations.dvu import dvu, dvu_problem
+from sdpembed.formulations.gram import centering_basis, laplacian_basis
+from sdpembed.formulations.mvu import mvu
+from sdpembed.graphs import NeighborhoodGraph, knn_graph
+from sdpembed.recovery import embedding_from_gram, spectrum
+from sdpembed.solvers import available_solvers, solve
+
+# LOWRANK is asked for a certified gap of 1e-6; the objectives must agree with
+# CLARABEL to 1e-4 relative (the issue's requirement), and the certified lower
+# bound may exceed CLARABEL's optimum only by CLARABEL's own inaccuracy (1e-6).
+TOL = 1e-6
+AGREE = 1e-4
+BOUND_SLACK = 1e-6
+
+
+@pytest.fixture(scope="module")
+def digits():
+    rng = np.random.default_rng(1)
+    X, y = _digits()
+    idx = np.flatnonzero(y < 3)[rng.permutation(int((y < 3).sum()))[:36]]
+    X, y_true = X[idx], y[idx]
+    y_obs = y_true.copy()
+    y_obs[rng.random(idx.size) > 0.8] = -1
+    graph = knn_graph(X, n_neighbors=2, n_random=1, random_state=0)
+    return X, y_true, y_obs, graph
+
+
+def _digits():
+    from sklearn.datasets import load_digits
+
+    d = load_digits()
+    return d.data.astype(float), d.target
+
+
+DVU_VARIANTS = {
+    "interval": {},
+    "explicit": {"centroids": "explicit"},
+    "equality": {"distances": "equality"},
+    "quadratic": {"distances": "quadratic"},
+    "trace-min": {"trace": "min", "trace_weight": 1e-3},
+    "snr": {"snr": 4.0},
+}
+
+
+def _check_against_clarabel(make, tol=TOL):
+    f_lr = make()
+    rep = solve(f_lr, solver="LOWRANK", tol=tol)
+    ref = solve(make(), solver="CLARABEL")
+    rel = abs(rep.objective - ref.objective) / abs(ref.objective)
+    assert rel <= AGREE, (rep.objective, ref.objective)
+    assert rep.certified_gap is not None and rep.certified_gap <= 10 * tol
+    bound = rep.extra["lower_bound"]
+    assert bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
+    return rep, ref, f_lr
+
+
+@pytest.mark.parametrize("variant", list(DVU_VARIANTS))
+def test_dvu_variants_match_clarabel(digits, variant):
+    _, _, y, graph = digits
+    kw = {"centroids": "eliminated", **DVU_VARIANTS[variant]}
+    rep, _, f = _check_against_clarabel(lambda: dvu(graph, y, **kw))
+    assert rep.solver == "LOWRANK" and rep.status == "optimal"
+    assert rep.primal_infeasibility <= 1e-5
+    # the conic backends never ran on f: LOWRANK did not build the cvxpy problem
+    assert not f.is_built and f.factor.shape[0] == graph.n_nodes
+
+
+def test_mvu_matches_clarabel(digits):
+    _, _, _, graph = digits
+    rep, _, _ = _check_against_clarabel(lambda: mvu(graph))
+    assert rep.primal_infeasibility <= 1e-5
+
+
+def test_reduced_basis_matches_clarabel_and_bounds_full_problem(digits):
+    X, _, y, graph = digits
+    basis_graph = knn_graph(X, n_neighbors=8, n_random=0)
+    rep, ref, _ = _check_against_clarabel(
+        lambda: dvu(graph, y, centroids="eliminated", basis_rank=8, basis_graph=basis_graph))
+    full = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
+    # a restriction of the feasible set: its optimum is never below the full one
+    assert ref.objective >= full.objective - 1e-6 * abs(full.objective)
+    assert rep.extra["reduced_basis_rank"] == 8
+
+
+def test_written_solution_matches_when_problem_is_built(digits):
+    _, _, y, graph = digits
+    f = dvu(graph, y, centroids="explicit")
+    f.problem  # noqa: B018 - build the cvxpy problem first
+    rep = solve(f, solver="LOWRANK", tol=TOL)
+    # the variables now hold the solution: the cvxpy objective evaluates to it
+    assert f.problem.objective.value == pytest.approx(rep.objective, rel=1e-6)
+    G = f.value("gram")
+    F = f.factor
+    np.testing.assert_allclose(G, F @ F.T, atol=1e-8 * np.abs(G).max())
+
+
+def test_lanczos_certificate_matches_dense(digits, monkeypatch):
+    """The sparse path (deflated Lanczos + 2x2 block bound) vs dense eigenvalues of S on 1-perp."""
+    _, _, y, graph = digits
+    gp = dvu_problem(graph, y)
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-5, warm_start=None))
+    space = large._Space(gp, None)
+    S = gp.full_objective().dense() + space.B.T @ (res.y[:, None] * space.B.toarray())
+    H = centering_basis(gp.n)
+    exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
+    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
+    est = large._lambda_min(space, res.y, 0.0, tol=1e-10, deflate=res.factor)
+    # a lower estimate, and a tight one (Ritz residuals ~1e-10 here)
+    assert est.value <= exact + 1e-9
+    assert est.value >= exact - 1e-6
+    # random multipliers (far from optimal, clearly indefinite S)
+    y_rand = np.random.default_rng(0).uniform(-1, 1, size=gp.edges.shape[0])
+    S = gp.full_objective().dense() + space.B.T @ (y_rand[:, None] * space.B.toarray())
+    exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
+    est = large._lambda_min(space, y_rand, 0.0, tol=1e-10)
+    assert est.value == pytest.approx(exact, abs=1e-7)
+
+
+def test_small_slack_weight_is_unbounded(digits):
+    _, _, y, graph = digits
+    f = dvu(graph, y, centroids="eliminated", slack_weight=1e-3)
+    with pytest.raises(UnboundedError, match="slack_weight"):
+        solve(f, solver="CLARABEL")
+    with pytest.raises(UnboundedError, match="slack_weight"):
+        solve(dvu(graph, y, centroids="eliminated", slack_weight=1e-3), solver="LOWRANK")
+
+
+def test_non_euclidean_distances_are_infeasible():
+    # squared distances 1, 1, 9: |ab| + |bc| = 2 < 3 = |ac|, no embedding exists
+    graph = NeighborhoodGraph(3, np.array([[0, 1], [1, 2], [0, 2]]), np.array([1.0, 1.0, 9.0]))
+    with pytest.raises(InfeasibleError):
+        solve(mvu(graph), solver="CLARABEL")
+    with pytest.raises(InfeasibleError):
+        solve(mvu(graph), solver="LOWRANK", max_outer=40)
+
+
+def test_ratio_is_refused_with_a_typed_error(digits):
+    _, _, y, graph = digits
+    with pytest.raises(InputError, match="ratio"):
+        solve(dvu(graph, y, centroids="eliminated", ratio=0.5), solver="LOWRANK")
+
+
+def test_unknown_option_is_an_input_error(digits):
+    _, _, y, graph = digits
+    with pytest.raises(InputError, match="unknown LOWRANK option"):
+        solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", eps_abs=1e-3)
+
+
+def test_memory_guard_names_lowrank(digits, monkeypatch):
+    _, _, y, graph = digits
+    monkeypatch.setattr(gram_mod, "available_memory", lambda: 1 << 20)  # 1 MiB
+    f = dvu(graph, y, centroids="eliminated")
+    with pytest.raises(ProblemTooLargeError, match="LOWRANK"):
+        solve(f, solver="SCS")
+    # the large-n solver still works on the same formulation: it never builds it
+    rep = solve(f, solver="LOWRANK", tol=1e-4)
+    assert rep.certified_gap <= 1e-3 and not f.is_built
+
+
+def test_memory_estimate_scales_quadratically():
+    assert gram_mod.dense_memory_estimate(2000) == 4 * gram_mod.dense_memory_estimate(1000)
+    # all of USPS in dense form does not fit on a 24 GB machine
+    assert gram_mod.dense_memory_estimate(9297) > 24 * 2**30
+
+
+def test_lowrank_is_listed_and_formulations_pickle(digits):
+    assert "LOWRANK" in available_solvers()
+    _, _, y, graph = digits
+    f = dvu(graph, y, centroids="eliminated")
+    solve(f, solver="LOWRANK", tol=1e-4)
+    g = pickle.loads(pickle.dumps(f))
+    np.testing.assert_allclose(g.factor, f.factor)
+    assert not g.is_built
+
+
+def test_laplacian_basis_is_orthonormal_and_centred():
+    X, _ = _digits()
+    graph = knn_graph(X[:700], n_neighbors=8, n_random=0)
+    Q = laplacian_basis(graph, rank=12)          # sparse shift-invert path (n > 600)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(12), atol=1e-8)
+    np.testing.assert_allclose(Q.T @ np.ones(700), 0, atol=1e-8)
+    # spans the bottom non-constant eigenvectors: Rayleigh quotients equal the
+    # 2nd..13th Laplacian eigenvalues
+    L = graph.laplacian().toarray()
+    w = np.linalg.eigvalsh(L)[1:13]
+    np.testing.assert_allclose(np.sort(np.linalg.eigvalsh(Q.T @ L @ Q)), w, rtol=1e-6,
+                               atol=1e-9)
+    with pytest.raises(InputError):
+        laplacian_basis(graph, rank=700)
+
+
+def test_embedding_from_factor_equals_dense_recovery():
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((40, 5)) * np.array([5.0, 4.0, 3.0, 2.0, 1.0])
+    F -= F.mean(axis=0)
+    np.testing.assert_allclose(large.embedding_from_factor(F, 3),
+                               embedding_from_gram(F @ F.T, 3), atol=1e-8)
+    Z = large.embedding_from_factor(F, 7)        # past the rank: zero columns
+    np.testing.assert_allclose(Z[:, 5:], 0)
+    np.testing.assert_allclose(large.spectrum_from_factor(F), spectrum(F @ F.T), atol=1e-10)
+
+
+def test_estimators_with_lowrank(digits):
+    X, y_true, y, graph = digits
+    est = DVU(n_components=3, graph=graph, solver="LOWRANK", solver_options={"tol": 1e-5})
+    est.fit(X, y)
+    ref = DVU(n_components=3, graph=graph, solver="CLARABEL").fit(X, y)
+    assert "gram_factor_" in est.__dict__
+    # same optimum; the embeddings may differ on the optimal face, but the
+    # learned kernels' objective values agree (checked via the reports)
+    assert est.solve_report_.objective == pytest.approx(ref.solve_report_.objective, rel=AGREE)
+    np.testing.assert_allclose(est.embedding_, embedding_from_gram(est.gram_, 3), atol=1e-6)
+    m = MVU(n_components=2, graph=graph, solver="LOWRANK").fit(X)
+    assert m.embedding_.shape == (X.shape[0], 2)
+    # reduced basis from a plain 8-NN graph of X
+    r = DVU(n_components=3, graph=graph, basis_rank=8, solver="LOWRANK").fit(X, y)
+    assert r.solve_report_.objective >= ref.solve_report_.objective - 1e-6
