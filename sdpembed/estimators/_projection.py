@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import relaxations as rlx
 from ..exceptions import InputError
+from ..recovery import fix_signs
 from ..relaxations import Pencil
 from ..solvers import solve
 
@@ -45,14 +46,6 @@ logger = logging.getLogger(__name__)
 METHODS = ("eigen", "sdp")
 
 _SDP_ATTRIBUTES = ("solve_report_", "formulation_", "rank_gap_")
-
-
-def _flip_signs(V: np.ndarray) -> np.ndarray:
-    """Make the largest-magnitude entry of each column positive (deterministic output)."""
-    idx = np.argmax(np.abs(V), axis=0)
-    signs = np.sign(V[idx, np.arange(V.shape[1])])
-    signs[signs == 0] = 1.0
-    return V * signs
 
 
 class ProjectionEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -213,7 +206,7 @@ class ProjectionEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Bas
             values, vectors, objective = rlx.solve_closed_form(pencil, d, regularization=reg)
         else:
             values, vectors, objective = self._fit_sdp(pencil, d, reg)
-        vectors = _flip_signs(vectors)
+        vectors = fix_signs(vectors)
         self.n_components_ = d
         self.pencil_kind_ = pencil.kind
         self.objective_ = float(objective)

@@ -19,6 +19,7 @@ from sklearn.utils.validation import validate_data
 from .._labels import check_partial_labels
 from ..exceptions import InputError
 from ..formulations.dvu import dvu
+from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
 from ..large import embedding_from_factor, spectrum_from_factor
@@ -32,6 +33,24 @@ logger = logging.getLogger(__name__)
 
 class _GramEmbedding(BaseEstimator):
     """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding."""
+
+    #: constraints shared by DVU and MVU (graph, distances, basis, solver)
+    _parameter_constraints = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 0, None, closed="left")],
+        "n_random": [Interval(Integral, 0, None, closed="left")],
+        "metric": [str, callable],
+        "graph": [NeighborhoodGraph, None],
+        "distances": [StrOptions(set(DISTANCE_MODES))],
+        "slack_weight": [Interval(Real, 0, None, closed="left")],
+        "normalize": ["boolean"],
+        "reduce_face": ["boolean"],
+        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
+        "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "solver": [str],
+        "solver_options": [dict, None],
+        "random_state": ["random_state"],
+    }
 
     def _graph(self, X) -> NeighborhoodGraph:
         if self.graph is not None:
@@ -152,27 +171,14 @@ class DVU(_GramEmbedding):
     """
 
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "n_neighbors": [Interval(Integral, 0, None, closed="left")],
-        "n_random": [Interval(Integral, 0, None, closed="left")],
-        "metric": [str, callable],
-        "graph": [NeighborhoodGraph, None],
-        "slack_weight": [Interval(Real, 0, None, closed="left")],
-        "distances": [StrOptions({"interval", "equality", "quadratic"})],
+        **_GramEmbedding._parameter_constraints,
         "centroids": [StrOptions({"explicit", "eliminated"})],
         "snr": [Interval(Real, 0, None, closed="left"), None],
         "trace": [StrOptions({"min", "max"}), None],
         "trace_weight": [Interval(Real, 0, None, closed="left")],
         "ratio": [Interval(Real, 0, None, closed="left"), None],
         "ratio_weight": [Interval(Real, 0, None, closed="left")],
-        "normalize": ["boolean"],
-        "reduce_face": ["boolean"],
-        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
-        "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
         "transductive_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "solver": [str],
-        "solver_options": [dict, None],
-        "random_state": ["random_state"],
     }
 
     def __init__(self, *, n_components=10, n_neighbors=2, n_random=1, metric="euclidean",
@@ -244,22 +250,6 @@ class MVU(_GramEmbedding):
     by its top eigenvectors. Parameters and attributes as in :class:`DVU`.
     """
 
-    _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "n_neighbors": [Interval(Integral, 0, None, closed="left")],
-        "n_random": [Interval(Integral, 0, None, closed="left")],
-        "metric": [str, callable],
-        "graph": [NeighborhoodGraph, None],
-        "distances": [StrOptions({"interval", "equality", "quadratic"})],
-        "slack_weight": [Interval(Real, 0, None, closed="left")],
-        "normalize": ["boolean"],
-        "reduce_face": ["boolean"],
-        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
-        "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "solver": [str],
-        "solver_options": [dict, None],
-        "random_state": ["random_state"],
-    }
 
     def __init__(self, *, n_components=2, n_neighbors=5, n_random=0, metric="euclidean",
                  graph=None, distances="equality", slack_weight=1.0, normalize=True,
