@@ -152,7 +152,8 @@ def run_one(name: str, entry: Entry, dataset, solver: str) -> dict:
             eigen_objective=float(eig.objective_), sdp_objective=float(sdp.objective_),
             rel_diff=abs(sdp.objective_ - eig.objective_) / max(abs(eig.objective_), 1e-300),
             max_angle=float(principal_angles(_basis(eig), _basis(sdp)).max()),
-            rank_gap=float(getattr(sdp, "rank_gap_", np.nan)), status=rep.status, iterations=rep.iterations,
+            rank_gap=float(getattr(sdp, "rank_gap_", np.nan)), status=rep.status,
+            iterations=rep.iterations,
             solve_s=rep.solve_seconds, compile_s=rep.compile_seconds,
             warnings=sorted({type(w.message).__name__ for w in caught}),
         )

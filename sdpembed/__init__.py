@@ -20,7 +20,8 @@ __all__ = [
     "DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections", "DNE", "TCA", "OTCA",
     "Formulation", "NeighborhoodGraph", "knn_graph", "heat_kernel_weights",
     "SolveReport", "solve", "available_solvers", "embedding_from_gram", "spectrum",
-    "datasets", "evaluation", "experiments", "relaxations", "list_datasets", "load_dataset", "partial_labels",
+    "datasets", "evaluation", "experiments", "relaxations", "list_datasets", "load_dataset",
+    "partial_labels",
     "transductive_knn_accuracy", "transductive_svm_accuracy", "__version__",
     "tangent", "deslant", "tangent_distance", "tangent_distances", "tangent_knn_graph",
 ]

@@ -32,7 +32,9 @@ import io
 import logging
 import numbers
 import os
+import re
 import tempfile
+import textwrap
 import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
@@ -42,7 +44,14 @@ from pathlib import Path
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
-from .exceptions import InputError, LabelError, SdpEmbedError
+from .exceptions import (  # the dataset errors are re-exported here (see __all__)
+    ChecksumError,
+    DatasetError,
+    DatasetFormatError,
+    DatasetNotFoundError,
+    InputError,
+    LabelError,
+)
 
 __all__ = [
     "DatasetError",
@@ -72,25 +81,6 @@ logger = logging.getLogger(__name__)
 ENV_VAR = "SDPEMBED_DATA"
 
 _DOWNLOAD_TIMEOUT_S = 60.0
-
-
-# --------------------------------------------------------------------------- errors
-
-
-class DatasetError(SdpEmbedError):
-    """A dataset could not be provided (missing, corrupt, unreadable)."""
-
-
-class DatasetNotFoundError(DatasetError, FileNotFoundError):
-    """The archive is missing and could not be downloaded; the message says where to put it."""
-
-
-class ChecksumError(DatasetError, OSError):
-    """A source file's sha256 differs from the recorded one."""
-
-
-class DatasetFormatError(DatasetError, ValueError):
-    """A source file or an archive does not have the documented layout."""
 
 
 # --------------------------------------------------------------------------- location
@@ -675,6 +665,33 @@ def _finish(bunch: Bunch, return_X_y: bool):
     return (bunch.data, bunch.target) if return_X_y else bunch
 
 
+#: Parameters shared by the loaders of downloadable archives (numpydoc, unindented).
+_LOADER_PARAMETERS = """\
+return_X_y : bool, default=False
+    Return ``(data, target)`` instead of a Bunch.
+data_home : path-like, optional
+    See :func:`data_home`.
+download_if_missing : bool, default=True
+    Download and convert the source file when the archive is missing."""
+
+_LOADER_PARAMETERS_LINE = re.compile(r"^([ \t]*)\{loader_parameters\}$", re.MULTILINE)
+
+
+def _with_loader_parameters(loader: Callable) -> Callable:
+    """Decorator: write :data:`_LOADER_PARAMETERS` into ``loader``'s docstring.
+
+    The line ``{loader_parameters}`` of the docstring is replaced by the shared
+    parameter descriptions at that line's indentation, so :func:`load_usps`,
+    :func:`load_uci` and :func:`load_umist32` document ``return_X_y``,
+    ``data_home`` and ``download_if_missing`` from one text.
+    """
+    if loader.__doc__:  # None under ``python -OO``
+        loader.__doc__ = _LOADER_PARAMETERS_LINE.sub(
+            lambda m: textwrap.indent(_LOADER_PARAMETERS, m.group(1)), loader.__doc__)
+    return loader
+
+
+@_with_loader_parameters
 def load_usps(*, subset: str = "all", return_X_y: bool = False,
               data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
     """USPS handwritten digits (Hastie, Tibshirani & Friedman's ``zip.train``/``zip.test``).
@@ -689,12 +706,7 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
     ----------
     subset : {"all", "train", "test"}, default="all"
         Which rows to return, in source order.
-    return_X_y : bool, default=False
-        Return ``(data, target)`` instead of a Bunch.
-    data_home : path-like, optional
-        See :func:`data_home`.
-    download_if_missing : bool, default=True
-        Download and convert the source file when the archive is missing.
+    {loader_parameters}
 
     Returns
     -------
@@ -718,6 +730,7 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
     return _finish(bunch, return_X_y)
 
 
+@_with_loader_parameters
 def load_uci(name: str, *, return_X_y: bool = False,
              data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
     """One of the UCI sets sonar, ionosphere, car, mushroom.
@@ -730,12 +743,7 @@ def load_uci(name: str, *, return_X_y: bool = False,
     Parameters
     ----------
     name : {"sonar", "ionosphere", "car", "mushroom"}
-    return_X_y : bool, default=False
-        Return ``(data, target)`` instead of a Bunch.
-    data_home : path-like, optional
-        See :func:`data_home`.
-    download_if_missing : bool, default=True
-        Download and convert the source file when the archive is missing.
+    {loader_parameters}
 
     Returns
     -------
@@ -758,6 +766,7 @@ def load_uci(name: str, *, return_X_y: bool = False,
     return _finish(bunch, return_X_y)
 
 
+@_with_loader_parameters
 def load_umist32(*, return_X_y: bool = False, data_home: str | os.PathLike | None = None,
                  download_if_missing: bool = True):
     """UMIST (Sheffield) faces, 575 images of 20 people, downsampled to 32x32.
@@ -768,12 +777,7 @@ def load_umist32(*, return_X_y: bool = False, data_home: str | os.PathLike | Non
 
     Parameters
     ----------
-    return_X_y : bool, default=False
-        Return ``(data, target)`` instead of a Bunch.
-    data_home : path-like, optional
-        See :func:`data_home`.
-    download_if_missing : bool, default=True
-        Download and convert the source file when the archive is missing.
+    {loader_parameters}
 
     Returns
     -------
@@ -1003,16 +1007,34 @@ def _rank_within_class(y_idx: np.ndarray, order: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _integer_labels(y: np.ndarray, name: str = "y", *, kinds: str = "iu") -> np.ndarray:
+    """Class labels as int64: an integer array, or a float array of whole numbers.
+
+    Parameters
+    ----------
+    y : ndarray
+        Labels of any shape.
+    name : str, default="y"
+        How error messages call ``y``.
+    kinds : str, default="iu"
+        numpy dtype kinds taken as they are (add ``"b"`` to accept booleans).
+
+    Raises
+    ------
+    LabelError
+        ``y`` has another dtype, or floats that are not finite whole numbers.
+    """
+    if y.dtype.kind in kinds or (y.dtype.kind == "f" and np.all(np.isfinite(y))
+                                 and np.all(y == np.round(y))):
+        return y.astype(np.int64)
+    raise LabelError(f"{name} must hold integer class labels; got dtype {y.dtype}")
+
+
 def _check_complete_labels(y) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.size == 0:
         raise LabelError(f"y must be a non-empty 1-D array of labels; got shape {y.shape}")
-    if y.dtype.kind not in "iu":
-        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise LabelError(f"y must hold integer class labels; got dtype {y.dtype}")
-    y = y.astype(np.int64)
+    y = _integer_labels(y)
     if np.any(y < 0):
         raise LabelError("y must be complete (no -1 or negative labels); pass the true labels")
     return y

@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 from sklearn.svm import LinearSVC
 
+from .datasets import _integer_labels
 from .exceptions import InputError, LabelError
 from .graphs import check_data_matrix
 
@@ -51,16 +52,12 @@ def _check_labels(y, n: int, *, name: str = "y_true") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != n:
         raise LabelError(f"{name} must be 1-D with one label per row ({n}); got shape {y.shape}")
-    if y.dtype.kind not in "iub":
-        if y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-            y = y.astype(np.int64)
-        else:
-            raise LabelError(f"{name} must hold integer class labels; got dtype {y.dtype}")
+    y = _integer_labels(y, name, kinds="iub")
     if np.any(y < 0):
         raise LabelError(
             f"{name} must hold the true label of every row (no -1); mark the training rows "
             "with labeled_mask instead")
-    return y.astype(np.int64)
+    return y
 
 
 def _check_mask(mask, n: int) -> np.ndarray:

@@ -3,7 +3,13 @@
 Every error raised on purpose by the toolkit derives from :class:`SdpEmbedError`,
 so ``except sdpembed.exceptions.SdpEmbedError`` catches them all. Input errors
 also derive from :class:`ValueError` so that scikit-learn's estimator checks
-recognise them; solver errors derive from :class:`RuntimeError`.
+recognise them; solver errors derive from :class:`RuntimeError`. Dataset
+errors derive from the built-in error a caller would expect (a missing archive
+is a :class:`FileNotFoundError`, a bad checksum an :class:`OSError`, a bad
+layout a :class:`ValueError`).
+
+The modules that raise an error re-export it (``sdpembed.datasets.DatasetError``,
+``sdpembed.relaxations.SingularMatrixError``, ``sdpembed.experiments.SpecError``).
 
 Messages say what to change, not only what went wrong.
 """
@@ -17,6 +23,12 @@ __all__ = [
     "DisconnectedGraphError",
     "LabelError",
     "ProblemTooLargeError",
+    "SingularMatrixError",
+    "SpecError",
+    "DatasetError",
+    "DatasetNotFoundError",
+    "ChecksumError",
+    "DatasetFormatError",
     "SolverError",
     "SolverMissingError",
     "InfeasibleError",
@@ -48,6 +60,34 @@ class LabelError(InputError):
 
 class ProblemTooLargeError(InputError):
     """The formulation would not fit in memory for the chosen backend."""
+
+
+class SingularMatrixError(InputError):
+    """The constraint matrix ``B`` of a pencil is singular (or nearly so).
+
+    Pass ``regularization`` (uses ``B + regularization * I``) or reduce the data
+    with PCA first; the toolkit never regularises silently.
+    """
+
+
+class SpecError(InputError):
+    """An experiment spec is invalid; the message starts with the offending field."""
+
+
+class DatasetError(SdpEmbedError):
+    """A dataset could not be provided (missing, corrupt, unreadable)."""
+
+
+class DatasetNotFoundError(DatasetError, FileNotFoundError):
+    """The archive is missing and could not be downloaded; the message says where to put it."""
+
+
+class ChecksumError(DatasetError, OSError):
+    """A source file's sha256 differs from the recorded one."""
+
+
+class DatasetFormatError(DatasetError, ValueError):
+    """A source file or an archive does not have the documented layout."""
 
 
 class SolverError(SdpEmbedError, RuntimeError):

@@ -118,7 +118,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from . import datasets as _datasets
-from .exceptions import InputError, SdpEmbedError
+from .exceptions import InputError, SdpEmbedError, SpecError  # SpecError re-exported
 
 __all__ = [
     "SpecError",
@@ -139,10 +139,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-class SpecError(InputError):
-    """An experiment spec is invalid; the message starts with the offending field."""
 
 
 # --------------------------------------------------------------------------- methods
@@ -336,8 +332,20 @@ _ROW_SETS = ("labeled", "unlabeled", "all")
 # --------------------------------------------------------------------------- spec
 
 
+class _KeyedSpec:
+    """Mixin of the spec dataclasses whose settings identify shared work (data, graph)."""
+
+    def key(self) -> str:
+        """The fields as canonical JSON (sorted keys, ``str`` for other values).
+
+        Two blocks with the same settings have the same key, so the runner can
+        cache what they produce.
+        """
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
+
+
 @dataclass(frozen=True)
-class DatasetSpec:
+class DatasetSpec(_KeyedSpec):
     """One dataset block of a spec (``[dataset]`` with a single ``name``)."""
 
     name: str
@@ -350,9 +358,6 @@ class DatasetSpec:
     scale: str = "none"
     pca: int = 0
 
-    def key(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
-
 
 @dataclass(frozen=True)
 class LabelSpec:
@@ -363,14 +368,11 @@ class LabelSpec:
 
 
 @dataclass(frozen=True)
-class GraphSpec:
+class GraphSpec(_KeyedSpec):
     metric: str = "euclidean"
     n_neighbors: int = 2
     n_random: int = 1
     options: dict = field(default_factory=dict)
-
-    def key(self) -> str:
-        return json.dumps(dataclasses.asdict(self), sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
-from .exceptions import InputError, ProblemTooLargeError
+from .exceptions import InputError, ProblemTooLargeError, SingularMatrixError  # re-exported
 from .formulations._base import Formulation
 from .solvers import SolveReport, solve
 
@@ -107,14 +107,6 @@ SINGULAR_RCOND = 1e-10
 MAX_INTERIOR_POINT_DIM = 150
 
 _INTERIOR_POINT = frozenset({"CLARABEL", "CVXOPT", "SDPA", "MOSEK", "CSDP"})
-
-
-class SingularMatrixError(InputError):
-    """The constraint matrix ``B`` of a pencil is singular (or nearly so).
-
-    Pass ``regularization`` (uses ``B + regularization * I``) or reduce the data
-    with PCA first; the toolkit never regularises silently.
-    """
 
 
 class Pencil(NamedTuple):

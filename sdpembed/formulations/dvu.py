@@ -24,7 +24,8 @@ from .gram import (
 __all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight"]
 
 
-def variance_functionals(y_int: np.ndarray, n_classes: int) -> tuple[DiagPlusLowRank, DiagPlusLowRank]:
+def variance_functionals(y_int: np.ndarray,
+                         n_classes: int) -> tuple[DiagPlusLowRank, DiagPlusLowRank]:
     """In-class and between-class variances as linear functionals of ``G``.
 
     With :math:`a_k = \\mathbf 1_{\\mathcal K_k}/|\\mathcal K_k|` (class-mean
@@ -211,7 +212,8 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     .. math::
 
         \\min_{G\\succeq 0,\\;\\epsilon\\ge 0}\\quad
-            & \\sigma^2_{icv}(G) - \\sigma^2_{bcv}(G) + \\lambda\\sum_{(i,j)\\in\\mathcal E}\\epsilon_{ij}
+            & \\sigma^2_{icv}(G) - \\sigma^2_{bcv}(G)
+              + \\lambda\\sum_{(i,j)\\in\\mathcal E}\\epsilon_{ij}
             \\qquad\\text{(6)}\\\\
         \\text{s.t.}\\quad & (1-\\epsilon_{ij})\\bar D_{ij} \\le G_{ii}+G_{jj}-2G_{ij}
             \\le (1+\\epsilon_{ij})\\bar D_{ij} \\qquad\\text{(8), (9)}\\\\
@@ -248,7 +250,8 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     snr : float, optional
         Constraint :math:`\\sigma^2_{bcv} \\ge \\eta\\,\\sigma^2_{icv}` (10).
     ratio, ratio_weight : float, optional
-        Constraint :math:`(\\sigma^2_{icv})^2/\\sigma^2_{bcv} \\le \\epsilon\\,\\sigma^2_{icv} + \\xi`,
+        Constraint
+        :math:`(\\sigma^2_{icv})^2/\\sigma^2_{bcv} \\le \\epsilon\\,\\sigma^2_{icv} + \\xi`,
         :math:`\\xi\\ge0`, with :math:`\\rho\\xi` added to the objective (11);
         a rotated second-order cone (``quad_over_lin``).
     normalize : bool

@@ -81,7 +81,8 @@ class DiagPlusLowRank:
         return (V.T * self.diag) @ V + (UV.T * self.s) @ UV
 
     def __add__(self, other: DiagPlusLowRank) -> DiagPlusLowRank:
-        return DiagPlusLowRank(self.diag + other.diag, np.c_[self.U, other.U], np.r_[self.s, other.s])
+        return DiagPlusLowRank(self.diag + other.diag, np.c_[self.U, other.U],
+                               np.r_[self.s, other.s])
 
     def scaled(self, a: float) -> DiagPlusLowRank:
         return DiagPlusLowRank(a * self.diag, self.U, a * self.s)
