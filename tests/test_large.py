@@ -179,6 +179,25 @@ def test_memory_guard_names_lowrank(digits, monkeypatch):
     assert rep.certified_gap <= 1e-3 and not f.is_built
 
 
+def test_clarabel_memory_guard_counts_its_dense_block(digits, monkeypatch):
+    """CLARABEL's dense (s(s+1)/2)^2 block is checked before it runs: with 200 MiB
+    available the 35 x 35 DVU cone (630^2 block entries, ~21 MiB) passes while the
+    estimate at s = 199 (the size that exhausted 24 GB) exceeds the whole machine."""
+    import sdpembed.solvers as solvers_mod
+
+    _, _, y, graph = digits
+    f = dvu(graph, y, centroids="eliminated")
+    est = solvers_mod.backend_memory_estimate(f.problem, "CLARABEL")
+    assert est == 56 * (35 * 36 // 2) ** 2
+    assert solvers_mod.backend_memory_estimate(f.problem, "SCS") is None
+    assert 56 * (199 * 200 // 2) ** 2 > 24 * 2**30 * 0.8
+    monkeypatch.setattr(gram_mod, "available_memory", lambda: 200 << 20)
+    assert solve(f, solver="CLARABEL").status == "optimal"
+    monkeypatch.setattr(gram_mod, "available_memory", lambda: est)  # 0.8 * est < est
+    with pytest.raises(ProblemTooLargeError, match="LOWRANK"):
+        solve(f, solver="CLARABEL")
+
+
 def test_memory_estimate_scales_quadratically():
     assert gram_mod.dense_memory_estimate(2000) == 4 * gram_mod.dense_memory_estimate(1000)
     # all of USPS in dense form does not fit on a 24 GB machine
