@@ -945,16 +945,9 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             refined_gap = _rel_gap(p, lb_ref) if np.isfinite(lb_ref) else np.inf
             entry["refined_cheap_gap"] = refined_gap
         if converged_primal and min(cheap_gap, refined_gap) <= opts.tol:
-            certificate = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol,
-                                  cache=cache)
-            y_cert, nu_cert = y, nu
-            if refined_gap <= opts.tol:
-                refined = certify(space, pen, y_ref, nu_ref, factor=W, eig_tol=opts.eig_tol,
-                                  cache=cache)
-                if refined.bound is not None and (certificate.bound is None
-                                                  or refined.bound > certificate.bound):
-                    certificate, y_cert, nu_cert = refined, y_ref, nu_ref
-                    certificate.note = "refined multipliers; " + certificate.note
+            candidates = [(y, nu)] + ([(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            certificate, y_cert, nu_cert = _best_certificate(space, pen, W, candidates, opts,
+                                                             cache)
             gap = _rel_gap(p, certificate.bound)
             entry.update(lambda_min=certificate.lambda_min, certified_gap=gap)
             if gap is not None and (best is None or gap < best[0]):
@@ -995,6 +988,11 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             break
     F = space.points(W)
     p = alm.true_objective(W)
+    if status == "optimal_inaccurate" and best is None:
+        # stopped before any certificate: certify the last iterate anyway (every large
+        # solve reports a bound, however loose, or says why it has none)
+        certificate, y, nu = _best_certificate(
+            space, pen, W, [(y, nu), refine_multipliers(space, pen, W, y, nu)], opts, cache)
     if status != "optimal" and best is not None:
         gap, Wb, pb, certificate, yb, nub, infb = best
         if pen.mode == "equality" and infb > infeas:
@@ -1014,6 +1012,19 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         status=status, iterations=it, seconds=time.perf_counter() - t0, history=history,
         info={"certificate": certificate, "rank": F.shape[1], "function_evaluations": alm.nfev,
               **cache})
+
+
+def _best_certificate(space, pen, W, candidates, opts, cache):
+    """``(certificate, y, nu)`` with the highest bound over candidate dual points."""
+    best = None
+    for k, (y, nu) in enumerate(candidates):
+        cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache)
+        if k > 0:
+            cert.note = "refined multipliers; " + cert.note
+        if best is None or (cert.bound is not None
+                            and (best[0].bound is None or cert.bound > best[0].bound)):
+            best = (cert, y, nu)
+    return best
 
 
 def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
