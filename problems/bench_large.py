@@ -5,7 +5,7 @@ Run::
     .venv/bin/python -m problems.bench_large dvu_scale [--only dvu:500] [--backend LOWRANK]
         [--timeout 590] [--tag TAG] [--render]
 
-reads ``problems/<spec>.toml`` and writes ``results/<spec>.{md,json}`` with one
+reads ``problems/benchmarks/<spec>.toml`` and writes ``results/<spec>.{md,json}`` with one
 row per (method, n, backend): objective, certified relative gap,
 infeasibility, wall time, peak memory (resident set of the run's own
 process), the wall-time ratio to cvxpy+SCS where SCS ran in the same
@@ -89,8 +89,7 @@ def _distances(run) -> str:
 def _child(spec, run, backend, queue):
     """One solve in its own process; reports numbers (never raises)."""
     from sdpembed.evaluation import transductive_knn_accuracy
-    from sdpembed.large import embedding_from_factor
-    from sdpembed.recovery import embedding_from_gram
+    from sdpembed.recovery import embedding_from_factor, embedding_from_gram
     from sdpembed.solvers import solve
 
     out = {"method": run["method"], "n": run["n"], "backend": backend,
@@ -190,7 +189,7 @@ def _markdown(rows, spec_name, meta) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("spec", help="name of problems/<spec>.toml")
+    parser.add_argument("spec", help="name of problems/benchmarks/<spec>.toml")
     parser.add_argument("--only", action="append", default=None,
                         help="method:n filter, e.g. dvu:500 (repeatable)")
     parser.add_argument("--timeout", type=float, default=None)
@@ -206,7 +205,7 @@ def main(argv=None) -> None:
         (RESULTS / f"{args.spec}.md").write_text(_markdown(data["rows"], args.spec, data["meta"]))
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    spec = tomllib.loads((HERE / f"{args.spec}.toml").read_text())
+    spec = tomllib.loads((HERE / "benchmarks" / f"{args.spec}.toml").read_text())
     timeout = args.timeout or spec["solve"].get("timeout", 590)
     RESULTS.mkdir(exist_ok=True)
     rows = []

@@ -113,6 +113,7 @@ from threadpoolctl import threadpool_limits
 
 from .exceptions import InputError
 from .formulations.gram import DiagPlusLowRank, GramFormulation, GramProblem, laplacian_basis
+from .recovery import embedding_from_factor, spectrum_from_factor  # noqa: F401 (re-export)
 from .solvers import SolveReport, register_backend
 
 __all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "certify", "laplacian_basis",
@@ -1040,39 +1041,6 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
         farkas.Cq = np.zeros_like(space.Cq)
     eig = _lambda_min(farkas, yh, nu / max(np.linalg.norm(y), 1e-300), tol=opts.eig_tol)
     return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"
-
-
-# ----------------------------------------------------------------------- recovery
-def embedding_from_factor(F: np.ndarray, n_components: int) -> np.ndarray:
-    """Top-``n_components`` kernel-PCA coordinates of :math:`G = FF^T`, from the factor.
-
-    With :math:`F = U\\Sigma W^T` (thin SVD), :math:`G = U\\Sigma^2U^T`, so the
-    coordinates are :math:`U_d\\Sigma_d`, the same as
-    :func:`sdpembed.recovery.embedding_from_gram` on ``F @ F.T`` (columns past
-    the rank of ``F`` are zero). Signs fixed as there.
-    """
-    from .recovery import fix_signs
-
-    F = np.asarray(F, dtype=float)
-    n = F.shape[0]
-    d = int(n_components)
-    if not 1 <= d <= n:
-        raise InputError(f"n_components must be in [1, {n}]; got {n_components}")
-    U, s, _ = np.linalg.svd(F, full_matrices=False)
-    Z = np.zeros((n, d))
-    q = min(d, s.shape[0])
-    Z[:, :q] = fix_signs(U[:, :q]) * s[:q]
-    return Z
-
-
-def spectrum_from_factor(F: np.ndarray) -> np.ndarray:
-    """:func:`sdpembed.recovery.spectrum` of :math:`FF^T` (n values, descending) from the factor."""
-    F = np.asarray(F, dtype=float)
-    s2 = np.linalg.svd(F, compute_uv=False) ** 2
-    out = np.zeros(F.shape[0])
-    out[: s2.shape[0]] = s2
-    total = out.sum()
-    return out / total if total > 0 else out
 
 
 # ----------------------------------------------------------------------- backend

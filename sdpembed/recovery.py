@@ -7,7 +7,8 @@ import scipy.linalg as sla
 
 from .exceptions import InputError
 
-__all__ = ["embedding_from_gram", "spectrum", "fix_signs"]
+__all__ = ["embedding_from_gram", "embedding_from_factor", "spectrum", "spectrum_from_factor",
+           "fix_signs"]
 
 
 def _check_gram(G) -> np.ndarray:
@@ -57,3 +58,33 @@ def spectrum(G) -> np.ndarray:
     w = sla.eigvalsh(_check_gram(G))[::-1]
     total = np.clip(w, 0.0, None).sum()
     return w / total if total > 0 else w
+
+
+def embedding_from_factor(F: np.ndarray, n_components: int) -> np.ndarray:
+    """Top-``n_components`` kernel-PCA coordinates of :math:`G = FF^T`, from the factor.
+
+    With :math:`F = U\\Sigma W^T` (thin SVD), :math:`G = U\\Sigma^2U^T`, so the
+    coordinates are :math:`U_d\\Sigma_d`, the same as
+    :func:`sdpembed.recovery.embedding_from_gram` on ``F @ F.T`` (columns past
+    the rank of ``F`` are zero). Signs fixed as there.
+    """
+    F = np.asarray(F, dtype=float)
+    n = F.shape[0]
+    d = int(n_components)
+    if not 1 <= d <= n:
+        raise InputError(f"n_components must be in [1, {n}]; got {n_components}")
+    U, s, _ = np.linalg.svd(F, full_matrices=False)
+    Z = np.zeros((n, d))
+    q = min(d, s.shape[0])
+    Z[:, :q] = fix_signs(U[:, :q]) * s[:q]
+    return Z
+
+
+def spectrum_from_factor(F: np.ndarray) -> np.ndarray:
+    """:func:`sdpembed.recovery.spectrum` of :math:`FF^T` (n values, descending) from the factor."""
+    F = np.asarray(F, dtype=float)
+    s2 = np.linalg.svd(F, compute_uv=False) ** 2
+    out = np.zeros(F.shape[0])
+    out[: s2.shape[0]] = s2
+    total = out.sum()
+    return out / total if total > 0 else out

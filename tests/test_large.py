@@ -24,7 +24,12 @@ from sdpembed.formulations.dvu import dvu, dvu_problem
 from sdpembed.formulations.gram import centering_basis, laplacian_basis
 from sdpembed.formulations.mvu import mvu
 from sdpembed.graphs import NeighborhoodGraph, knn_graph
-from sdpembed.recovery import embedding_from_gram, spectrum
+from sdpembed.recovery import (
+    embedding_from_factor,
+    embedding_from_gram,
+    spectrum,
+    spectrum_from_factor,
+)
 from sdpembed.solvers import available_solvers, solve
 
 # LOWRANK is asked for a certified gap of 1e-6; the objectives must agree with
@@ -234,11 +239,11 @@ def test_embedding_from_factor_equals_dense_recovery():
     rng = np.random.default_rng(0)
     F = rng.standard_normal((40, 5)) * np.array([5.0, 4.0, 3.0, 2.0, 1.0])
     F -= F.mean(axis=0)
-    np.testing.assert_allclose(large.embedding_from_factor(F, 3),
+    np.testing.assert_allclose(embedding_from_factor(F, 3),
                                embedding_from_gram(F @ F.T, 3), atol=1e-8)
-    Z = large.embedding_from_factor(F, 7)        # past the rank: zero columns
+    Z = embedding_from_factor(F, 7)        # past the rank: zero columns
     np.testing.assert_allclose(Z[:, 5:], 0)
-    np.testing.assert_allclose(large.spectrum_from_factor(F), spectrum(F @ F.T), atol=1e-10)
+    np.testing.assert_allclose(spectrum_from_factor(F), spectrum(F @ F.T), atol=1e-10)
 
 
 def test_estimators_with_lowrank(digits):

@@ -22,8 +22,7 @@ from ..formulations.dvu import dvu
 from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
-from ..large import embedding_from_factor, spectrum_from_factor
-from ..recovery import embedding_from_gram, spectrum
+from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import solve
 
 __all__ = ["DVU", "MVU"]
