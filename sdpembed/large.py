@@ -75,6 +75,19 @@ feasible point is bounded by :math:`T = \\sum_i \\mathrm{sp}(r,i)^2` (``sp`` the
 shortest-path length over :math:`\\sqrt{\\bar D}`; the centroid minimises the sum of
 squared distances), giving :math:`-\\varphi^*(y) + \\min(\\mu,0)\\,T`.
 
+Two dual points are tried and the higher bound is kept: the augmented-Lagrangian
+multipliers, and their *refinement* (:func:`refine_multipliers`), the point of
+:math:`\\mathrm{dom}\\,\\varphi^*` that best satisfies complementary slackness
+:math:`S(y,\\nu)V = 0` for the final factor (a bounded linear least-squares
+problem). Near the optimum the refinement removes most of the error the
+inexact subproblems leave in the multipliers: measured on 500 USPS digits
+(DVU), :math:`\\lambda_{\\min}(S)` went from :math:`-3.2\\cdot10^{-7}` to
+:math:`-3.0\\cdot10^{-8}` and the certified gap from :math:`6.5\\cdot10^{-4}` to
+:math:`1.2\\cdot10^{-4}` at the same factor. The certificate is as exact as
+:math:`\\lambda_{\\min}`: the objective here is a small difference of large terms
+(about -1 against a trace near 700), so a gap of 1e-4 needs
+:math:`|\\lambda_{\\min}|\\lesssim 10^{-7}`.
+
 ``certified_gap = (objective - bound) / max(|objective|, |bound|)``.
 Assumptions, stated in ``report.extra["certificate"]``: :math:`\\mu` is
 computed by Lanczos (:func:`scipy.sparse.linalg.eigsh`; dense ``eigh`` for a
