@@ -34,6 +34,12 @@ Spec format
     seeds = 3                         # 0, 1, 2; or a list such as [0, 5, 7]
     solvers = ["CLARABEL"]            # backends of the SDP methods (the grid's solver axis)
 
+    [solver_options.LOWRANK]          # options of one backend, passed to solve() whenever a
+    time_limit = 120                  # run uses it (LOWRANK: sdpembed.large.LowRankOptions;
+    tol = 1e-4                        # CSDP: its param.csdp names; cvxpy backends: theirs)
+    [solver_options.SCS]
+    eps_abs = 1e-5
+
     [dataset]
     name = "iris"                     # or a list: one block of the grid per dataset
     options = {}                      # keyword arguments of the loader (e.g. subset = "train")
@@ -86,6 +92,12 @@ Spec format
     method = "dvu"
 
 Metric values are fractions in the tables and percentages in the summary.
+Every SDP run records its solve: ``solve_status`` (``"optimal"`` or
+``"optimal_inaccurate"``: an inaccurate solve, such as a LOWRANK solve stopped
+by its ``time_limit``, is a result, kept with its status and gap, not a
+failure), the backend's ``gap`` and, for backends that certify their own
+solution (LOWRANK), ``certified_gap``; the summary shows the statuses and the
+largest certified gap of each cell.
 Every error in a spec is a :class:`SpecError` whose message starts with the
 dotted name of the field, e.g. ``methods.dvu.slack_weight``.
 """
@@ -457,6 +469,7 @@ class Spec:
     paper_source: str = ""
     paper: tuple = ()
     figures: tuple = ()
+    solver_options: dict = field(default_factory=dict)  # backend name -> options of solve()
     path: str | None = None
     raw: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -477,8 +490,8 @@ class Spec:
         return kind != "classifier"
 
 
-_TOP_FIELDS = {"name", "description", "seeds", "solvers", "dataset", "labels", "graph", "methods",
-               "metrics", "paper", "figures"}
+_TOP_FIELDS = {"name", "description", "seeds", "solvers", "solver_options", "dataset", "labels",
+               "graph", "methods", "metrics", "paper", "figures"}
 
 
 def _type_name(value) -> str:
@@ -575,6 +588,7 @@ def parse_spec(data: Mapping, *, name: str | None = None, path: str | None = Non
     methods = _parse_methods(_table(data, "methods", "", required=True))
     metrics = _parse_metrics(_table(data, "metrics", "", required=True), methods, datasets)
     solvers = _parse_solvers(data.get("solvers", ["CLARABEL"]), "solvers")
+    solver_options = _parse_solver_options(_table(data, "solver_options", ""))
     methods = tuple(_check_method_solvers(m, solvers) for m in methods)
     if graph is not None and graph.metric == "tangent" and labels.protocol == "inductive":
         _fail("graph.metric", "a graph is built on all rows; use protocol = 'transductive'")
@@ -582,8 +596,8 @@ def parse_spec(data: Mapping, *, name: str | None = None, path: str | None = Non
     figures = _parse_figures(_table(data, "figures", ""), methods, metrics, datasets)
     return Spec(name=spec_name, description=description, datasets=datasets, labels=labels,
                 graph=graph, methods=methods, metrics=metrics, solvers=solvers, seeds=seeds,
-                paper_source=paper_source, paper=paper, figures=figures, path=path,
-                raw=dict(data))
+                paper_source=paper_source, paper=paper, figures=figures,
+                solver_options=solver_options, path=path, raw=dict(data))
 
 
 def _parse_seeds(value) -> tuple:
@@ -723,7 +737,9 @@ def _parse_graph(table, datasets) -> GraphSpec:
 
 _METHOD_RESERVED = {"estimator", "solvers"}
 _RUNNER_PARAMS = {"graph": "set it in the [graph] table",
-                  "solver": "list backends in 'solvers' (top level or per method)"}
+                  "solver": "list backends in 'solvers' (top level or per method)",
+                  "solver_options": "give each backend's options in a [solver_options.<BACKEND>] "
+                                    "table (e.g. [solver_options.LOWRANK] time_limit = 600)"}
 
 
 def _parse_methods(table: dict) -> tuple:
@@ -809,6 +825,80 @@ def _parse_solvers(value, where: str) -> tuple:
         if s not in known:
             _fail(where, f"unknown solver {s!r}; known backends: {sorted(known)}")
     return tuple(dict.fromkeys(names))
+
+
+def _parse_solver_options(table: dict) -> dict:
+    """``[solver_options.<BACKEND>]`` tables: backend name (upper case) -> options of ``solve()``.
+
+    Option names are checked where the toolkit knows them: LOWRANK against
+    :class:`sdpembed.large.LowRankOptions` (names and values), CSDP against
+    its ``param.csdp`` names and ``time_limit``. The cvxpy backends' own
+    options (e.g. SCS ``eps_abs``) are passed on as given; cvxpy rejects an
+    unknown one when the run solves.
+    """
+    out: dict[str, dict] = {}
+    known = _known_solvers() if table else set()
+    for key, body in table.items():
+        name = key.upper()
+        where = f"solver_options.{key}"
+        if not isinstance(body, dict):
+            _fail(where, f"expected a table of {key}'s options (e.g. [solver_options.{key}] "
+                         f"time_limit = 600); got {_type_name(body)}")
+        if name not in known:
+            _fail(where, f"unknown solver {name!r}; known backends: {sorted(known)}")
+        if name in out:
+            _fail(where, f"options of {name} are given twice")
+        options = {k: _none(v) for k, v in body.items()}
+        for k, v in options.items():
+            if isinstance(v, (dict, list)):
+                _fail(f"{where}.{k}", f"expected a number, string or boolean; got "
+                                      f"{_type_name(v)}")
+        _check_backend_options(name, options, where)
+        out[name] = options
+    return out
+
+
+def _check_backend_options(name: str, options: dict, where: str) -> None:
+    """Option names (and, for LOWRANK, values) of one backend, with the field named."""
+    if name == "LOWRANK":
+        from .large import LowRankOptions
+
+        fields = LowRankOptions.__dataclass_fields__
+        _check_fields(options, where, fields)
+        for key, value in options.items():
+            ok, what = _lowrank_option_check(key, fields[key].default)
+            if not ok(value):
+                _fail(f"{where}.{key}", f"expected {what}; got {value!r} ({_type_name(value)})")
+        try:
+            LowRankOptions.from_options(options)
+        except (InputError, TypeError, ValueError) as exc:
+            bad = next((k for k in options if k in str(exc)), None)
+            _fail(f"{where}.{bad}" if bad else where, str(exc))
+    elif name == "CSDP":
+        from ._csdp import _PARAM_NAMES
+
+        _check_fields(options, where, {*_PARAM_NAMES, "time_limit"})
+
+
+#: values of the LOWRANK options that are strings (sdpembed.large.LowRankOptions docstring)
+_LOWRANK_CHOICES = {"inner": ("auto", "lbfgs", "plbfgs", "newton"), "warm_start": ("basis", None)}
+
+
+def _lowrank_option_check(key: str, default) -> tuple[Callable[[Any], bool], str]:
+    """(check, description) of one LOWRANK option, from its default's type."""
+    if key in _LOWRANK_CHOICES:
+        choices = _LOWRANK_CHOICES[key]
+        return (lambda v: v in choices), "one of " + ", ".join(
+            "'none'" if c is None else repr(c) for c in choices)
+    if isinstance(default, float):
+        return (lambda v: _is_number(v) and v > 0), "a number > 0"
+    low = 0 if default == 0 else 1
+    optional = default is None or key == "random_state"
+
+    def check(v) -> bool:
+        return (optional and v is None) or (_is_int(v) and v >= low)
+
+    return check, f"an integer >= {low}" + (" or 'none'" if optional else "")
 
 
 def _check_method_solvers(method: MethodSpec, solvers: tuple) -> MethodSpec:
@@ -1271,7 +1361,8 @@ def _solver_fields(est, solver: str | None) -> dict:
                 "solver_options": json.dumps(report.options, sort_keys=True, default=str),
                 "solve_status": report.status, "compile_s": report.compile_seconds,
                 "solve_s": report.solve_seconds, "iterations": report.iterations,
-                "objective": report.objective}
+                "objective": report.objective, "gap": report.gap,
+                "certified_gap": report.certified_gap}
     if solver is None:
         return {"objective": getattr(est, "objective_", None)}
     return {"solver_version": solver_version(solver)}
@@ -1327,6 +1418,8 @@ def run_task(spec: Spec, task: Task) -> tuple[dict, dict]:
                 params["random_state"] = task.seed
             if task.solver is not None:
                 params["solver"] = task.solver
+                if "solver_options" in names and spec.solver_options.get(task.solver):
+                    params["solver_options"] = dict(spec.solver_options[task.solver])
             if "graph" in names and spec.graph is not None:
                 params["graph"] = _graph(ds.key(), labels_key, task.fraction, task.seed,
                                          spec.graph.key())
@@ -1390,7 +1483,8 @@ class ExperimentResult:
         fixed = ["index", "spec", "dataset", "fraction", "protocol", "seed", "method",
                  "estimator", "params", "solver", "solver_version", "status", "n_samples",
                  "n_features", "n_labeled", "n_components", "objective", "solve_status",
-                 "iterations", "compile_s", "solve_s", "prepare_s", "fit_s", "eval_s", "wall_s"]
+                 "gap", "certified_gap", "iterations", "compile_s", "solve_s", "prepare_s",
+                 "fit_s", "eval_s", "wall_s"]
         metrics = [c for m in self.spec.metrics for c in m.columns()]
         tail = ["all_params", "solver_options", "error", "warnings"]
         return fixed + metrics + tail
@@ -1608,7 +1702,8 @@ def _summary_markdown(result: ExperimentResult) -> str:
         f"({'per class' if lab.per_class else 'overall'}, at least {lab.min_per_class} per "
         f"class), protocol {lab.protocol}",
         f"- graph: {_graph_text(spec.graph)}",
-        f"- seeds: {_seeds_text(meta['seeds'])}; {meta['runs']} runs, {meta['failed']} failed; "
+        f"- seeds: {_seeds_text(meta['seeds'])}; {meta['runs']} runs, {meta['failed']} failed"
+        f"{_inaccurate_text(result.rows)}; "
         f"wall time "
         f"{meta['wall_s']:.1f} s (n_jobs={meta['n_jobs']}"
         f"{', scheduler ' + meta['scheduler'] if meta['scheduler'] else ''})",
@@ -1625,6 +1720,11 @@ def _summary_markdown(result: ExperimentResult) -> str:
         if m.name in with_paper:
             header.append(f"{m.name} (paper)")
     header.append("fit s")
+    # solve columns where SDP runs were made: a LOWRANK solve stopped by its time limit is a
+    # result ("optimal_inaccurate"), so its status and certified gap are shown beside it
+    solved = any(r.get("solve_status") for r in result.rows)
+    certified = any(r.get("certified_gap") is not None for r in result.rows)
+    header += (["solve"] if solved else []) + (["certified gap"] if certified else [])
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for (dataset, fraction, method, params, solver), rows in result.groups():
         ok = [r for r in rows if r["status"] == "ok"]
@@ -1637,6 +1737,10 @@ def _summary_markdown(result: ExperimentResult) -> str:
                 cells.append(_paper_cell(spec, dataset, fraction, method, params, m.name) or "")
         fit = _mean_std([r.get("fit_s") for r in ok])[0]
         cells.append(f"{fit:.2f}" if math.isfinite(fit) else "–")
+        if solved:
+            cells.append(_statuses_text(ok))
+        if certified:
+            cells.append(_gap_text(ok))
         lines.append("| " + " | ".join(cells) + " |")
     for m in curves:
         cols = m.columns()
@@ -1664,6 +1768,31 @@ def _summary_markdown(result: ExperimentResult) -> str:
                 lines.append(f"- {r['method']} {_params_text(r['params'])} "
                              f"{r['solver'] or ''} ({n} runs): {r['error'][:300]}")
     return "\n".join(lines) + "\n"
+
+
+def _inaccurate_text(rows: list) -> str:
+    n = sum(r["status"] == "ok" and r.get("solve_status") == "optimal_inaccurate" for r in rows)
+    return f", {n} solved to optimal_inaccurate (kept, see 'solve')" if n else ""
+
+
+def _statuses_text(rows: list) -> str:
+    """Solve statuses of a cell's runs: ``optimal``, or counts such as ``optimal 1, ... 1``."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        if r.get("solve_status"):
+            counts[r["solve_status"]] = counts.get(r["solve_status"], 0) + 1
+    if len(counts) == 1 and sum(counts.values()) == len(rows):
+        return next(iter(counts))
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "–"
+
+
+def _gap_text(rows: list) -> str:
+    """Largest certified relative gap of a cell's runs (``–`` where none was certified)."""
+    gaps = [r["certified_gap"] for r in rows if r.get("certified_gap") is not None]
+    if not gaps:
+        return "–"
+    text = f"{max(gaps):.1e}"
+    return text if len(gaps) == len(rows) else f"{text} ({len(gaps)}/{len(rows)} certified)"
 
 
 def _dims_text(rows: list) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -307,11 +308,35 @@ _DELETE = object()
      "paper.values\\[0\\].metric", "scalar metrics"),
     ("paper.values", [{"method": "dvuu", "metric": "knn1", "value": 90.0}],
      "paper.values\\[0\\].method", "method labels"),
+    ("solver_options.LOWRANK", {"time_limt": 60}, "solver_options.LOWRANK.time_limt",
+     "unknown field; known fields of solver_options.LOWRANK"),
+    ("solver_options.LOWRANK", {"tol": 2.0}, "solver_options.LOWRANK.tol", "lie in \\(0, 1\\)"),
+    ("solver_options.LOWRANK", {"time_limit": "1h"}, "solver_options.LOWRANK.time_limit",
+     "a number > 0"),
+    ("solver_options.LOWRANK", {"inner": "bfgs"}, "solver_options.LOWRANK.inner", "one of 'auto'"),
+    ("solver_options.LOWRANK", {"max_outer": 2.5}, "solver_options.LOWRANK.max_outer",
+     "an integer >= 1"),
+    ("solver_options.LOWRANK", 60, "solver_options.LOWRANK", "expected a table"),
+    ("solver_options.LOWRNK", {"tol": 1e-3}, "solver_options.LOWRNK", "unknown solver 'LOWRNK'"),
+    ("solver_options.CSDP", {"axtoll": 1e-8}, "solver_options.CSDP.axtoll", "unknown field"),
+    ("methods.dvu.solver_options", {"eps_abs": 1e-3}, "methods.dvu.solver_options",
+     "\\[solver_options.<BACKEND>\\]"),
 ])
 def test_bad_specs_name_the_field(path, value, field, message):
     d = _mutate(path, value)(_smoke_dict())
     with pytest.raises(SpecError, match=f"^{field}: .*{message}"):
         parse_spec(d)
+
+
+def test_bad_solver_options_stop_the_cli_before_anything_runs(tmp_path, capsys):
+    from sdpembed.cli import main
+
+    path = tmp_path / "typo.toml"
+    path.write_text(SMOKE.read_text() + "\n[solver_options.LOWRANK]\ntime_limt = 60\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    assert "sdpembed run: solver_options.LOWRANK.time_limt: unknown field" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_spec_error_is_an_input_error_and_toml_errors_name_the_file(tmp_path):
@@ -335,6 +360,80 @@ def test_none_string_and_sweeps_of_strings():
     assert spec.method("dvu").swept == ["slack_weight", "snr"]
 
 
+# --------------------------------------------------------------------------- solver options
+
+
+def _dvu_only(d: dict, **dvu) -> dict:
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, **dvu}}
+    d["metrics"] = {"knn1": {"kind": "knn"}}
+    del d["figures"]
+    return d
+
+
+@pytest.fixture
+def inaccurate_backend(monkeypatch):
+    """Backend "INACCURATE": CLARABEL's solution, reported as a LOWRANK solve stopped by its
+    time limit is (``optimal_inaccurate`` with a certified gap); records the options it got."""
+    from sdpembed import solvers
+
+    seen = []
+
+    def backend(formulation, verbose=False, **options):
+        seen.append(options)
+        report = solvers.solve(formulation, solver="CLARABEL")
+        return dataclasses.replace(report, status="optimal_inaccurate", solver="INACCURATE",
+                                   options=options, gap=0.0123, certified_gap=0.0123)
+
+    monkeypatch.setitem(solvers._CUSTOM_BACKENDS, "INACCURATE", backend)
+    monkeypatch.setitem(solvers._CUSTOM_AVAILABLE, "INACCURATE", lambda: True)
+    monkeypatch.setitem(solvers._CUSTOM_VERSIONS, "INACCURATE", lambda: "test")
+    return seen
+
+
+def test_solver_options_reach_their_backend_and_inaccurate_solves_are_kept(
+        inaccurate_backend, tmp_path):
+    d = _dvu_only(_smoke_dict(), slack_weight=10.0, solvers=["INACCURATE", "CLARABEL"])
+    d["solver_options"] = {"inaccurate": {"max_iter": 7}, "CLARABEL": {"max_iter": 200}}
+    spec = parse_spec(d)
+    assert spec.solver_options == {"INACCURATE": {"max_iter": 7}, "CLARABEL": {"max_iter": 200}}
+    result = run_spec(spec, seeds=[0], out_dir=tmp_path, progress=False)
+    inaccurate, clarabel = result.rows
+    # each backend gets its own table, and only its own
+    assert inaccurate_backend == [{"max_iter": 7}]
+    assert json.loads(clarabel["solver_options"])["max_iter"] == 200
+    # the inaccurate solve is a result: kept with its status and certified gap, not a failure
+    assert inaccurate["status"] == "ok" and result.meta["failed"] == 0
+    assert inaccurate["solve_status"] == "optimal_inaccurate"
+    assert inaccurate["certified_gap"] == inaccurate["gap"] == 0.0123
+    assert clarabel["solve_status"] == "optimal" and clarabel["certified_gap"] is None
+    # same solution (CLARABEL's) underneath: same embedding, same accuracy
+    assert inaccurate["knn1"] == pytest.approx(clarabel["knn1"], abs=1e-12)
+    lines = result.summary().splitlines()
+    assert lines[next(i for i, line in enumerate(lines) if line.startswith("| dataset"))] \
+        .endswith("| knn1 | fit s | solve | certified gap |")
+    assert any(line.startswith("| iris | 0.3 | dvu | – | INACCURATE |")
+               and line.endswith("| optimal_inaccurate | 1.2e-02 |") for line in lines)
+    assert any(line.startswith("| iris | 0.3 | dvu | – | CLARABEL |")
+               and line.endswith("| optimal | – |") for line in lines)
+    assert "1 solved to optimal_inaccurate (kept" in result.summary()
+    with (tmp_path / "results.csv").open() as fh:
+        table = list(csv.DictReader(fh))
+    assert [r["certified_gap"] for r in table] == ["0.0123", ""]
+
+
+def test_lowrank_time_limit_comes_from_the_spec():
+    d = _dvu_only(_smoke_dict(), slack_weight=10.0, solvers=["LOWRANK"])
+    d["solver_options"] = {"LOWRANK": {"time_limit": 1.0, "warm_start": "none", "tol": 1e-6}}
+    row, = run_spec(parse_spec(d), seeds=[0], progress=False).rows
+    options = json.loads(row["solver_options"])  # the effective LowRankOptions of the solve
+    assert (options["time_limit"], options["warm_start"], options["tol"]) == (1.0, "None", 1e-6)
+    # without the limit this solve takes about 30 s on this machine (tol 1e-4 is not reached);
+    # the limit is checked between outer iterations (< 1 s each here), hence the margin
+    assert row["status"] == "ok" and row["solve_s"] < 6.0
+    assert row["solve_status"] in ("optimal", "optimal_inaccurate")
+    assert 0.5 < row["knn1"] <= 1.0
+
+
 # --------------------------------------------------------------------------- summary
 
 
@@ -351,7 +450,7 @@ def test_summary_puts_paper_numbers_beside_ours(smoke):
     header = next(line for line in lines if line.startswith("| dataset"))
     cols = [c.strip() for c in header.strip("|").split("|")]
     assert cols[5:] == ["dims", "runs ok", "knn1", "knn1 (paper)", "svm", "svm (paper)",
-                        "transduction", "fit s"]
+                        "transduction", "fit s", "solve"]  # CLARABEL certifies no gap
 
     def row(method, params):
         line = next(line for line in lines if line.startswith(f"| iris | 0.3 | {method} | "
