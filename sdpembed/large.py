@@ -172,8 +172,11 @@ class LowRankOptions:
         :math:`\\sum_e \\omega_e a_ea_e^T`, :math:`\\omega_e = 2\\sigma\\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
     time_limit : float
-        Seconds; the best certified point so far is returned (with its gap)
-        when the limit is hit, or an error is raised if none exists.
+        Seconds; when the limit is hit the best certified point so far is
+        returned with status ``"optimal_inaccurate"`` and its gap (the last
+        iterate is certified if none was; ``certified_gap`` is ``None`` only when
+        no certificate can be computed, with the reason). The limit is checked
+        inside the subproblem solves; the final certificate comes on top.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
     random_state : int or None
@@ -208,7 +211,18 @@ class LowRankOptions:
             raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
         if opts.rank is not None and opts.rank < 1:
             raise InputError("LOWRANK rank must be a positive integer")
+        if opts.inner not in _INNER_SOLVERS:
+            raise InputError(f"LOWRANK inner must be one of {_INNER_SOLVERS}; got {opts.inner!r}")
+        if not (opts.warm_start is None or isinstance(opts.warm_start, np.ndarray)
+                or opts.warm_start == "basis"):
+            raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
+        if not (opts.time_limit > 0):
+            raise InputError("LOWRANK time_limit must be positive (seconds)")
         return opts
+
+
+#: subproblem solvers of :class:`LowRankOptions` ``inner``
+_INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
 
 
 # ----------------------------------------------------------------------- space
@@ -725,7 +739,8 @@ class _ALM:
                                            "ftol": 1e-15, "maxfun": 2 * maxiter}, callback=stop)
                 res = _LBFGSResult(r.x, int(r.nit), float(np.linalg.norm(r.jac)))
             else:
-                res = _plbfgs(fun, W0.ravel(), pc, gtol=gtol, maxiter=maxiter)
+                res = _plbfgs(fun, W0.ravel(), pc, gtol=gtol, maxiter=maxiter,
+                              deadline=deadline)
             return sp_.project(res.x.reshape(shape)), res
         return run
 
@@ -744,11 +759,12 @@ class _LBFGSResult:
 
 
 def _plbfgs(fun, x0: np.ndarray, precond, *, gtol: float, maxiter: int,
-            memory: int = 10) -> _LBFGSResult:
+            memory: int = 10, deadline: float = np.inf) -> _LBFGSResult:
     """L-BFGS with initial inverse Hessian :math:`\\gamma M^{-1}` and Armijo backtracking.
 
     ``fun(x) -> (f, g)`` on arrays of any shape; ``precond(g)`` applies
-    :math:`M^{-1}`. Stops when :math:`\\|g\\|_2 \\le` ``gtol``.
+    :math:`M^{-1}`. Stops when :math:`\\|g\\|_2 \\le` ``gtol`` or at the
+    ``deadline`` (a :func:`time.perf_counter` value).
     """
     x = x0.copy()
     f, g = fun(x)
@@ -756,7 +772,7 @@ def _plbfgs(fun, x0: np.ndarray, precond, *, gtol: float, maxiter: int,
     gamma = 1.0
     it = 0
     gn = float(np.linalg.norm(g))
-    while it < maxiter and gn > gtol:
+    while it < maxiter and gn > gtol and time.perf_counter() < deadline:
         it += 1
         q = g.copy()
         alphas = []

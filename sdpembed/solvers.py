@@ -235,6 +235,13 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             raise SolverMissingError(f"backend {name} is not usable here")
         report = _CUSTOM_BACKENDS[name](formulation, verbose=verbose, **options)
         _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
+        if report.status == cp.OPTIMAL_INACCURATE:
+            gap = "none" if report.certified_gap is None else f"{report.certified_gap:.2g}"
+            warnings.warn(
+                f"{name} returned optimal_inaccurate on {formulation.method} (certified gap "
+                f"{gap}): the solution is usable but less accurate than asked; "
+                f"{report.extra.get('message') or 'raise the time or iteration limits'}.",
+                InaccurateSolutionWarning, stacklevel=3)
         return report
     _check_available(name)
     effective = {**DEFAULT_OPTIONS.get(name, {}), **options}

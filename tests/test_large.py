@@ -173,6 +173,29 @@ def test_unknown_option_is_an_input_error(digits):
         solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", eps_abs=1e-3)
 
 
+@pytest.mark.parametrize("bad", [{"inner": "bfgs"}, {"warm_start": "random"},
+                                 {"time_limit": 0.0}, {"tol": 2.0}])
+def test_bad_option_values_are_input_errors(digits, bad):
+    _, _, y, graph = digits
+    with pytest.raises(InputError, match="LOWRANK"):
+        solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", **bad)
+
+
+def test_stopped_solve_warns_and_still_certifies(digits):
+    """A solve cut off by its iteration limit is optimal_inaccurate, says so with an
+    InaccurateSolutionWarning naming its certified gap, and still carries a valid bound."""
+    from sdpembed.exceptions import InaccurateSolutionWarning
+
+    _, _, y, graph = digits
+    with pytest.warns(InaccurateSolutionWarning, match="certified gap"):
+        rep = solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", max_outer=1,
+                    max_inner=20, warm_start=None)
+    assert rep.status == "optimal_inaccurate"
+    opt = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL").objective
+    assert rep.certified_gap is not None and rep.certified_gap > 1e-4
+    assert rep.extra["lower_bound"] <= opt + BOUND_SLACK * abs(opt)
+
+
 def test_memory_guard_names_lowrank(digits, monkeypatch):
     _, _, y, graph = digits
     monkeypatch.setattr(gram_mod, "available_memory", lambda: 1 << 20)  # 1 MiB
