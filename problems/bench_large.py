@@ -93,7 +93,8 @@ def _child(spec, run, backend, queue):
     from sdpembed.solvers import solve
 
     out = {"method": run["method"], "n": run["n"], "backend": backend,
-           "basis_rank": run.get("basis_rank"), "distances": _distances(run)}
+           "basis_rank": run.get("basis_rank"), "distances": _distances(run),
+           "variant": _variant(run, backend)}
     try:
         X, y, y_obs, labeled, graph = _instance(spec, run["n"])
         out["n_edges"] = int(graph.n_edges)
@@ -124,6 +125,12 @@ def _child(spec, run, backend, queue):
             out[k] = v.item()
     out.pop("options", None) if not isinstance(out.get("options"), dict) else None
     queue.put(out)
+
+
+def _variant(run, backend) -> str:
+    """The row's own backend options (beyond the spec's [solve] defaults), for the table."""
+    own = run.get(backend.lower(), {}) if isinstance(run.get(backend.lower()), dict) else {}
+    return ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
 
 
 def _run_one(spec, run, backend, timeout):
@@ -174,7 +181,8 @@ def _markdown(rows, spec_name, meta) -> str:
              head, "|" + "---|" * 15]
     for r in rows:
         lines.append("| " + " | ".join([
-            r["method"], str(r["n"]), r.get("distances") or _distances(r), r["backend"],
+            r["method"], str(r["n"]), r.get("distances") or _distances(r),
+            r["backend"] + (f" ({r['variant']})" if r.get("variant") else ""),
             _fmt(r.get("basis_rank")),
             str(r.get("status", "-"))[:60], _fmt(r.get("objective"), "{:.8g}"),
             _fmt(r.get("certified_gap"), "{:.2e}"), _fmt(r.get("gap_to_full"), "{:.2e}"),
