@@ -880,14 +880,17 @@ def _check_backend_options(name: str, options: dict, where: str) -> None:
         _check_fields(options, where, {*_PARAM_NAMES, "time_limit"})
 
 
-#: values of the LOWRANK options that are strings (sdpembed.large.LowRankOptions docstring)
-_LOWRANK_CHOICES = {"inner": ("auto", "lbfgs", "plbfgs", "newton"), "warm_start": ("basis", None)}
+def _lowrank_choices() -> dict[str, tuple]:
+    """Values of the LOWRANK options that are strings (sdpembed.large.LowRankOptions)."""
+    from .large import INNER_SOLVERS
+
+    return {"inner": INNER_SOLVERS, "warm_start": ("basis", None)}
 
 
 def _lowrank_option_check(key: str, default) -> tuple[Callable[[Any], bool], str]:
     """(check, description) of one LOWRANK option, from its default's type."""
-    if key in _LOWRANK_CHOICES:
-        choices = _LOWRANK_CHOICES[key]
+    if key in _lowrank_choices():
+        choices = _lowrank_choices()[key]
         return (lambda v: v in choices), "one of " + ", ".join(
             "'none'" if c is None else repr(c) for c in choices)
     if isinstance(default, float):
