@@ -129,7 +129,8 @@ def _child(spec, run, backend, queue):
 
 def _variant(run, backend) -> str:
     """The row's own backend options (beyond the spec's [solve] defaults), for the table."""
-    own = run.get(backend.lower(), {}) if isinstance(run.get(backend.lower()), dict) else {}
+    own = run.get(backend.lower())
+    own = own if isinstance(own, dict) else {}
     return ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
 
 

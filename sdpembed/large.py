@@ -209,23 +209,27 @@ class LowRankOptions:
 
     @classmethod
     def from_options(cls, options: dict) -> LowRankOptions:
+        """Options from ``solve(..., solver="LOWRANK", **options)``; unknown names rejected."""
         known = set(cls.__dataclass_fields__)
         unknown = set(options) - known
         if unknown:
             raise InputError(f"unknown LOWRANK option(s) {sorted(unknown)}; known: {sorted(known)}")
-        opts = cls(**options)
-        if not (0 < opts.tol < 1) or not (0 < opts.feas_tol < 1):
+        return cls(**options)
+
+    def __post_init__(self) -> None:
+        # one home for the value checks: solve(..., solver="LOWRANK") and direct
+        # lowrank_solve(options=LowRankOptions(...)) calls both come through here
+        if not (0 < self.tol < 1) or not (0 < self.feas_tol < 1):
             raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
-        if opts.rank is not None and opts.rank < 1:
+        if self.rank is not None and self.rank < 1:
             raise InputError("LOWRANK rank must be a positive integer")
-        if opts.inner not in INNER_SOLVERS:
-            raise InputError(f"LOWRANK inner must be one of {INNER_SOLVERS}; got {opts.inner!r}")
-        if not (opts.warm_start is None or isinstance(opts.warm_start, np.ndarray)
-                or opts.warm_start == "basis"):
+        if self.inner not in INNER_SOLVERS:
+            raise InputError(f"LOWRANK inner must be one of {INNER_SOLVERS}; got {self.inner!r}")
+        if not (self.warm_start is None or isinstance(self.warm_start, np.ndarray)
+                or self.warm_start == "basis"):
             raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
-        if not (opts.time_limit > 0):
+        if not (self.time_limit > 0):
             raise InputError("LOWRANK time_limit must be positive (seconds)")
-        return opts
 
 
 #: subproblem solvers of :class:`LowRankOptions` ``inner``
@@ -615,13 +619,14 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
     op = spla.LinearOperator((W.size, n_var), matvec=matvec, rmatvec=rmatvec, dtype=float)
     if HW is not None:
         lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
-    x0 = np.r_[y[fe], nu] if HW is not None else y[fe]
+    # solve for the correction from the current multipliers (clipped into the box)
+    x0 = np.clip(np.r_[y[fe], nu] if HW is not None else y[fe], lo, hi)
     try:
-        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(np.clip(x0, lo, hi)), bounds=(lo - np.clip(
-            x0, lo, hi), hi - np.clip(x0, lo, hi)), method="trf", tol=1e-12, max_iter=200)
+        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
+                              method="trf", tol=1e-12, max_iter=200)
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
         return y, nu
-    x = np.clip(np.clip(x0, lo, hi) + sol.x, lo, hi)
+    x = np.clip(x0 + sol.x, lo, hi)
     y_new = y_fix.copy()
     y_new[fe] = x[: fe.size]
     return y_new, (float(x[-1]) if HW is not None else nu)
@@ -921,8 +926,6 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         if sub.status.startswith("optimal"):
             W = space.project(sub.factor)
             cache["warm"] = {"seconds": sub.seconds, "objective": sub.objective}
-    elif warm not in (None, "basis"):
-        raise InputError("warm_start must be 'basis', None or an (n, k) factor")
     if W is None:
         W = _initial_factor(space, k0, rng)
     elif W.shape[1] < k0:

@@ -179,6 +179,8 @@ def test_bad_option_values_are_input_errors(digits, bad):
     _, _, y, graph = digits
     with pytest.raises(InputError, match="LOWRANK"):
         solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", **bad)
+    with pytest.raises(InputError, match="LOWRANK"):  # direct lowrank_solve callers too
+        large.LowRankOptions(**bad)
 
 
 def test_stopped_solve_warns_and_still_certifies(digits):
