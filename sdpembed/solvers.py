@@ -237,11 +237,8 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
         if report.status == cp.OPTIMAL_INACCURATE:
             gap = "none" if report.certified_gap is None else f"{report.certified_gap:.2g}"
-            warnings.warn(
-                f"{name} returned optimal_inaccurate on {formulation.method} (certified gap "
-                f"{gap}): the solution is usable but less accurate than asked; "
-                f"{report.extra.get('message') or 'raise the time or iteration limits'}.",
-                InaccurateSolutionWarning, stacklevel=3)
+            _warn_inaccurate(name, f"{formulation.method} (certified gap {gap})",
+                             report.extra.get("message") or "raise the time or iteration limits")
         return report
     _check_available(name)
     effective = {**DEFAULT_OPTIONS.get(name, {}), **options}
@@ -274,9 +271,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
                   if name == "SCS" else
                   "try another backend; for Gram SDPs keep reduce_face=True (without it no "
                   "strictly feasible point exists and interior-point methods lose accuracy)")
-        warnings.warn(
-            f"{name} returned optimal_inaccurate on {formulation.method}: the solution is usable "
-            f"but less accurate than asked; {advice}.", InaccurateSolutionWarning, stacklevel=3)
+        _warn_inaccurate(name, formulation.method, advice)
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
@@ -294,6 +289,12 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         gap=extra.pop("gap", None),
         extra=extra,
     )
+
+
+def _warn_inaccurate(name: str, what: str, advice: str) -> None:
+    """The one InaccurateSolutionWarning of every backend; points at ``solve()``'s caller."""
+    warnings.warn(f"{name} returned optimal_inaccurate on {what}: the solution is usable but "
+                  f"less accurate than asked; {advice}.", InaccurateSolutionWarning, stacklevel=4)
 
 
 #: bytes per entry of CLARABEL's dense block of a PSD cone, calibrated on this machine:
