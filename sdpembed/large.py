@@ -129,8 +129,9 @@ from .formulations.gram import DiagPlusLowRank, GramFormulation, GramProblem, la
 from .recovery import embedding_from_factor, spectrum_from_factor  # noqa: F401 (re-export)
 from .solvers import SolveReport, register_backend
 
-__all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "certify", "laplacian_basis",
-           "embedding_from_factor", "spectrum_from_factor", "BACKEND_NAME"]
+__all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "certify", "refine_multipliers",
+           "laplacian_basis", "embedding_from_factor", "spectrum_from_factor", "BACKEND_NAME",
+           "INNER_SOLVERS"]
 
 logger = logging.getLogger(__name__)
 
