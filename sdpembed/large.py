@@ -36,7 +36,7 @@ of :math:`\\varphi^*` (e.g. :math:`|y_e|\\le w_e`). ``"quadratic"`` is smooth in
 the most negative eigenvalue of the dual slack matrix while that eigenvalue
 is negative (an escape direction from a spurious stationary point).
 Subproblems are solved by L-BFGS, then, once the duality gap is below 1e-2, by
-a trust-region Newton–Krylov method with exact (generalized) Hessian-vector
+a truncated Newton–CG method with exact (generalized) Hessian-vector
 products.
 
 Optimal faces and the trace tie-break: the DVU optimum is often not unique
@@ -170,10 +170,10 @@ class LowRankOptions:
         default.
     max_outer, max_inner, max_newton : int
         Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
-        trust-region Newton iterations per subproblem.
+        truncated Newton–CG iterations per subproblem.
     inner : {"auto", "lbfgs", "plbfgs", "newton"}
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
-        below 1e-2, then trust-region Newton–Krylov with exact (generalized)
+        below 1e-2, then truncated Newton–CG with exact (generalized)
         Hessian-vector products, which reaches the accuracy a certificate
         needs where L-BFGS stalls; ``"plbfgs"``: L-BFGS whose initial inverse
         Hessian is a sparse-LU solve with the weighted graph Laplacian
@@ -705,24 +705,31 @@ class _ALM:
             grad = sp_.project(2.0 * grad)
             return val, grad.ravel()
 
-        def hessp(x, u):
+        def hess_at(x):
+            """Hessian-vector product at ``x``; the point's quantities are computed once."""
             W = sp_.project(x.reshape(shape))
-            U = sp_.project(u.reshape(shape))
             Z = sp_.diffs(W)
-            ZU = sp_.diffs(U)
             D = np.einsum("ij,ij->i", Z, Z)
             _, g = pen.envelope(D, y, sigma)
-            dD = 2.0 * np.einsum("ij,ij->i", Z, ZU)
-            dg = pen.second_derivative(D, y, sigma) * dD
-            out = sp_.apply_C(U) + sp_.ET @ (g[:, None] * ZU + dg[:, None] * Z)
+            d2 = pen.second_derivative(D, y, sigma)
             if sp_.H is not None:
-                HW, HU = sp_.apply_H(W), sp_.apply_H(U)
-                h = float(np.sum(W * HW))
-                gs = max(0.0, nu + sigma_h * h)
-                out = out + gs * HU
-                if gs > 0:
-                    out = out + sigma_h * 2.0 * float(np.sum(HW * U)) * HW
-            return sp_.project(2.0 * out).ravel()
+                HW = sp_.apply_H(W)
+                gs = max(0.0, nu + sigma_h * float(np.sum(W * HW)))
+
+            def hv(u):
+                U = u.reshape(shape)
+                ZU = sp_.diffs(U)
+                dg = d2 * (2.0 * np.einsum("ij,ij->i", Z, ZU))
+                out = sp_.apply_C(U) + sp_.ET @ (g[:, None] * ZU + dg[:, None] * Z)
+                if sp_.H is not None:
+                    out = out + gs * sp_.apply_H(U)
+                    if gs > 0:
+                        out = out + sigma_h * 2.0 * float(np.sum(HW * U)) * HW
+                return sp_.project(2.0 * out).ravel()
+            return hv
+
+        def hessp(x, u):
+            return hess_at(x)(sp_.project(u.reshape(shape)).ravel())
 
         self.fun, self.hessp = fun, hessp
 
@@ -738,10 +745,9 @@ class _ALM:
             def pc(G):
                 return sp_.project(precond(sp_.project(G.reshape(shape)))).ravel()
             if precond == "newton":
-                r = sopt.minimize(fun, W0.ravel(), jac=True, hessp=hessp, method="trust-krylov",
-                                  options={"maxiter": maxiter, "gtol": gtol}, callback=stop)
-                res = _LBFGSResult(r.x, int(r.nit), float(np.linalg.norm(r.jac)))
-                if res.gnorm > gtol and res.nit < maxiter:  # trust region gave up: L-BFGS
+                res = _newton_cg(fun, hess_at, W0.ravel(), gtol=gtol, maxiter=maxiter,
+                                 deadline=deadline)
+                if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
                     r = sopt.minimize(fun, res.x, jac=True, method="L-BFGS-B",
                                       options={"maxiter": 20 * maxiter, "maxcor": 20,
                                                "gtol": gtol, "ftol": 1e-15}, callback=stop)
@@ -769,6 +775,64 @@ class _LBFGSResult:
     x: np.ndarray
     nit: int
     gnorm: float
+
+
+def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
+               max_cg: int = 250, deadline: float = np.inf) -> _LBFGSResult:
+    r"""Truncated (inexact) Newton–CG with Armijo backtracking.
+
+    Each iteration solves :math:`H d = -g` by conjugate gradients to the
+    relative residual :math:`\eta_k = \min(1/2, \sqrt{\|g_k\|/\|g_0\|})` (the
+    forcing sequence of Eisenstat & Walker, which gives superlinear local
+    convergence), stopping early on non-positive curvature (the factorised
+    problem is non-convex; the CG iterate so far, or :math:`-g` at the first
+    CG step, is still a descent direction). ``hess_at(x)`` returns the
+    Hessian-vector product at ``x`` (generalised Hessian for the Huber
+    envelope). Memory is a few vectors, unlike Krylov trust-region solvers
+    that keep their whole basis.
+    """
+    x = x0.copy()
+    f, g = fun(x)
+    gn = g0 = float(np.linalg.norm(g))
+    it = 0
+    while it < maxiter and gn > gtol and time.perf_counter() < deadline:
+        it += 1
+        hv = hess_at(x)
+        eta = min(0.5, np.sqrt(gn / max(g0, 1e-300)))
+        d = np.zeros_like(x)
+        r = -g
+        p = r.copy()
+        rr = gn * gn
+        for j in range(max_cg):
+            Hp = hv(p)
+            pHp = float(p @ Hp)
+            if pHp <= 1e-14 * float(p @ p) * max(abs(f), 1.0):
+                if j == 0:
+                    d = -g
+                break
+            alpha = rr / pHp
+            d += alpha * p
+            r -= alpha * Hp
+            rr_new = float(r @ r)
+            if np.sqrt(rr_new) <= eta * gn:
+                break
+            p = r + (rr_new / rr) * p
+            rr = rr_new
+        slope = float(g @ d)
+        if slope >= 0:
+            d, slope = -g, -gn * gn
+        step = 1.0
+        for _ in range(40):
+            xn = x + step * d
+            fn, gn_vec = fun(xn)
+            if fn <= f + 1e-4 * step * slope:
+                break
+            step *= 0.5
+        else:
+            break
+        x, f, g = xn, fn, gn_vec
+        gn = float(np.linalg.norm(g))
+    return _LBFGSResult(x, it, gn)
 
 
 def _plbfgs(fun, x0: np.ndarray, precond, *, gtol: float, maxiter: int,
@@ -840,22 +904,43 @@ def _initial_factor(space: _Space, k: int, rng) -> np.ndarray:
 
 
 def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
-    """Append ``alpha * vec`` as a new column, alpha from a coarse line search on the AL."""
-    sp_ = alm.space
+    r"""Append ``alpha * vec`` as a new column, ``alpha`` by exact line search on the AL.
+
+    With :math:`t = \alpha^2` the augmented Lagrangian along the new column,
+    :math:`\phi(t) = L(W) + t\,v^T\tilde Cv + \sum_e[\psi_e(D_e + t\delta_e) - \psi_e(D_e)]
+    (+\ \text{SNR term})`, :math:`\delta_e = (v_i-v_j)^2`, is convex in ``t``
+    (a convex function of an affine map), and :math:`\phi'(0) = v^TS v` at the
+    current multipliers, negative along an escape direction. Its minimiser is
+    found by bisection on the monotone :math:`\phi'`, so a tiny negative
+    eigenvalue gives a small column instead of a jump that undoes the
+    progress of earlier iterations.
+    """
+    sp_, pen = alm.space, alm.pen
     vec = vec / np.linalg.norm(vec)
-    scale = np.sqrt(max(np.sum(W * W), 1e-12) / max(W.shape[1], 1))
-    best, best_val = None, np.inf
-    for a in scale * np.array([1e-3, 1e-2, 1e-1, 3e-1, 1.0]):
-        Wn = np.c_[W, a * vec]
-        quad, D, h = alm.objective_parts(Wn)
-        val, _ = alm.pen.envelope(D, y, sigma)
-        val += quad
+    quad, D, h = alm.objective_parts(W)
+    dv = sp_.diffs(vec[:, None])[:, 0] ** 2
+    cv = float(vec @ sp_.apply_C(vec[:, None])[:, 0])
+    hv = float(vec @ sp_.apply_H(vec[:, None])[:, 0]) if sp_.H is not None else 0.0
+
+    def slope(t):
+        _, g = pen.envelope(D + t * dv, y, sigma)
+        out = cv + float(g @ dv)
         if sp_.H is not None:
-            gs = max(0.0, nu + sigma_h * h)
-            val += (gs * gs - nu * nu) / (2 * sigma_h)
-        if val < best_val:
-            best, best_val = Wn, val
-    return best
+            out += max(0.0, nu + sigma_h * (h + t * hv)) * hv
+        return out
+
+    scale = max(np.sum(W * W), 1e-12) / max(W.shape[1], 1)
+    t_lo, t_hi = 0.0, 1e-6 * scale
+    if slope(0.0) < 0:
+        while slope(t_hi) < 0 and t_hi < 1e3 * scale:
+            t_lo, t_hi = t_hi, 4.0 * t_hi
+        for _ in range(60):
+            mid = 0.5 * (t_lo + t_hi)
+            if slope(mid) < 0:
+                t_lo = mid
+            else:
+                t_hi = mid
+    return np.c_[W, np.sqrt(max(t_lo, 1e-6 * scale)) * vec]
 
 
 def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
@@ -952,8 +1037,8 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     it = 0
     certificate = Certificate(None, None, "none", "not computed")
     for it in range(1, opts.max_outer + 1):
-        run = alm.subproblem(y, nu, sigma, sigma_h)
         newton = opts.inner == "newton" or (opts.inner == "auto" and cheap_prev < 1e-2)
+        run = alm.subproblem(y, nu, sigma, sigma_h)
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = pen.curvature_weights(sigma) / W.shape[1]
