@@ -182,7 +182,9 @@ class _Problem:
         self.C = 0.5 * (C + C.T)
         self.t = np.asarray(t, dtype=float)
         self.w = np.asarray(w, dtype=float)
-        self.A = svec_outer_rows(np.asarray(E, dtype=float))     # m x p
+        # m x p, column-major: the scaled copy of each iteration keeps that layout and goes
+        # to dsyrk without a transposing copy
+        self.A = np.asfortranarray(svec_outer_rows(np.asarray(E, dtype=float)))
         self.H = None if H is None else 0.5 * (H + H.T)
         self.h = None if H is None else svec(self.H)
         self.n_cone = self.r + 2 * self.t.size + (1 if H is not None else 0)
@@ -366,7 +368,7 @@ class _Newton:
         self.Ginv = np.linalg.inv(self.G)
         self.Winv = self.Ginv.T @ self.Ginv
         self.d = 1.0 / (x.sp / x.zp + x.sm / x.zm)
-        As = np.asfortranarray(pb.A * np.sqrt(self.d)[:, None])
+        As = np.multiply(pb.A, np.sqrt(self.d)[:, None], order="F")
         M = blas.dsyrk(1.0, As, trans=1, lower=0)
         M = np.triu(M) + np.triu(M, 1).T
         M += _skron(self.Winv)
