@@ -117,9 +117,20 @@ def smat(v: np.ndarray, r: int) -> np.ndarray:
 
 
 def svec_outer_rows(E: np.ndarray) -> np.ndarray:
-    """The :math:`m\\times p` matrix with rows :math:`\\mathrm{svec}(q_eq_e^T)`, ``q_e = E[e]``."""
-    i, j, s = _tri(E.shape[1])
-    return (E[:, i] * E[:, j]) * s
+    """The :math:`m\\times p` matrix with rows :math:`\\mathrm{svec}(q_eq_e^T)`, ``q_e = E[e]``.
+
+    Column-major, built one row of the upper triangle (a block of contiguous
+    columns) at a time.
+    """
+    m, r = E.shape
+    out = np.empty((m, r * (r + 1) // 2), order="F")
+    pos = 0
+    for k in range(r):
+        block = out[:, pos:pos + r - k]
+        np.multiply(E[:, k:k + 1], E[:, k:], out=block)
+        block[:, 1:] *= _SQRT2
+        pos += r - k
+    return out
 
 
 def _skron(P: np.ndarray) -> np.ndarray:
@@ -184,7 +195,7 @@ class _Problem:
         self.w = np.asarray(w, dtype=float)
         # m x p, column-major: the scaled copy of each iteration keeps that layout and goes
         # to dsyrk without a transposing copy
-        self.A = np.asfortranarray(svec_outer_rows(np.asarray(E, dtype=float)))
+        self.A = svec_outer_rows(np.asarray(E, dtype=float))
         self.H = None if H is None else 0.5 * (H + H.T)
         self.h = None if H is None else svec(self.H)
         self.n_cone = self.r + 2 * self.t.size + (1 if H is not None else 0)
