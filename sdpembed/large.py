@@ -106,7 +106,13 @@ With ``formulation.meta["basis_rank"] = r`` the formulation optimises over
 non-constant Laplacian eigenvectors (:func:`laplacian_basis`). The solver
 then works with :math:`V = QW`; the same certificate holds on that subspace
 (:math:`\\mu = \\lambda_{\\min}(Q^TSQ)`, dense, exact) and bounds the *reduced*
-problem.
+problem. For ``distances="interval"`` on a basis (with or without SNR) the
+reduced problem is solved instead by the primal-dual interior-point method of
+:mod:`sdpembed.reduced` (``reduced_solver="auto"``, the default): :math:`Y`
+is :math:`r\\times r`, the normal equations live in :math:`r(r+1)/2`
+unknowns whatever the number of edges, and the multipliers are certified
+by :func:`certify` like the augmented Lagrangian's; on failure it falls back
+to the augmented Lagrangian.
 """
 
 from __future__ import annotations
@@ -131,7 +137,7 @@ from .solvers import SolveReport, register_backend
 
 __all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "certify", "refine_multipliers",
            "laplacian_basis", "embedding_from_factor", "spectrum_from_factor", "BACKEND_NAME",
-           "INNER_SOLVERS"]
+           "INNER_SOLVERS", "REDUCED_SOLVERS"]
 
 logger = logging.getLogger(__name__)
 
@@ -191,6 +197,16 @@ class LowRankOptions:
         Seeds the initial factor.
     blas_threads : int
         BLAS threads while solving (the work is many small products).
+    reduced_solver : {"auto", "ipm", "alm"}
+        Solver on a reduced basis. ``"auto"`` (default): the primal-dual
+        interior-point method of :mod:`sdpembed.reduced` for
+        ``distances="interval"`` (with or without the SNR constraint), falling
+        back to the augmented Lagrangian (recorded in
+        ``info["reduced_solver"]``) if it fails or its certified gap exceeds
+        ``tol``; the augmented Lagrangian for ``"equality"`` and
+        ``"quadratic"``. ``"ipm"``: the interior-point method only (an
+        ``InputError`` for other distance modes; no fallback). ``"alm"``: the
+        augmented Lagrangian. Ignored without a basis.
     """
 
     tol: float = 1e-4
@@ -207,6 +223,7 @@ class LowRankOptions:
     eig_tol: float = 1e-6
     random_state: int | None = 0
     blas_threads: int = 1
+    reduced_solver: str = "auto"
 
     @classmethod
     def from_options(cls, options: dict) -> LowRankOptions:
@@ -231,10 +248,16 @@ class LowRankOptions:
             raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
         if not (self.time_limit > 0):
             raise InputError("LOWRANK time_limit must be positive (seconds)")
+        if self.reduced_solver not in REDUCED_SOLVERS:
+            raise InputError(f"LOWRANK reduced_solver must be one of {REDUCED_SOLVERS}; "
+                             f"got {self.reduced_solver!r}")
 
 
 #: subproblem solvers of :class:`LowRankOptions` ``inner``
 INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
+
+#: solvers on a reduced basis, :class:`LowRankOptions` ``reduced_solver``
+REDUCED_SOLVERS = ("auto", "ipm", "alm")
 
 
 # ----------------------------------------------------------------------- space
@@ -995,6 +1018,15 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
                                  "unbounded", 0, time.perf_counter() - t0,
                                  info={"lambda_min_at_slack_weight": eig.ritz})
 
+    if basis is not None and opts.reduced_solver != "alm":
+        if pen.mode == "interval":
+            done = _reduced_ipm(space, pen, alm, opts, t0, cache)
+            if done is not None:
+                return done
+        elif opts.reduced_solver == "ipm":
+            raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
+                             f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
+
     W = None
     warm = opts.warm_start
     if isinstance(warm, np.ndarray):
@@ -1149,6 +1181,56 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
               **cache})
 
 
+#: stopping tolerance (relative gap and residuals) of the reduced interior-point method
+_IPM_TOL = 1e-9
+
+
+def _reduced_ipm(space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions, t0: float,
+                 cache: dict) -> LowRankResult | None:
+    """Reduced interval problem by :func:`sdpembed.reduced.interval_ipm`, then certified.
+
+    The factor is :math:`W = Y^{1/2}` (negligible eigenvalues dropped), the
+    objective is the true one at :math:`F = QW` and the bound comes from
+    :func:`certify` at the IPM's multipliers, exactly as for the augmented
+    Lagrangian. Returns ``None`` (after recording why in
+    ``cache["reduced_solver"]``) when ``reduced_solver="auto"`` should fall
+    back to the augmented Lagrangian.
+    """
+    from .reduced import factor_from_gram, interval_ipm
+
+    try:
+        res = interval_ipm(space.Cq, space.E, pen.t, pen.w, space.Hq, tol=_IPM_TOL,
+                           time_limit=opts.time_limit)
+    except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
+        if opts.reduced_solver == "ipm":
+            raise
+        logger.warning("reduced IPM failed (%s); falling back to the augmented Lagrangian", exc)
+        cache["reduced_solver"] = {"solver": "alm", "fallback_from": "ipm",
+                                   "reason": f"{type(exc).__name__}: {exc}"}
+        return None
+    W = factor_from_gram(res.Y, rel_tol=1e-10)
+    p = alm.true_objective(W)
+    certificate, y, nu = _best_certificate(space, pen, W, [(res.y, res.nu)], opts, cache)
+    gap = _rel_gap(p, certificate.bound)
+    quad, _, h = alm.objective_parts(W)
+    infeas = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
+    ok = gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
+    record = {"solver": "ipm", "status": res.status, "iterations": res.iterations,
+              "seconds": res.seconds, "primal_objective": res.primal_objective,
+              "dual_objective": res.dual_objective, "certified_gap": gap}
+    if not ok and opts.reduced_solver == "auto":
+        logger.warning("reduced IPM stopped (%s) with certified gap %s > tol; falling back to "
+                       "the augmented Lagrangian", res.status, gap)
+        cache["reduced_solver"] = {"solver": "alm", "fallback_from": record}
+        return None
+    return LowRankResult(
+        factor=space.points(W), objective=p, bound=certificate.bound, certified_gap=gap,
+        infeasibility=infeas, y=y, nu=nu, status="optimal" if ok else "optimal_inaccurate",
+        iterations=res.iterations, seconds=time.perf_counter() - t0, history=res.history,
+        info={"certificate": certificate, "rank": W.shape[1], "function_evaluations": 0,
+              "reduced_solver": record, **cache})
+
+
 def _best_certificate(space, pen, W, candidates, opts, cache):
     """``(certificate, y, nu)`` with the highest bound over candidate dual points."""
     best = None
@@ -1245,6 +1327,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "outer_iterations": result.iterations,
         "function_evaluations": result.info.get("function_evaluations"),
         "reduced_basis_rank": None if basis is None else basis.shape[1],
+        "reduced_solver": result.info.get("reduced_solver"),
         "history": result.history,
     }
     if result.status in ("unbounded", "infeasible"):
