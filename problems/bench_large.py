@@ -109,7 +109,9 @@ def _child(spec, run, backend, queue):
         out.update(status=rep.status, objective=rep.objective, certified_gap=rep.certified_gap,
                    infeasibility=rep.primal_infeasibility, backend_gap=rep.gap,
                    lower_bound=rep.extra.get("lower_bound"), rank=rep.extra.get("rank"),
-                   certificate=rep.extra.get("certificate"), options=rep.options)
+                   certificate=rep.extra.get("certificate"), options=rep.options,
+                   certificate_check=rep.extra.get("certificate_check"),
+                   estimated_gap=rep.extra.get("estimated_gap"))
         factor = getattr(f, "factor", None)
         if factor is not None:
             Z = embedding_from_factor(factor, 10)
