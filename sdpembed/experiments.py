@@ -882,9 +882,10 @@ def _check_backend_options(name: str, options: dict, where: str) -> None:
 
 def _lowrank_choices() -> dict[str, tuple]:
     """Values of the LOWRANK options that are strings (sdpembed.large.LowRankOptions)."""
-    from .large import INNER_SOLVERS
+    from .large import INNER_SOLVERS, REDUCED_SOLVERS
 
-    return {"inner": INNER_SOLVERS, "warm_start": ("basis", None)}
+    return {"inner": INNER_SOLVERS, "warm_start": ("basis", None),
+            "reduced_solver": REDUCED_SOLVERS}
 
 
 def _lowrank_option_check(key: str, default) -> tuple[Callable[[Any], bool], str]:

@@ -314,6 +314,8 @@ _DELETE = object()
     ("solver_options.LOWRANK", {"time_limit": "1h"}, "solver_options.LOWRANK.time_limit",
      "a number > 0"),
     ("solver_options.LOWRANK", {"inner": "bfgs"}, "solver_options.LOWRANK.inner", "one of 'auto'"),
+    ("solver_options.LOWRANK", {"reduced_solver": "cvx"}, "solver_options.LOWRANK.reduced_solver",
+     "one of 'auto', 'ipm', 'alm'"),
     ("solver_options.LOWRANK", {"max_outer": 2.5}, "solver_options.LOWRANK.max_outer",
      "an integer >= 1"),
     ("solver_options.LOWRANK", 60, "solver_options.LOWRANK", "expected a table"),
