@@ -1142,6 +1142,19 @@ class _LBFGSResult:
     gnorm: float
 
 
+def _armijo(fun, x, f, d, slope, *, c1=1e-4, max_halvings=40):
+    r"""First step ``1, 1/2, 1/4, ...`` along ``d`` with sufficient decrease
+    :math:`f(x+td)\le f(x) + c_1 t\,g^Td`; ``(x_new, f_new, g_new)`` or ``None``."""
+    step = 1.0
+    for _ in range(max_halvings):
+        xn = x + step * d
+        fn, gn = fun(xn)
+        if fn <= f + c1 * step * slope:
+            return xn, fn, gn
+        step *= 0.5
+    return None
+
+
 def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
                max_cg: int = 250, deadline: float = np.inf) -> _LBFGSResult:
     r"""Truncated (inexact) Newton–CG with Armijo backtracking.
@@ -1186,15 +1199,10 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
         slope = float(g @ d)
         if slope >= 0:
             d, slope = -g, -gn * gn
-        step = 1.0
-        for _ in range(40):
-            xn = x + step * d
-            fn, gn_vec = fun(xn)
-            if fn <= f + 1e-4 * step * slope:
-                break
-            step *= 0.5
-        else:
+        found = _armijo(fun, x, f, d, slope)
+        if found is None:
             break
+        xn, fn, gn_vec = found
         x, f, g = xn, fn, gn_vec
         gn = float(np.linalg.norm(g))
     return _LBFGSResult(x, it, gn)
@@ -1234,15 +1242,10 @@ def _plbfgs(fun, x0: np.ndarray, precond, *, gtol: float, maxiter: int,
             slope = float(np.sum(g * d))
             if slope >= 0:
                 break
-        step = 1.0
-        for _ in range(40):
-            xn = x + step * d
-            fn, gn_vec = fun(xn)
-            if fn <= f + 1e-4 * step * slope:
-                break
-            step *= 0.5
-        else:
+        found = _armijo(fun, x, f, d, slope)
+        if found is None:
             break
+        xn, fn, gn_vec = found
         s_, y_ = xn - x, gn_vec - g
         sy = float(np.sum(s_ * y_))
         if sy > 1e-16 * float(np.sum(y_ * y_)):
