@@ -70,7 +70,12 @@ with :math:`\\varphi^*(y) = y^T\\bar D` (equality; interval with
 :math:`y_0 = w`; ``quadratic``: :math:`y_0 = 0.9\\lambda`), using concavity of
 :math:`\\lambda_{\\min}`: with :math:`\\theta = -\\mu/(\\mu_0-\\mu)` the point
 :math:`(1-\\theta)(y,\\nu)+\\theta(y_0,0)` has :math:`\\mu\\ge0` and gives the bound
-:math:`-\\varphi^*((1-\\theta)y+\\theta y_0)`. For ``equality`` the trace of any
+:math:`-\\varphi^*((1-\\theta)y+\\theta y_0)`. Where :math:`\\lambda_{\\min}` is exact
+(dense), the nearer anchors :math:`y_s = y + s(y_0 - y)`, :math:`s \\in` ``_SHIFT_ANCHORS``,
+are tried too and the highest bound kept: :math:`S(y_s) = (1-s)S(y) + sS(y_0)` often has
+:math:`\\lambda_{\\min}` well above :math:`s\\mu_0`, so the shift costs less (measured on
+500 USPS digits, DVU: the loss :math:`\\theta\\,\\bar D^T(y_s - y)` fell from 7.4e-5 at
+:math:`s=1` to 4.4e-5 at :math:`s=10^{-5}`). For ``equality`` the trace of any
 feasible point is bounded by :math:`T = \\sum_i \\mathrm{sp}(r,i)^2` (``sp`` the
 shortest-path length over :math:`\\sqrt{\\bar D}`; the centroid minimises the sum of
 squared distances), giving :math:`-\\varphi^*(y) + \\min(\\mu,0)\\,T`.
@@ -919,10 +924,29 @@ def _certificate_from_eig(space, pen, y, nu, eig: _Eig, cache, eig_tol, verify) 
     # rounded combination of the multipliers keeps lambda_min >= 0
     eps = 8.0 * _U * (abs(mu) + mu0 + _gershgorin(space, y, nu))
     theta = min(1.0, (eps - mu) / (mu0 - mu))
-    ycomb = (1 - theta) * y + theta * y0
-    return Certificate(-pen.conjugate(ycomb), mu, "shifted",
-                       f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})", eig=eig,
-                       check=check, check_note=check_note, y=y, nu=nu)
+    bound = -pen.conjugate((1 - theta) * y + theta * y0)
+    note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
+    if check == CHECK_DENSE:
+        # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
+        # concave interpolation s mu0 (the Laplacian L(y0 - y) >= 0 lifts the near-null
+        # directions of S(y)), so the shift costs less; exact eigenvalues only
+        for s_ in _SHIFT_ANCHORS:
+            ys, nus = y + s_ * (y0 - y), (1 - s_) * nu
+            mus = _lambda_min(space, ys, nus, tol=eig_tol).value
+            if mus <= 0:
+                continue
+            th = min(1.0, (eps - mu) / (mus - mu))
+            b = -pen.conjugate((1 - th) * y + th * ys)
+            if b > bound:
+                bound = b
+                note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
+                        f"(lambda_min there {mus:.3g})")
+    return Certificate(bound, mu, "shifted", note, eig=eig, check=check,
+                       check_note=check_note, y=y, nu=nu)
+
+
+#: anchors s of the shifted certificate besides y0 itself (dense eigenvalues only)
+_SHIFT_ANCHORS = (1e-2, 1e-4, 1e-6)
 
 
 def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarray, nu: float,
