@@ -1117,10 +1117,6 @@ class _ALM:
                 return sp_.project(2.0 * out).ravel()
             return hv
 
-        def hessp(x, u):
-            return hess_at(x)(sp_.project(u.reshape(shape)).ravel())
-
-        self.fun, self.hessp = fun, hessp
 
         def run(W0, gtol, maxiter, precond):
             nonlocal shape
