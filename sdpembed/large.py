@@ -1117,7 +1117,6 @@ class _ALM:
                 return sp_.project(2.0 * out).ravel()
             return hv
 
-
         def run(W0, gtol, maxiter, precond):
             nonlocal shape
             shape = W0.shape
@@ -1222,8 +1221,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
         found = _armijo(fun, x, f, d, slope)
         if found is None:
             break
-        xn, fn, gn_vec = found
-        x, f, g = xn, fn, gn_vec
+        x, f, g = found
         gn = float(np.linalg.norm(g))
     return _LBFGSResult(x, it, gn)
 
@@ -1305,7 +1303,7 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
     """
     sp_, pen = alm.space, alm.pen
     vec = vec / np.linalg.norm(vec)
-    quad, D, h = alm.objective_parts(W)
+    _, D, h = alm.objective_parts(W)
     dv = sp_.diffs(vec[:, None])[:, 0] ** 2
     cv = float(vec @ sp_.apply_C(vec[:, None])[:, 0])
     hv = float(vec @ sp_.apply_H(vec[:, None])[:, 0]) if sp_.H is not None else 0.0
@@ -1436,8 +1434,8 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     it = 0
     certificate = Certificate(None, None, "none", "not computed")
     for it in range(1, opts.max_outer + 1):
-        newton = opts.inner == "newton" or (opts.inner == "auto" and cheap_prev < 1e-2)
         run = alm.subproblem(y, nu, sigma, sigma_h)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and cheap_prev < 1e-2)
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = pen.curvature_weights(sigma) / W.shape[1]
