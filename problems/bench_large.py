@@ -208,7 +208,8 @@ def main(argv=None) -> None:
     parser.add_argument("--only", action="append", default=None,
                         help="method:n filter, e.g. dvu:500, or dvu:9298/r30 and dvu:9298/full "
                              "for reduced-basis or full rows only (repeatable)")
-    parser.add_argument("--timeout", type=float, default=None)
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds per run, overriding the spec's timeouts")
     parser.add_argument("--backend", action="append", default=None,
                         help="run only these backends (repeatable)")
     parser.add_argument("--tag", default="", help="suffix of the results files")
@@ -222,7 +223,8 @@ def main(argv=None) -> None:
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     spec = tomllib.loads((HERE / "benchmarks" / f"{args.spec}.toml").read_text())
-    timeout = args.timeout or spec["solve"].get("timeout", 590)
+    # per run and backend: [[run]] timeout = { SCS = 1200 }; else [solve] timeout
+    timeout = spec["solve"].get("timeout", 590)
     RESULTS.mkdir(exist_ok=True)
     rows = []
     name = args.spec + (f"-{args.tag}" if args.tag else "")
@@ -240,7 +242,8 @@ def main(argv=None) -> None:
             if args.backend and backend not in args.backend:
                 continue
             logger.info("running %s %s basis=%s", key, backend, run.get("basis_rank"))
-            row = _run_one(spec, run, backend, timeout)
+            row = _run_one(spec, run, backend,
+                           args.timeout or run.get("timeout", {}).get(backend, timeout))
             if run["n"] not in raw:
                 raw[run["n"]] = _baseline_knn(spec, run["n"])
             row["raw_knn3"] = raw[run["n"]]

@@ -98,6 +98,20 @@ def test_mvu_matches_clarabel(digits):
     assert rep.primal_infeasibility <= 1e-5
 
 
+def test_default_initial_rank(digits):
+    """DVU starts at n_classes + 4; MVU at a third of the Barvinok-Pataki rank (>= 16)."""
+    X, _, y, graph = digits
+    gp = dvu(graph, y, centroids="eliminated").meta["gram_problem"]
+    assert large._initial_rank(gp) == 3 + 4
+    dense = knn_graph(X, n_neighbors=12, n_random=0)
+    gp = mvu(dense).meta["gram_problem"]
+    m = gp.edges.shape[0]
+    r_bp = max(r for r in range(1, m + 1) if r * (r + 1) // 2 <= m)
+    assert large._initial_rank(gp) == max(16, -(-r_bp // 3))
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-4))
+    assert res.history[0]["rank"] == min(large._initial_rank(gp), gp.n - 1)
+
+
 def test_reduced_basis_matches_clarabel_and_bounds_full_problem(digits):
     X, _, y, graph = digits
     basis_graph = knn_graph(X, n_neighbors=8, n_random=0)
