@@ -3,7 +3,7 @@
 Run::
 
     .venv/bin/python -m problems.bench_large dvu_scale [--only dvu:500] [--backend LOWRANK]
-        [--timeout 590] [--tag TAG] [--render]
+        [--timeout 590] [--tag TAG] [--resume] [--render]
 
 reads ``problems/benchmarks/<spec>.toml`` and writes ``results/<spec>.{md,json}`` with one
 row per (method, n, backend): objective, certified relative gap,
@@ -15,7 +15,10 @@ solve). Reduced-basis rows (``basis_rank``) also report their gap to the best
 lower bound of the full problem found in the same benchmark.
 
 Each run is a fresh (spawned) process with a wall-clock limit, so a backend that
-exhausts memory or time is recorded as such and the benchmark goes on.
+exhausts memory or time is recorded as such and the benchmark goes on. The
+results files are rewritten after every row; ``--resume`` keeps the rows already
+in them and runs only the missing ones (an interrupted benchmark goes on where it
+stopped, and the SCS ratios still come from one results file).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import multiprocessing as mp
 import os
 import platform
 import resource
+import sys
 import time
 from pathlib import Path
 
@@ -149,13 +153,14 @@ def _run_one(spec, run, backend, timeout):
         proc.kill()
         proc.join()
         return {"method": run["method"], "n": run["n"], "backend": backend,
-                "basis_rank": run.get("basis_rank"), "status": f"timeout after {timeout} s",
+                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend),
+                "status": f"timeout after {timeout} s",
                 "wall_s": time.perf_counter() - t0}
     try:
         return queue.get(timeout=5)
     except Exception:  # noqa: BLE001
         return {"method": run["method"], "n": run["n"], "backend": backend,
-                "basis_rank": run.get("basis_rank"),
+                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend),
                 "status": f"process died (exit code {proc.exitcode}; out of memory?)",
                 "wall_s": time.perf_counter() - t0}
 
@@ -213,6 +218,8 @@ def main(argv=None) -> None:
     parser.add_argument("--backend", action="append", default=None,
                         help="run only these backends (repeatable)")
     parser.add_argument("--tag", default="", help="suffix of the results files")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows already in the results file; run only the others")
     parser.add_argument("--render", action="store_true",
                         help="only rebuild results/<spec>.md from results/<spec>.json")
     args = parser.parse_args(argv)
@@ -231,8 +238,13 @@ def main(argv=None) -> None:
     out_json = RESULTS / f"{name}.json"
     meta = {"machine": f"{platform.node()} ({os.cpu_count()} cpus)",
             "date": time.strftime("%Y-%m-%d %H:%M"),
-            "command": "python -m problems.bench_large " + " ".join(argv or [args.spec])}
-    raw = {}
+            "command": _command(argv, args)}
+    if args.resume and out_json.exists():
+        old = json.loads(out_json.read_text())
+        rows, meta = old["rows"], old["meta"]
+        meta["command"] += " ; resumed: " + _command(argv, args)
+    done = {_row_key(r) for r in rows}
+    raw = {r["n"]: r["raw_knn3"] for r in rows if r.get("raw_knn3") is not None}
     for run in spec["run"]:
         key = f"{run['method']}:{run['n']}"
         rkey = key + (f"/r{run['basis_rank']}" if run.get("basis_rank") else "/full")
@@ -240,6 +252,11 @@ def main(argv=None) -> None:
             continue
         for backend in run["backends"]:
             if args.backend and backend not in args.backend:
+                continue
+            if (run["method"], run["n"], backend, run.get("basis_rank"),
+                    _variant(run, backend)) in done:
+                logger.info("kept %s %s basis=%s from %s", key, backend,
+                            run.get("basis_rank"), out_json)
                 continue
             logger.info("running %s %s basis=%s", key, backend, run.get("basis_rank"))
             row = _run_one(spec, run, backend,
@@ -252,6 +269,16 @@ def main(argv=None) -> None:
             _finish(rows)
             out_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
             (RESULTS / f"{name}.md").write_text(_markdown(rows, name, meta))
+
+
+def _command(argv, args) -> str:
+    words = argv if argv is not None else sys.argv[1:]
+    return "python -m problems.bench_large " + " ".join(words)
+
+
+def _row_key(row) -> tuple:
+    return (row["method"], row["n"], row["backend"], row.get("basis_rank"),
+            row.get("variant", ""))
 
 
 def _finish(rows) -> None:
