@@ -328,6 +328,41 @@ def test_refined_multipliers_repair_an_inexact_dual(digits, variant):
     assert raw.bound is None or (opt - raw.bound) >= 10 * (opt - refined.bound)
 
 
+def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
+    """MVU's objective is C = -I, so multipliers with lambda_min(S) = mu < 0 become dual
+    feasible when scaled by 1/(1 + mu): a valid bound (never above CLARABEL's optimum)
+    that loses about |mu| relative, where the trace bound loses |mu| T / |p| (T >= tr G)."""
+    _, _, _, graph = digits
+    f = mvu(graph)
+    gp = f.meta["gram_problem"]
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    assert large._objective_curvature(space) == 1.0
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-6))
+    y = res.y + 1e-3 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(
+        res.y).max()
+    cert = large.certify(space, pen, y, 0.0, factor=res.factor)
+    assert cert.lambda_min < 0 and cert.method == "scaled" and cert.verified
+    opt = solve(mvu(graph), solver="CLARABEL").objective
+    assert cert.bound <= opt + BOUND_SLACK * abs(opt)
+    trace_bound = -pen.conjugate(y) + cert.lambda_min * large._trace_bound_equality(gp)
+    assert cert.bound > trace_bound
+    # the scaled bound is exactly -phi*(y) / (1 + mu) up to the rounding margin
+    assert cert.bound == pytest.approx(-pen.conjugate(y) / (1 + cert.lambda_min), rel=1e-9)
+
+
+def test_objective_curvature_is_only_claimed_when_known(digits):
+    _, _, y_obs, graph = digits
+    space = large._Space(dvu_problem(graph, y_obs), None)
+    C = space.C
+    expected = -float(C.diag.max()) if not np.any(C.s > 0) else 0.0
+    assert large._objective_curvature(space) == expected
+    # on a basis: -lambda_max(Q^T C Q), compared with a dense computation
+    Q = laplacian_basis(space.gp.edges, space.gp.n, 6)
+    reduced = large._Space(space.gp, Q)
+    dense = np.linalg.eigvalsh(Q.T @ C.dense() @ Q)[-1]
+    assert large._objective_curvature(reduced) == pytest.approx(-dense, abs=1e-10)
+
+
 # ----------------------------------------------------------------------- verified lambda_min
 # The Lanczos path (n > _DENSE_EIG_MAX) is exercised on small instances by lowering
 # the threshold; dense eigvalsh of S on 1-perp (error ~ n u ||S|| ~ 1e-13 here) is
@@ -422,3 +457,16 @@ def test_small_n_certificate_is_dense(digits):
     _, _, y, graph = digits
     rep = solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", tol=1e-5)
     assert rep.extra["certificate_check"] == "dense" and rep.certified_gap is not None
+
+
+def test_rank_growth_is_refused_for_a_rank_deficient_factor():
+    """A factor with a numerically null direction (an MVU optimum of rank below the
+    factor's) needs no extra column; one whose smallest singular value is small but
+    genuine (DVU, ~4e-4 of the largest) may still grow."""
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((200, 6))
+    assert not large._rank_deficient(W)
+    W[:, 5] = W[:, :5] @ rng.standard_normal(5)  # rank 5 in 6 columns
+    assert large._rank_deficient(W)
+    U, s, Vt = np.linalg.svd(rng.standard_normal((200, 6)), full_matrices=False)
+    assert not large._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
