@@ -1339,6 +1339,28 @@ def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
     return bool(s[-1] <= rtol * s[0])
 
 
+def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
+    r"""The factor without its numerically null directions, or ``None`` to keep it.
+
+    With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up
+    to :math:`\sum_{i>k}\sigma_i^2 u_iu_i^T`, where :math:`k` counts the singular values
+    above ``rtol`` :math:`\sigma_{\max}` plus ``margin``, so that the trimmed factor
+    stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
+    trims only when at least a quarter of the columns go. Every inner iteration
+    costs in proportion to the rank, and null columns do not come back by themselves
+    (their gradient :math:`2S(y)w` vanishes with :math:`w`). Measured on USPS MVU
+    (tol 1e-4): at n = 2,500 the default start (rank 38) was trimmed to 28 at outer
+    iteration 4, and the certificate came at 92 s instead of 147 s; at n = 9,298
+    the start (rank 73) kept 39 columns below 1e-6 of the largest, and each Newton
+    outer iteration took 140-150 s against about 70 s at rank 36.
+    """
+    U, s, _ = np.linalg.svd(W, full_matrices=False)
+    k = int(np.sum(s > rtol * s[0])) + margin
+    if k > 0.75 * W.shape[1]:
+        return None
+    return U[:, :k] * s[:k]
+
+
 def _initial_factor(space: _Space, k: int, rng) -> np.ndarray:
     W = rng.standard_normal((space.dim, k))
     W = space.project(W)
@@ -1522,6 +1544,9 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             inner = "newton" if newton else None
         W, res = run(W, gtol * obj_scale / np.sqrt(W.size),
                      opts.max_newton if newton else opts.max_inner, inner)
+        trimmed = _trim_rank(W)
+        if trimmed is not None:
+            W = trimmed
         g, gs, quad, D, h = alm.multipliers(W, y, nu, sigma, sigma_h)
         r = pen.residual(D, g, y, sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
@@ -1538,6 +1563,8 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         entry = {"outer": it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": sigma, "lbfgs_iters": int(res.nit),
                  "cheap_gap": cheap_gap, "seconds": time.perf_counter() - t0}
+        if trimmed is not None:
+            entry["trimmed_rank"] = W.shape[1]
         converged_primal = infeas <= opts.feas_tol and (rnorm <= max(opts.feas_tol, 1e-2 * opts.tol)
                                                           or pen.mode != "equality")
         y_ref, nu_ref, refined_gap = y, nu, np.inf

@@ -470,3 +470,23 @@ def test_rank_growth_is_refused_for_a_rank_deficient_factor():
     assert large._rank_deficient(W)
     U, s, Vt = np.linalg.svd(rng.standard_normal((200, 6)), full_matrices=False)
     assert not large._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
+
+
+def test_trim_rank_drops_null_directions_and_keeps_the_gram_matrix():
+    """Trimming keeps ``W W^T`` (to the dropped singular values squared), leaves
+    ``margin`` null columns so growth stays refused, and leaves a factor alone when
+    less than a quarter of its columns are null."""
+    rng = np.random.default_rng(1)
+    U, _, Vt = np.linalg.svd(rng.standard_normal((300, 12)), full_matrices=False)
+    s = np.r_[np.linspace(3.0, 1.0, 5), 1e-9 * np.ones(7)]
+    W = U @ np.diag(s) @ Vt
+    T = large._trim_rank(W)
+    assert T.shape == (300, 5 + 2)
+    # exact up to the dropped sigma_i^2 = 1e-18 and rounding of the SVD (~1e-15 relative)
+    assert np.linalg.norm(T @ T.T - W @ W.T) <= 1e-13 * np.linalg.norm(W @ W.T)
+    assert large._rank_deficient(T)
+    # 9 genuine of 12: trimming would drop only 1 column, not worth a restart
+    s2 = np.r_[np.linspace(3.0, 1.0, 9), 1e-9 * np.ones(3)]
+    assert large._trim_rank(U @ np.diag(s2) @ Vt) is None
+    # a full-rank factor is never trimmed
+    assert large._trim_rank(rng.standard_normal((300, 12))) is None
