@@ -196,7 +196,8 @@ class LowRankOptions:
     rank : int or None
         Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
         of the Barvinok–Pataki rank (at least 16) for MVU, at most ``n - 1``
-        (grown as needed; see :func:`_initial_rank`).
+        (grown as needed, see :func:`_initial_rank`; trimmed when a quarter of
+        its columns become numerically null, see :func:`_trim_rank`).
     max_rank : int
         Largest rank the factor may grow to.
     warm_start : {None, "basis"} or ndarray
