@@ -1135,8 +1135,9 @@ def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: flo
     solved matrix-free by LSMR (:math:`J^T\lambda = 2E^T\mathrm{diag}(\lambda)EW` keeps
     the columns centred). The constraints are quadratic, so from a small residual
     the steps converge quadratically and move the objective by about
-    :math:`y^Tc(W)`: the restored point is feasible to ``tol`` and its objective
-    is a genuine upper bound for the certificate. Stops at ``tol`` (relative,
+    :math:`y^Tc(W)`: the restored point is feasible to ``tol``, so its objective
+    bounds :math:`p^*` from above up to that residual (the certificate's other
+    side). Stops at ``tol`` (relative,
     :math:`\|c\|/\|\bar D\|`), after ``max_steps``, or when a step does not reduce
     the residual. Returns the best factor found and its relative residual.
     """
