@@ -903,7 +903,7 @@ def certify(space: _Space, pen: _Penalty, y, nu, *, factor=None, eig_tol=1e-6,
                           start=cache.get("lanczos_start"))
     except spla.ArpackNoConvergence:
         return Certificate(None, None, "none", "Lanczos did not converge", y=y, nu=nu)
-    lanczos = space.Q is None and space.dim > _DENSE_EIG_MAX
+    lanczos = _eig_check(space) == CHECK_LANCZOS
     if lanczos:
         cache["lanczos_start"] = eig.vector
     cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
@@ -1682,9 +1682,10 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         if (not converged_primal and pen.mode == "equality" and rnorm <= _RESTORE_MAX
                 and h_viol <= opts.feas_tol and cheap_gap <= 100 * opts.tol):
             W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
-            h_r = alm.objective_parts(W_r)[2]
+            quad_r, D_r, h_r = alm.objective_parts(W_r)
             if r_r <= feas_target and (space.H is None or h_r <= opts.feas_tol * abs(quad)):
-                W_c, p_c, infeas_c, certifiable = W_r, alm.true_objective(W_r), r_r, True
+                W_c, p_c, infeas_c = W_r, quad_r + pen.objective(D_r), r_r
+                certifiable = True
                 cheap_gap = _rel_gap(p_c, lb_cheap) if np.isfinite(lb_cheap) else np.inf
                 entry.update(restored_residual=r_r, restored_objective=p_c)
         y_ref, nu_ref, refined_gap = y, nu, np.inf
@@ -1714,10 +1715,10 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
                 if certificate.bound is not None else np.inf
             if certificate.lambda_min is not None and certificate.lambda_min < 0 \
-                    and loss > 0.5 * opts.tol and certificate.eig is not None:
-                if not _rank_deficient(W) and W.shape[1] < opts.max_rank:
-                    W = _escape(alm, W, certificate.eig.vector, y, nu, sigma, sigma_h)
-                    entry["grew_rank"] = W.shape[1]
+                    and loss > 0.5 * opts.tol and W.shape[1] < opts.max_rank \
+                    and not _rank_deficient(W):
+                W = _escape(alm, W, certificate.eig.vector, y, nu, sigma, sigma_h)
+                entry["grew_rank"] = W.shape[1]
             gtol = max(gtol * 0.1, 1e-9)
         history.append(entry)
         logger.info("LOWRANK outer %d: %s", it, entry)
