@@ -1140,7 +1140,17 @@ def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: flo
     side). Stops at ``tol`` (relative,
     :math:`\|c\|/\|\bar D\|`), after ``max_steps``, or when a step does not reduce
     the residual. Returns the best factor found and its relative residual.
+    ``InputError`` for another distance mode (their factors are feasible as they
+    are) or a factor of the wrong shape.
     """
+    if pen.mode != "equality":
+        raise InputError(f"restore_feasibility moves a factor onto distances='equality' "
+                         f"constraints; got distances={pen.mode!r}, whose factors are "
+                         f"feasible as they are")
+    W = np.asarray(W, dtype=float)
+    if W.ndim != 2 or W.shape[0] != space.dim:
+        raise InputError(f"restore_feasibility needs a factor of shape ({space.dim}, k); "
+                         f"got {W.shape}")
     t = pen.t
     t_norm = max(float(np.linalg.norm(t)), 1e-300)
 

@@ -523,6 +523,14 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     # an already feasible factor is returned as it is
     W_same, r_same = large.restore_feasibility(space, pen, F, tol=1e-12)
     assert W_same is F and r_same <= 1e-12
+    # misuse is rejected before any work: a wrong shape, a mode without equalities
+    with pytest.raises(InputError, match="shape"):
+        large.restore_feasibility(space, pen, F[:-1], tol=1e-12)
+    _, _, y_obs, _ = digits
+    gp_int = dvu_problem(graph, y_obs)
+    with pytest.raises(InputError, match="distances='interval'"):
+        large.restore_feasibility(large._Space(gp_int, None), large._Penalty(gp_int), F,
+                                  tol=1e-12)
 
 
 def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
