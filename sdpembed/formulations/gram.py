@@ -63,6 +63,8 @@ class DiagPlusLowRank:
         """:math:`M X` for a vector or a matrix of columns, in O(n r) per column."""
         X = np.asarray(X)
         d = self.diag if X.ndim == 1 else self.diag[:, None]
+        if self.U.shape[1] == 0:
+            return d * X
         return d * X + self.U @ (self.s[:, None] * (self.U.T @ X) if X.ndim > 1
                                  else self.s * (self.U.T @ X))
 
