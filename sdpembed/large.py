@@ -1438,7 +1438,7 @@ _axpy = sla.blas.daxpy  # y <- a x + y in place: the two-loop recursion without 
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
            stop_norm: float = np.inf, deadline: float = np.inf) -> _LBFGSResult:
-    r"""Limited-memory BFGS with Armijo backtracking, on flat arrays.
+    r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k` by the two-loop recursion over the
     last ``memory`` pairs :math:`(s_i, y_i)`, with initial inverse Hessian
@@ -1449,8 +1449,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     every other trial step starts at 1. Stops when
     :math:`\|g\|_{\text{stop\_norm}} \le` ``gtol``, when the relative decrease
     :math:`(f_k - f_{k+1})/\max(|f_k|, |f_{k+1}|, 1) \le` ``ftol`` (the tests of
-    L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations, or at the
-    ``deadline`` (a :func:`time.perf_counter` value).
+    L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
+    ``20 * maxiter + 100``), or at the ``deadline`` (a :func:`time.perf_counter` value).
 
     The pairs live in two ``(memory, N)`` arrays and every vector operation is one
     BLAS call (``ddot``, in-place ``daxpy``): measured at N = 95,000 and
