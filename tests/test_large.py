@@ -637,3 +637,38 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
     assert per_iteration and res.certified_gap <= min(per_iteration) * (1 + 1e-12)
     ref = solve(dvu(graph, y_obs, centroids="eliminated"), solver="CLARABEL")
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
+
+
+@pytest.mark.parametrize("variant", ["interval", "snr"])
+def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
+    """lift_multipliers: from multipliers perturbed by 1e-4 (S(y) with lambda_min about
+    -2e-5), raising a few y_e gives an exactly PSD S (dense eigenvalues on 1-perp) and a
+    valid bound (below CLARABEL's optimum) that loses at least 5x less than the shifted
+    certificate at the same multipliers (measured: 11x). Only raises, stays in the box."""
+    _, _, y_obs, graph = digits
+    kw = {"interval": {}, "snr": {"snr": 4.0}}[variant]
+    gp = dvu_problem(graph, y_obs, **kw)
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
+    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    shifted = large.certify(space, pen, y_noisy, res.nu, factor=res.factor)
+    assert shifted.method == "shifted"
+    y_l, eig = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    Hb = centering_basis(gp.n)
+    SH = space.apply_S(Hb, y_l, res.nu)
+    lam = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
+    assert lam >= 0 and eig.value == pytest.approx(lam, rel=1e-6)
+    assert np.all(y_l >= y_noisy) and np.all(np.abs(y_l) <= pen.w)
+    opt = solve(dvu(graph, y_obs, centroids="eliminated", **kw), solver="CLARABEL").objective
+    bound = -pen.conjugate(y_l)
+    assert bound <= opt + BOUND_SLACK * abs(opt)
+    assert opt - bound <= (opt - shifted.bound) / 5
+
+
+def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
+    _, _, y_obs, graph = digits
+    gp = dvu_problem(graph, y_obs, distances="equality")
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    with pytest.raises(InputError, match="interval"):
+        large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0]), 0.0)
