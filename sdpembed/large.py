@@ -3,8 +3,10 @@
 Registers the backend ``"LOWRANK"``, so ``solve(formulation, solver="LOWRANK")``
 works like any other backend. It reads the numpy description
 :class:`~sdpembed.formulations.gram.GramProblem` stored in
-``formulation.meta["gram_problem"]`` and never touches the cvxpy problem data:
-no dense n x n matrix is formed, so it runs on all 9,298 USPS digits.
+``formulation.meta["gram_problem"]`` and never touches the cvxpy problem data.
+The iterations form no dense n x n matrix, so it runs on all 9,298 USPS digits; only
+the certificate's final Cholesky check (n <= 20,000, memory permitting) and the
+lifting of interval multipliers (n <= 5,000) do.
 
 Method
 ------
@@ -248,8 +250,9 @@ class LowRankOptions:
         is returned with status ``"optimal_inaccurate"`` and its gap (the last
         iterate is certified if none was; ``certified_gap`` is ``None`` only when
         no certificate can be computed, with the reason). The limit is checked
-        inside the subproblem solves; the final certificate, and for n > 800
-        its dense Cholesky verification, come on top.
+        inside the subproblem solves; a lift of the multipliers under way
+        (:func:`lift_multipliers`, about 10-20 s at n = 2,500), the final
+        certificate, and for n > 800 its dense Cholesky verification, come on top.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
     random_state : int or None
@@ -1138,6 +1141,9 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
 #: about 4n³/3 flops per round; 1.7 s at n = 2,500)
 _LIFT_MAX_N = 5_000
 
+#: note prefix of a certificate taken at lifted multipliers
+_LIFTED = "lifted multipliers; "
+
 
 def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
                      floor: float | None = None, n_eig: int = 120, n_edges: int = 1000,
@@ -1210,6 +1216,9 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
         res = rank_one_lmi_lp(np.diag(lam[:K] - eta), Bm[sel], pen.t[sel],
                               np.zeros(sel.size), room[sel])
         y[sel] = np.minimum(y[sel] + res.d, pen.w[sel])
+        logger.debug("lift round %d: lambda_min %.3g, %d negative, block %d, %d edges, "
+                     "cost %.3g, %s after %d iterations", r + 1, lam[0], int(neg.sum()), K,
+                     sel.size, res.cost, res.status, res.iterations)
     return y, eig
 
 
@@ -1890,10 +1899,12 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
                           "certified_gap" if certificate.verified else "estimated_gap": gap})
             dual = (certificate, y_cert, nu_cert)
             bounds = [b for b in (certificate.bound, best_dual and best_dual[0]) if b is not None]
+            t_lift = time.perf_counter()
             lifted = _lifted_certificate(space, pen, certificate, gap,
                                          max(bounds) if bounds else None, candidates, opts, cache)
             if lifted is not None:
-                entry["lifted_gap"] = _rel_gap(p_c, lifted.bound)
+                entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
+                             lift_seconds=time.perf_counter() - t_lift)
                 if lifted.bound is not None and (certificate.bound is None
                                                  or lifted.bound > certificate.bound):
                     dual = (lifted, lifted.y, lifted.nu)
@@ -2108,9 +2119,6 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
     cert.note = _LIFTED + cert.note
     return cert
-
-
-_LIFTED = "lifted multipliers; "
 
 
 def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
