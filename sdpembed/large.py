@@ -1825,7 +1825,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     # weak duality holds across iterations: the lowest objective of any feasible
     # iterate and the highest certified bound of any iteration form a valid pair
     best_primal: tuple | None = None  # (objective, factor, infeasibility)
-    best_dual: tuple | None = None    # (bound, certificate, y, nu)
+    best_dual: Certificate | None = None  # the highest bound (it carries its y, nu)
     prev_res = np.inf
     gtol = 1e-3
     cheap_prev = np.inf
@@ -1891,33 +1891,29 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         if certifiable and min(cheap_gap, refined_gap) <= opts.tol:
             candidates = [(y, nu)] + ([(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             p_best = best_primal[0]
-            certificate, y_cert, nu_cert = _best_certificate(
+            certificate, _, _ = _best_certificate(
                 space, pen, W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
             gap = _rel_gap(p_c, certificate.bound)
             # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap; only the final one is verified
             entry.update({"lambda_min": certificate.lambda_min,
                           "certified_gap" if certificate.verified else "estimated_gap": gap})
-            dual = (certificate, y_cert, nu_cert)
-            bounds = [b for b in (certificate.bound, best_dual and best_dual[0]) if b is not None]
+            best_dual = _higher_bound(best_dual, certificate)
             t_lift = time.perf_counter()
             lifted = _lifted_certificate(space, pen, certificate, gap,
-                                         max(bounds) if bounds else None, candidates, opts, cache)
+                                         None if best_dual is None else best_dual.bound,
+                                         candidates, opts, cache)
             if lifted is not None:
                 entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
                              lift_seconds=time.perf_counter() - t_lift)
-                if lifted.bound is not None and (certificate.bound is None
-                                                 or lifted.bound > certificate.bound):
-                    dual = (lifted, lifted.y, lifted.nu)
-            if dual[0].bound is not None and (best_dual is None or dual[0].bound > best_dual[0]):
-                best_dual = (dual[0].bound, dual[0], dual[1].copy(), dual[2])
-            combined = _rel_gap(p_best, best_dual[0]) if best_dual is not None else None
+                best_dual = _higher_bound(best_dual, lifted)
+            combined = _rel_gap(p_best, best_dual.bound) if best_dual is not None else None
             if combined is not None and gap is not None and combined < gap:
                 entry["combined_gap"] = combined
             if combined is not None and combined <= opts.tol:
                 history.append(entry)
                 status = "optimal"
                 W = best_primal[1]
-                _, certificate, y, nu = best_dual
+                certificate, y, nu = best_dual, best_dual.y, best_dual.nu
                 break
             # grow the rank only where the negative eigenvalue, not the multipliers,
             # is what keeps the gap open
@@ -1974,7 +1970,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     if status != "optimal" and best_dual is not None:
         # the best pair seen; an equality-mode last iterate that is more feasible than
         # the best primal point is kept instead
-        _, certificate, y, nu = best_dual
+        certificate, y, nu = best_dual, best_dual.y, best_dual.nu
         pb, Wb, infb = best_primal
         if not (pen.mode == "equality" and infb > infeas):
             F, p = space.points(Wb), pb
@@ -2095,6 +2091,13 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
             best = (cert, y, nu)
         if target is not None and best[0].bound is not None and best[0].bound >= target:
             break  # good enough: the other candidates would only cost eigenvalue solves
+    return best
+
+
+def _higher_bound(best: Certificate | None, cert: Certificate) -> Certificate | None:
+    """``cert`` if its bound exceeds ``best``'s (or ``best`` is ``None``), else ``best``."""
+    if cert.bound is not None and (best is None or cert.bound > best.bound):
+        return cert
     return best
 
 
