@@ -1191,7 +1191,11 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     n = space.dim
     if n > _LIFT_MAX_N:
         raise InputError(f"lift_multipliers needs dense eigenpairs: n = {n} > {_LIFT_MAX_N}")
-    y = np.clip(np.asarray(y, dtype=float), -pen.w, pen.w)
+    y = np.asarray(y, dtype=float)
+    if y.shape != pen.t.shape:
+        raise InputError(f"lift_multipliers needs one multiplier per edge: y of shape "
+                         f"{pen.t.shape}, got {y.shape}")
+    y = np.clip(y, -pen.w, pen.w)
     g = _gershgorin(space, y, nu)
     c = 2.0 * g + 1.0
     eta = 1e-8 * g

@@ -80,6 +80,8 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.linalg import blas
 
+from .exceptions import InputError
+
 __all__ = ["ReducedIPMResult", "interval_ipm", "LiftResult", "rank_one_lmi_lp", "svec", "smat",
            "svec_outer_rows", "factor_from_gram"]
 
@@ -510,13 +512,21 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     :math:`O(K^6)`: minutes at K = 80). The data are scaled to unit size first.
     Stops when the relative gap and the residuals are below ``tol``; the caller
     checks the LMI independently, so a loose stop costs accuracy, never validity.
+    Mismatched shapes, or bounds that are not finite with ``lo < hi``, raise
+    :class:`~sdpembed.exceptions.InputError`.
     """
     B = np.asarray(B, dtype=float)
-    m, K = B.shape
+    A0 = np.asarray(A0, dtype=float)
     lo, hi, c = (np.asarray(v, dtype=float) for v in (lo, hi, c))
+    if B.ndim != 2 or A0.shape != (B.shape[1],) * 2 \
+            or any(v.shape != (B.shape[0],) for v in (lo, hi, c)):
+        raise InputError(f"rank_one_lmi_lp needs B of shape (m, K), A0 (K, K) and c, lo, hi "
+                         f"of length m; got B {B.shape}, A0 {A0.shape}, c {c.shape}, "
+                         f"lo {lo.shape}, hi {hi.shape}")
+    m, K = B.shape
     u = hi - lo
     if np.any(~np.isfinite(u)) or np.any(u <= 0):
-        raise ValueError("rank_one_lmi_lp needs finite bounds with lo < hi")
+        raise InputError("rank_one_lmi_lp needs finite bounds with lo < hi")
     A0s = 0.5 * (A0 + A0.T) + (B.T * lo) @ B
     sa = max(float(np.abs(A0s).max()), float(np.max((B * B).sum(1) * u)), 1e-300)
     sc = max(float(np.abs(c).max()), 1e-300)

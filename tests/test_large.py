@@ -672,3 +672,7 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     space, pen = large._Space(gp, None), large._Penalty(gp)
     with pytest.raises(InputError, match="interval"):
         large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0]), 0.0)
+    gp = dvu_problem(graph, y_obs)
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    with pytest.raises(InputError, match="one multiplier per edge"):
+        large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)

@@ -150,8 +150,10 @@ def test_rank_one_lmi_lp_matches_clarabel():
         assert res.cost == pytest.approx(1e-5 * ref.value, rel=1e-4)
 
 
-def test_rank_one_lmi_lp_rejects_open_boxes():
+def test_rank_one_lmi_lp_rejects_open_boxes_and_mismatched_shapes():
     from sdpembed.reduced import rank_one_lmi_lp
 
-    with pytest.raises(ValueError, match="finite bounds"):
+    with pytest.raises(InputError, match="finite bounds"):
         rank_one_lmi_lp(np.eye(2), np.ones((3, 2)), np.ones(3), np.zeros(3), np.full(3, np.inf))
+    with pytest.raises(InputError, match="shape"):
+        rank_one_lmi_lp(np.eye(3), np.ones((3, 2)), np.ones(3), np.zeros(3), np.ones(3))
