@@ -1904,7 +1904,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         if certifiable and min(cheap_gap, refined_gap) <= opts.tol:
             candidates = [(y, nu)] + ([(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             p_best = best_primal[0]
-            certificate, _, _ = _best_certificate(
+            certificate = _best_certificate(
                 space, pen, W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
             gap = _rel_gap(p_c, certificate.bound)
             # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap; only the final one is verified
@@ -1978,9 +1978,10 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     if status == "optimal_inaccurate" and best_dual is None:
         # stopped before any certificate: certify the last iterate anyway (every large
         # solve reports a bound, however loose, or says why it has none)
-        certificate, y, nu = _best_certificate(
+        certificate = _best_certificate(
             space, pen, W, [(y, nu), refine_multipliers(space, pen, W, y, nu)], opts, cache,
             target=p)
+        y, nu = certificate.y, certificate.nu
     if status != "optimal" and best_dual is not None:
         # the best pair seen; an equality-mode last iterate that is more feasible than
         # the best primal point is kept instead
@@ -2070,7 +2071,7 @@ def _reduced_ipm(space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions, 
         return None
     W = factor_from_gram(res.Y, rel_tol=1e-10)
     p = alm.true_objective(W)
-    certificate, y, nu = _best_certificate(space, pen, W, [(res.y, res.nu)], opts, cache)
+    certificate = _best_certificate(space, pen, W, [(res.y, res.nu)], opts, cache)
     gap = _rel_gap(p, certificate.bound)
     quad, _, h = alm.objective_parts(W)
     infeas = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
@@ -2085,15 +2086,16 @@ def _reduced_ipm(space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions, 
         return None
     return LowRankResult(
         factor=space.points(W), objective=p, bound=certificate.bound, certified_gap=gap,
-        infeasibility=infeas, y=y, nu=nu, status="optimal" if ok else "optimal_inaccurate",
+        infeasibility=infeas, y=certificate.y, nu=certificate.nu,
+        status="optimal" if ok else "optimal_inaccurate",
         iterations=res.iterations, seconds=time.perf_counter() - t0, history=res.history,
         info={"certificate": certificate, "rank": W.shape[1], "function_evaluations": 0,
               "reduced_solver": record, **cache})
 
 
 def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
-    """``(certificate, y, nu)`` with the highest bound over candidate dual points
-    (``target``: the bound wanted, see :func:`certify`)."""
+    """The certificate with the highest bound over candidate dual points (it carries its
+    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`)."""
     best = None
     for k, (y, nu) in enumerate(candidates):
         cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
@@ -2101,9 +2103,9 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
         if k > 0:
             cert.note = "refined multipliers; " + cert.note
         if best is None or (cert.bound is not None
-                            and (best[0].bound is None or cert.bound > best[0].bound)):
-            best = (cert, y, nu)
-        if target is not None and best[0].bound is not None and best[0].bound >= target:
+                            and (best.bound is None or cert.bound > best.bound)):
+            best = cert
+        if target is not None and best.bound is not None and best.bound >= target:
             break  # good enough: the other candidates would only cost eigenvalue solves
     return best
 
