@@ -1139,7 +1139,7 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
 
 
 #: largest n for which :func:`lift_multipliers` runs (dense bottom eigenpairs: 8n² bytes,
-#: about 4n³/3 flops per round; 1.7 s at n = 2,500)
+#: about 4n³/3 flops per round; 1.0-1.1 s at n = 2,500 on one thread)
 _LIFT_MAX_N = 5_000
 
 #: note prefix of a certificate taken at lifted multipliers
