@@ -1568,6 +1568,9 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     against 10.8 ms for :func:`scipy.optimize.minimize` with L-BFGS-B, whose
     bound handling the unconstrained subproblems never use. On USPS MVU
     n = 2,500 the L-BFGS phase (outer iterations 1-5) fell from 25 s to 10 s.
+    ``memory=10`` halves the two-loop work but did not pay on USPS DVU: n = 500,
+    seeds 0-2, 16.6/20.6/23.0 s against 14.2/28.7/27.3 s; n = 2,500, seeds 0-1,
+    certified gap after 240 s 1.2e-3/7.6e-4 against 1.1e-4/7.3e-4.
     """
     x = np.array(x0, dtype=float)
     N = x.size
@@ -1758,7 +1761,10 @@ def _initial_rank(gp: GramProblem) -> int:
     (r_BP = 49) certified in 91 s from rank 8, 10-14 s from ranks 14-24 (the
     optimum has rank 13); n = 2,500 (r_BP = 111): gap 0.375 after 240 s from
     rank 8, 0.058 from 16, 8.9e-4 from 32 (the factor grew to 42). For DVU
-    larger starts were slower (n = 500: 34 s from 14, 45 s from 20, 80 s from 24).
+    larger starts were slower (n = 500: 34 s from 14, 45 s from 20, 80 s from 24),
+    and so were smaller ones: n = 2,500, seed 0, certified gap after 240 s of
+    1.1e-4 from rank 14, 1.5e-2 from 11, 0.78 from 24 (the solution's factor has
+    9 large singular values and 5 near 5 % of the largest).
     """
     if gp.icv is not None and hasattr(gp.icv, "U"):
         return gp.icv.U.shape[1] + 4
