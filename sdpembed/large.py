@@ -41,6 +41,21 @@ Subproblems are solved by L-BFGS, then, once the duality gap is below 1e-2, by
 a truncated Newton–CG method with exact (generalized) Hessian-vector
 products.
 
+Why not column generation: the restricted problem on :math:`G = BMB^T`, with
+:math:`B` spanning the factor and the bottom eigenvectors of :math:`S(y)`, is a
+small convex SDP that :func:`sdpembed.reduced.interval_ipm` solves in 1-7 s at
+n = 2,500 (r = 30-46), so alternating it with pricing by :math:`S` is the obvious
+rival. Measured on 2,500 USPS digits (DVU, optimum between -1.11274 and -1.11259):
+unstabilised, from the augmented-Lagrangian state after 100 s (objective -1.0963),
+15 rounds (56 s) reached -1.1093 and tailed off, and the restricted multipliers
+are useless in the full space (:math:`\\lambda_{\\min}(S)` between -165 and -850
+over two such runs); with the multipliers kept in a box
+:math:`|y - y_c| \\le \\theta w` and the cuts accumulated, from the state after
+170 s (objective -1.11174), the primal reached -1.11234 in 17 s, but
+:math:`\\lambda_{\\min}(S)` stayed below -0.06 even at :math:`\\theta = 4\\cdot 10^{-4}`,
+so no round gave a bound. The dual feasible set is too thin for a step in
+:math:`y`; the augmented Lagrangian keeps its multipliers.
+
 Optimal faces and the trace tie-break: the DVU optimum is often not unique
 (over the optimal face the trace of G varies; interior-point backends return
 a high-rank point of the face, of numerical rank near n). A low-rank factor
