@@ -261,10 +261,12 @@ class LowRankOptions:
         :math:`\\sum_e \\omega_e a_ea_e^T`, :math:`\\omega_e = 2\\sigma\\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
     time_limit : float
-        Seconds; when the limit is hit the best pair so far (see "Certificate")
-        is returned with status ``"optimal_inaccurate"`` and its gap (the last
-        iterate is certified if none was; ``certified_gap`` is ``None`` only when
-        no certificate can be computed, with the reason). The limit is checked
+        Seconds; when the limit is hit the best pair so far (see "Certificate":
+        the lowest-objective feasible iterate and the highest bound) is returned
+        with status ``"optimal_inaccurate"`` and its gap (if no iterate was
+        certified, the last one's multipliers are; ``certified_gap`` is ``None``
+        only when no certificate can be computed, with the reason). The same holds
+        when ``max_outer`` ends the solve. The limit is checked
         inside the subproblem solves; a lift of the multipliers under way
         (:func:`lift_multipliers`, about 10-20 s at n = 2,500), the final
         certificate, and for n > 800 its dense Cholesky verification, come on top.
@@ -2006,9 +2008,12 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             target=p)
         y, nu = certificate.y, certificate.nu
     if status != "optimal" and best_dual is not None:
-        # the best pair seen; an equality-mode last iterate that is more feasible than
-        # the best primal point is kept instead
         certificate, y, nu = best_dual, best_dual.y, best_dual.nu
+    if status != "optimal" and best_primal is not None and (
+            best_dual is not None or (status == "optimal_inaccurate" and best_primal[0] < p)):
+        # the best primal point seen, also when the loop made no certificate attempt
+        # (the iterates' objectives are not monotone); an equality-mode last iterate
+        # that is more feasible is kept
         pb, Wb, infb = best_primal
         if not (pen.mode == "equality" and infb > infeas):
             F, p = space.points(Wb), pb

@@ -708,3 +708,28 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     space, pen = large._Space(gp, None), large._Penalty(gp)
     with pytest.raises(InputError, match="one multiplier per edge"):
         large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)
+
+
+def test_solve_without_certificate_attempt_returns_its_best_iterate():
+    # stopped by max_outer before any certificate attempt (tol far below reach), the
+    # solve still reports the lowest-objective iterate (every interval iterate is
+    # feasible), certified by the last iterate's multipliers. On this instance the
+    # objectives are not monotone (the last of 10 outer iterations is 4e-5 above the best)
+    X, y = _digits()
+    rng = np.random.default_rng(0)
+    idx = np.flatnonzero(y < 3)[rng.permutation(int((y < 3).sum()))[:120]]
+    X, y_obs = X[idx], y[idx].copy()
+    y_obs[rng.random(idx.size) > 0.8] = -1
+    gp = dvu_problem(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y_obs)
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=10))
+    objectives = [e["objective"] for e in res.history]
+    assert res.status == "optimal_inaccurate" and len(objectives) == 10
+    assert not any("lambda_min" in e for e in res.history)  # no certificate attempt
+    assert objectives[-1] > min(objectives)  # the path under test: the last is not the best
+    assert res.objective == pytest.approx(min(objectives), rel=1e-12)
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    D = gp.distances_of_factor(res.factor)
+    obj = gp.full_objective().inner_factor(res.factor) + float(pen.w @ np.abs(D - gp.target))
+    assert obj == pytest.approx(res.objective, rel=1e-10)
+    assert res.bound is not None and res.bound <= res.objective
+    assert large.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
