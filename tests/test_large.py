@@ -42,14 +42,26 @@ BOUND_SLACK = 1e-6
 
 @pytest.fixture(scope="module")
 def digits():
-    rng = np.random.default_rng(1)
+    return _three_class_digits(36, seed=1)
+
+
+def _three_class_digits(n: int, seed: int):
+    """n digits of classes 0-2, about 80 % labelled, and their DVU graph (2-NN + 1 random
+    long edge): ``(X, y_true, y_obs, graph)``."""
+    rng = np.random.default_rng(seed)
     X, y = _digits()
-    idx = np.flatnonzero(y < 3)[rng.permutation(int((y < 3).sum()))[:36]]
+    idx = np.flatnonzero(y < 3)[rng.permutation(int((y < 3).sum()))[:n]]
     X, y_true = X[idx], y[idx]
     y_obs = y_true.copy()
     y_obs[rng.random(idx.size) > 0.8] = -1
     graph = knn_graph(X, n_neighbors=2, n_random=1, random_state=0)
     return X, y_true, y_obs, graph
+
+
+def _interval_objective(gp, pen, F) -> float:
+    """DVU objective of the factor F, recomputed from scratch: <C~, FF^T> + sum_e w_e|D_e - t_e|."""
+    D = gp.distances_of_factor(F)
+    return gp.full_objective().inner_factor(F) + float(pen.w @ np.abs(D - gp.target))
 
 
 def _digits():
@@ -660,8 +672,7 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
     res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-6))
     space, pen = large._Space(gp, None), large._Penalty(gp)
     F = res.factor
-    D = gp.distances_of_factor(F)
-    obj = gp.full_objective().inner_factor(F) + float(pen.w @ np.abs(D - gp.target))
+    obj = _interval_objective(gp, pen, F)
     assert abs(obj - res.objective) <= 1e-10 * abs(res.objective)
     cert = large.certify(space, pen, res.y, res.nu, factor=F)
     assert cert.bound == pytest.approx(res.bound, rel=1e-9)
@@ -715,12 +726,8 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     # solve still reports the lowest-objective iterate (every interval iterate is
     # feasible), certified by the last iterate's multipliers. On this instance the
     # objectives are not monotone (the last of 10 outer iterations is 4e-5 above the best)
-    X, y = _digits()
-    rng = np.random.default_rng(0)
-    idx = np.flatnonzero(y < 3)[rng.permutation(int((y < 3).sum()))[:120]]
-    X, y_obs = X[idx], y[idx].copy()
-    y_obs[rng.random(idx.size) > 0.8] = -1
-    gp = dvu_problem(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y_obs)
+    _, _, y_obs, graph = _three_class_digits(120, seed=0)
+    gp = dvu_problem(graph, y_obs)
     res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=10))
     objectives = [e["objective"] for e in res.history]
     assert res.status == "optimal_inaccurate" and len(objectives) == 10
@@ -728,8 +735,6 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     assert objectives[-1] > min(objectives)  # the path under test: the last is not the best
     assert res.objective == pytest.approx(min(objectives), rel=1e-12)
     space, pen = large._Space(gp, None), large._Penalty(gp)
-    D = gp.distances_of_factor(res.factor)
-    obj = gp.full_objective().inner_factor(res.factor) + float(pen.w @ np.abs(D - gp.target))
-    assert obj == pytest.approx(res.objective, rel=1e-10)
+    assert _interval_objective(gp, pen, res.factor) == pytest.approx(res.objective, rel=1e-10)
     assert res.bound is not None and res.bound <= res.objective
     assert large.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
