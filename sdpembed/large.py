@@ -320,6 +320,13 @@ class LowRankOptions:
             raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
         if self.rank is not None and self.rank < 1:
             raise InputError("LOWRANK rank must be a positive integer")
+        for name in ("max_rank", "max_outer", "max_inner", "max_newton", "warm_basis_rank",
+                     "blas_threads"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise InputError(f"LOWRANK {name} must be a positive integer; got {value!r}")
+        if not (self.eig_tol > 0):
+            raise InputError("LOWRANK eig_tol must be positive")
         if self.inner not in INNER_SOLVERS:
             raise InputError(f"LOWRANK inner must be one of {INNER_SOLVERS}; got {self.inner!r}")
         if not (self.warm_start is None or isinstance(self.warm_start, np.ndarray)
@@ -1799,23 +1806,16 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         raise InputError("solver='LOWRANK' does not support the ratio constraint (eq. 11) "
                          "yet; use a conic backend (SCS, CLARABEL) or drop ratio=")
     t0 = time.perf_counter()
-    rng = np.random.default_rng(opts.random_state)
     space = _Space(gp, basis)
     pen = _Penalty(gp)
     alm = _ALM(space, pen, opts)
     alm.deadline = t0 + opts.time_limit
     cache: dict[str, Any] = {}
-    k0 = max(1, min(opts.rank or _initial_rank(gp), space.dim - (1 if basis is None else 0)))
-
-    # boundedness of the relaxed forms: S(y0) must be PSD (min_bounded_slack_weight)
-    if pen.mode in ("interval", "quadratic") and gp.snr is None:
-        y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
-        eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
-        if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):
-            return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, y0, 0.0,
-                                 "unbounded", 0, time.perf_counter() - t0,
-                                 info={"lambda_min_at_slack_weight": eig.ritz})
-
+    unbounded = _unbounded_at_slack_weight(space, pen, opts)
+    if unbounded is not None:
+        return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, unbounded[0], 0.0,
+                             "unbounded", 0, time.perf_counter() - t0,
+                             info={"lambda_min_at_slack_weight": unbounded[1]})
     if basis is not None and opts.reduced_solver != "alm":
         if pen.mode == "interval":
             done = _reduced_ipm(space, pen, alm, opts, t0, cache)
@@ -1824,7 +1824,34 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         elif opts.reduced_solver == "ipm":
             raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
                              f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
+    W = _starting_factor(gp, basis, space, opts, cache)
+    loop = _OuterLoop(space, pen, alm, opts, cache, t0, W)
+    loop.run()
+    return loop.result()
 
+
+def _unbounded_at_slack_weight(space: _Space, pen: _Penalty, opts: LowRankOptions):
+    r"""``(y0, lambda_min)`` when the relaxed problem is unbounded below, else ``None``.
+
+    ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
+    :math:`S(y_0) \succeq 0` at the coercive point (``y0 = w``, resp.
+    :math:`\lambda`; cf. :func:`~sdpembed.formulations.dvu.min_bounded_slack_weight`).
+    """
+    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None:
+        return None
+    y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
+    eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+    if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):
+        return y0, eig.ritz
+    return None
+
+
+def _starting_factor(gp: GramProblem, basis, space: _Space, opts: LowRankOptions,
+                     cache: dict) -> np.ndarray:
+    """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
+    padded with small random columns up to the initial rank."""
+    rng = np.random.default_rng(opts.random_state)
+    k0 = max(1, min(opts.rank or _initial_rank(gp), space.dim - (1 if basis is None else 0)))
     W = None
     warm = opts.warm_start
     if isinstance(warm, np.ndarray):
@@ -1843,64 +1870,112 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             W = space.project(sub.factor)
             cache["warm"] = {"seconds": sub.seconds, "objective": sub.objective}
     if W is None:
-        W = _initial_factor(space, k0, rng)
-    elif W.shape[1] < k0:
+        return _initial_factor(space, k0, rng)
+    if W.shape[1] < k0:
         W = np.c_[W, 1e-3 * np.sqrt(np.mean(W * W)) * space.project(
             rng.standard_normal((space.dim, k0 - W.shape[1])))]
+    return W
 
-    y = np.zeros(pen.t.shape[0])
-    nu = 0.0
-    quad, D, h = alm.objective_parts(W)
-    sigma = 10.0 / max(np.mean(pen.t), 1e-300) if pen.splitting else 1.0
-    if pen.mode == "interval":
-        sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
-    sigma0 = sigma
-    sigma_cap = _SIGMA_MAX_INTERVAL if pen.mode == "interval" else _SIGMA_MAX
-    obj_scale = max(abs(quad), 1e-12)
-    sigma_h = sigma_h0 = 10.0 / obj_scale
-    prev_h = np.inf
-    history: list[dict] = []
-    # weak duality holds across iterations: the lowest objective of any feasible
-    # iterate and the highest certified bound of any iteration form a valid pair
-    best_primal: tuple | None = None  # (objective, factor, infeasibility)
-    best_dual: Certificate | None = None  # the highest bound (it carries its y, nu)
-    prev_res = np.inf
-    gtol = 1e-3
-    cheap_prev = np.inf
-    status = "optimal_inaccurate"
-    it = 0
-    certificate = Certificate(None, None, "none", "not computed")
-    for it in range(1, opts.max_outer + 1):
-        run = alm.subproblem(y, nu, sigma, sigma_h)
-        newton = opts.inner == "newton" or (opts.inner == "auto" and cheap_prev < 1e-2)
+
+class _OuterLoop:
+    r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
+
+    Each iteration (:meth:`step`) solves the subproblem at the current
+    multipliers and penalty, updates the multipliers
+    :math:`y = \nabla\psi(D)`, and, once the cheap gap
+    :math:`(p + \varphi^*(y))/|p|` is small, attempts a certificate
+    (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises
+    the penalties and tightens the subproblem tolerance. Weak duality holds
+    across iterations, so the loop keeps the lowest objective of any
+    certifiable iterate (``best_primal``) and the highest bound of any attempt
+    (``best_dual``), and stops once that pair proves ``tol``.
+    """
+
+    def __init__(self, space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions,
+                 cache: dict, t0: float, W: np.ndarray):
+        self.space, self.pen, self.alm, self.opts, self.cache, self.t0 = \
+            space, pen, alm, opts, cache, t0
+        self.W = W
+        self.y = np.zeros(pen.t.shape[0])
+        self.nu = 0.0
+        quad, _, _ = alm.objective_parts(W)
+        sigma = 10.0 / max(np.mean(pen.t), 1e-300) if pen.splitting else 1.0
+        if pen.mode == "interval":
+            sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
+        self.sigma = self.sigma0 = sigma
+        self.sigma_cap = _SIGMA_MAX_INTERVAL if pen.mode == "interval" else _SIGMA_MAX
+        self.obj_scale = max(abs(quad), 1e-12)
+        self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
+        self.prev_res = self.prev_h = np.inf
+        self.gtol = 1e-3
+        self.cheap_prev = np.inf
+        self.rnorm = self.infeas = np.inf  # the last iterate's
+        self.status = "optimal_inaccurate"
+        self.it = 0
+        self.certificate = Certificate(None, None, "none", "not computed")
+        self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
+        self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
+        self.history: list[dict] = []
+
+    # ------------------------------------------------------------------ iterations
+    def run(self) -> None:
+        """Outer iterations until certified, out of time or iterations, or diverging."""
+        for it in range(1, self.opts.max_outer + 1):
+            self.it = it
+            entry, step = self.step()
+            self.history.append(entry)
+            if self.status == "optimal":
+                break
+            logger.info("LOWRANK outer %d: %s", self.it, entry)
+            if time.perf_counter() - self.t0 > self.opts.time_limit:
+                break
+            self.schedule(**step)
+            # divergence: the factor grows without bound -> unbounded
+            if np.sum(self.W * self.W) > 1e12 * max(self.space.gp.target.sum(), 1.0):
+                self.status = "unbounded"
+                break
+
+    def solve_subproblem(self):
+        """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
+        cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
+        and whether the rank was trimmed."""
+        opts, W = self.opts, self.W
+        run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
-            om = pen.curvature_weights(sigma) / W.shape[1]
-            inner = space.preconditioner(om)
+            om = self.pen.curvature_weights(self.sigma) / W.shape[1]
+            inner = self.space.preconditioner(om)
         else:
             inner = "newton" if newton else None
-        W, res = run(W, gtol * obj_scale / np.sqrt(W.size),
+        W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
                      opts.max_newton if newton else opts.max_inner, inner)
         trimmed = _trim_rank(W)
-        if trimmed is not None:
-            W = trimmed
-        g, gs, quad, D, h = alm.multipliers(W, y, nu, sigma, sigma_h)
-        r = pen.residual(D, g, y, sigma)
+        self.W = W if trimmed is None else trimmed
+        return res, trimmed is not None
+
+    def step(self) -> tuple[dict, dict]:
+        """One outer iteration. Returns its history entry and what :meth:`schedule` needs."""
+        space, pen, opts = self.space, self.pen, self.opts
+        res, trimmed = self.solve_subproblem()
+        W = self.W
+        g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
+        r = pen.residual(D, g, self.y, self.sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
         h_viol = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
-        y = g
+        self.y = g
         if space.H is not None:
-            nu = gs
+            self.nu = gs
         p = quad + pen.objective(D)
-        infeas = rnorm if pen.mode == "equality" else 0.0
-        infeas = max(infeas, h_viol)
-        lb_cheap = -pen.conjugate(y)
+        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol)
+        self.rnorm, self.infeas = rnorm, infeas
+        lb_cheap = -pen.conjugate(self.y)
         cheap_gap = _rel_gap(p, lb_cheap) if np.isfinite(lb_cheap) else np.inf
-        cheap_prev = cheap_gap
-        entry = {"outer": it, "rank": W.shape[1], "objective": p, "residual": rnorm,
-                 "snr_violation": h_viol, "sigma": sigma, "lbfgs_iters": int(res.nit),
-                 "cheap_gap": cheap_gap, "seconds": time.perf_counter() - t0}
-        if trimmed is not None:
+        self.cheap_prev = cheap_gap
+        entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
+                 "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
+                 "cheap_gap": cheap_gap, "seconds": time.perf_counter() - self.t0}
+        if trimmed:
             entry["trimmed_rank"] = W.shape[1]
         feas_target = max(opts.feas_tol, 1e-2 * opts.tol)
         converged_primal = infeas <= opts.feas_tol and (rnorm <= feas_target
@@ -1911,152 +1986,179 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         if (not converged_primal and pen.mode == "equality" and rnorm <= _RESTORE_MAX
                 and h_viol <= opts.feas_tol and cheap_gap <= 100 * opts.tol):
             W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
-            quad_r, D_r, h_r = alm.objective_parts(W_r)
+            quad_r, D_r, h_r = self.alm.objective_parts(W_r)
             if r_r <= feas_target and (space.H is None or h_r <= opts.feas_tol * abs(quad)):
                 W_c, p_c, infeas_c = W_r, quad_r + pen.objective(D_r), r_r
                 certifiable = True
                 cheap_gap = _rel_gap(p_c, lb_cheap) if np.isfinite(lb_cheap) else np.inf
                 entry.update(restored_residual=r_r, restored_objective=p_c)
-        if certifiable and (best_primal is None or p_c < best_primal[0]):
-            best_primal = (p_c, W_c.copy(), infeas_c)
-        y_ref, nu_ref, refined_gap = y, nu, np.inf
+        if certifiable and (self.best_primal is None or p_c < self.best_primal[0]):
+            self.best_primal = (p_c, W_c.copy(), infeas_c)
+        y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
         if certifiable and cheap_gap <= 100 * opts.tol:
             # complementary slackness is fitted at the stationary iterate, not the restored one
-            y_ref, nu_ref = refine_multipliers(space, pen, W, y, nu)
+            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
             lb_ref = -pen.conjugate(y_ref)
             refined_gap = _rel_gap(p_c, lb_ref) if np.isfinite(lb_ref) else np.inf
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(cheap_gap, refined_gap) <= opts.tol:
-            candidates = [(y, nu)] + ([(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
-            p_best = best_primal[0]
-            certificate = _best_certificate(
-                space, pen, W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
-            gap = _rel_gap(p_c, certificate.bound)
-            # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap; only the final one is verified
-            entry.update({"lambda_min": certificate.lambda_min,
-                          "certified_gap" if certificate.verified else "estimated_gap": gap})
-            best_dual = _higher_bound(best_dual, certificate)
-            t_lift = time.perf_counter()
-            lifted = _lifted_certificate(space, pen, certificate, gap,
-                                         None if best_dual is None else best_dual.bound,
-                                         candidates, opts, cache)
-            if lifted is not None:
-                entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
-                             lift_seconds=time.perf_counter() - t_lift)
-                best_dual = _higher_bound(best_dual, lifted)
-            combined = _rel_gap(p_best, best_dual.bound) if best_dual is not None else None
-            if combined is not None and gap is not None and combined < gap:
-                entry["combined_gap"] = combined
-            if combined is not None and combined <= opts.tol:
-                history.append(entry)
-                status = "optimal"
-                W = best_primal[1]
-                certificate, y, nu = best_dual, best_dual.y, best_dual.nu
-                break
-            # grow the rank only where the negative eigenvalue, not the multipliers,
-            # is what keeps the gap open
-            loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
-                if certificate.bound is not None else np.inf
-            if certificate.lambda_min is not None and certificate.lambda_min < 0 \
-                    and loss > 0.5 * opts.tol and W.shape[1] < opts.max_rank \
-                    and not _rank_deficient(W):
-                W = _escape(alm, W, certificate.eig.vector, y, nu, sigma, sigma_h)
-                entry["grew_rank"] = W.shape[1]
-            gtol = max(gtol * 0.1, 1e-9)
-        history.append(entry)
-        logger.info("LOWRANK outer %d: %s", it, entry)
-        if time.perf_counter() - t0 > opts.time_limit:
-            break
-        # multiplier / penalty schedule
-        if pen.splitting or space.H is not None:
+            candidates = [(self.y, self.nu)] + (
+                [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
+        return entry, {"rnorm": rnorm, "h_viol": h_viol, "cheap_gap": cheap_gap,
+                       "converged_primal": converged_primal, "inner_iterations": res.nit}
+
+    def attempt_certificate(self, entry: dict, candidates: list, p: float, p_c: float,
+                            lb_cheap: float) -> None:
+        """Certify the candidates (and lift the best, see :func:`_lifted_certificate`); stop
+        (status ``"optimal"``) once the best pair proves ``tol``, else grow the rank along the
+        negative eigenvector where that eigenvalue keeps the gap open."""
+        space, pen, opts, cache = self.space, self.pen, self.opts, self.cache
+        p_best = self.best_primal[0]
+        certificate = _best_certificate(
+            space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
+        self.certificate = certificate
+        gap = _rel_gap(p_c, certificate.bound)
+        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap; only the final one is verified
+        entry.update({"lambda_min": certificate.lambda_min,
+                      "certified_gap" if certificate.verified else "estimated_gap": gap})
+        self.best_dual = _higher_bound(self.best_dual, certificate)
+        t_lift = time.perf_counter()
+        lifted = _lifted_certificate(space, pen, certificate, gap,
+                                     None if self.best_dual is None else self.best_dual.bound,
+                                     candidates, opts, cache)
+        if lifted is not None:
+            entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
+                         lift_seconds=time.perf_counter() - t_lift)
+            self.best_dual = _higher_bound(self.best_dual, lifted)
+        best = self.best_dual
+        combined = _rel_gap(p_best, best.bound) if best is not None else None
+        if combined is not None and gap is not None and combined < gap:
+            entry["combined_gap"] = combined
+        if combined is not None and combined <= opts.tol:
+            self.status = "optimal"
+            self.W = self.best_primal[1]
+            self.certificate, self.y, self.nu = best, best.y, best.nu
+            return
+        # grow the rank only where the negative eigenvalue, not the multipliers,
+        # is what keeps the gap open
+        loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
+            if certificate.bound is not None else np.inf
+        if certificate.lambda_min is not None and certificate.lambda_min < 0 \
+                and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
+                and not _rank_deficient(self.W):
+            self.W = _escape(self.alm, self.W, certificate.eig.vector, self.y, self.nu,
+                             self.sigma, self.sigma_h)
+            entry["grew_rank"] = self.W.shape[1]
+        self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def schedule(self, *, rnorm: float, h_viol: float, cheap_gap: float,
+                 converged_primal: bool, inner_iterations: int) -> None:
+        """Penalties and subproblem tolerance for the next iteration."""
+        pen, opts = self.pen, self.opts
+        if pen.splitting or self.space.H is not None:
             # raise the penalty while the split residual stalls above tolerance, up to
             # _SIGMA_MAX (_SIGMA_MAX_INTERVAL) times its start (a larger one only worsens
             # the subproblems' conditioning, and restore_feasibility does the last of the
             # primal work)
-            raise_sigma = rnorm > max(0.25 * prev_res, opts.feas_tol) \
-                and 3.0 * sigma <= (1 + 1e-9) * sigma_cap * sigma0
+            raise_sigma = rnorm > max(0.25 * self.prev_res, opts.feas_tol) \
+                and 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
             # the SNR penalty has its own schedule: its violation can stall while the
             # distance residual is fine
-            raise_h = raise_sigma or (h_viol > max(0.25 * prev_h, opts.feas_tol)
-                                      and sigma_h < 1e6 * sigma_h0)
-            sigma *= 3.0 if raise_sigma else 1.0
-            sigma_h *= 3.0 if raise_h else 1.0
-            prev_res, prev_h = rnorm, h_viol
+            raise_h = raise_sigma or (h_viol > max(0.25 * self.prev_h, opts.feas_tol)
+                                      and self.sigma_h < 1e6 * self.sigma_h0)
+            self.sigma *= 3.0 if raise_sigma else 1.0
+            self.sigma_h *= 3.0 if raise_h else 1.0
+            self.prev_res, self.prev_h = rnorm, h_viol
         if cheap_gap > opts.tol or not converged_primal:
-            gtol = max(min(gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
-        if res.nit == 0 and (not converged_primal or cheap_gap > opts.tol):
+            self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
+        if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
             # the subproblem was already "solved" at this tolerance: tighten it, or the
             # outer loop would repeat the same point
-            gtol = max(gtol * 0.1, 1e-12)
-        if not pen.splitting and space.H is None and not converged_primal:
-            gtol = max(gtol * 0.1, 1e-10)
-        # divergence: the factor grows without bound -> unbounded
-        if np.sum(W * W) > 1e12 * max(gp.target.sum(), 1.0):
-            status = "unbounded"
-            break
-    F = space.points(W)
-    p = alm.true_objective(W)
-    if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
-        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
-        if r_r < _RESTORE_MAX and r_r < rnorm:
-            W, F, p = W_r, space.points(W_r), alm.true_objective(W_r)
-    if status == "optimal_inaccurate" and best_dual is None:
-        # stopped before any certificate: certify the last iterate anyway (every large
-        # solve reports a bound, however loose, or says why it has none)
-        certificate = _best_certificate(
-            space, pen, W, [(y, nu), refine_multipliers(space, pen, W, y, nu)], opts, cache,
-            target=p)
-        y, nu = certificate.y, certificate.nu
-    if status != "optimal" and best_dual is not None:
-        certificate, y, nu = best_dual, best_dual.y, best_dual.nu
-    if status != "optimal" and best_primal is not None and (
-            best_dual is not None or (status == "optimal_inaccurate" and best_primal[0] < p)):
-        # the best primal point seen, also when the loop made no certificate attempt
-        # (the iterates' objectives are not monotone); an equality-mode last iterate
-        # that is more feasible is kept
-        pb, Wb, infb = best_primal
-        if not (pen.mode == "equality" and infb > infeas):
-            F, p = space.points(Wb), pb
-    quad, D, h = alm.objective_parts(space.project(basis.T @ F) if basis is not None else F)
-    infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
-        if pen.mode == "equality" else 0.0
-    if space.H is not None:
-        infeas = max(infeas, max(0.0, h) / max(abs(quad), 1e-300))
-    if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
-        status = _infeasible_or_failed(space, pen, y, nu, opts)
-    # the reported certificate: verify its Lanczos lambda_min (n > _DENSE_EIG_MAX) once,
-    # here and not in the outer loop (a dense n x n Cholesky)
-    info: dict[str, Any] = {}
-    if certificate.check == CHECK_LANCZOS and certificate.bound is not None:
-        t_v = time.perf_counter()
-        cache["verify_threads"] = _verify_threads()
-        certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
-                                         cache=cache)
-        info["verify_seconds"] = time.perf_counter() - t_v
-    gap = _rel_gap(p, certificate.bound)
-    bound = certificate.bound
-    if not certificate.verified:
-        # an unverified (Lanczos) bound is an estimate, never reported as certified
-        info.update(estimated_gap=gap, estimated_bound=bound)
-        gap = bound = None
-        if status == "optimal" and certificate.bound is not None:
+            self.gtol = max(self.gtol * 0.1, 1e-12)
+        if not pen.splitting and self.space.H is None and not converged_primal:
+            self.gtol = max(self.gtol * 0.1, 1e-10)
+
+    # ------------------------------------------------------------------ the answer
+    def final_point(self) -> tuple[np.ndarray, float]:
+        """The reported factor and objective; sets the reported certificate and multipliers.
+
+        Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
+        bound, else the best (or, in equality mode, the more feasible last) iterate with the
+        last multipliers certified (every large solve reports a bound, however loose, or
+        says why it has none)."""
+        space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
+        W, status, best_dual = self.W, self.status, self.best_dual
+        F, p = space.points(W), alm.true_objective(W)
+        if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
+            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
+            if r_r < _RESTORE_MAX and r_r < self.rnorm:
+                W, F, p = W_r, space.points(W_r), alm.true_objective(W_r)
+        if status == "optimal_inaccurate" and best_dual is None:
+            cert = _best_certificate(
+                space, pen, W, [(self.y, self.nu),
+                                refine_multipliers(space, pen, W, self.y, self.nu)],
+                opts, self.cache, target=p)
+            self.certificate, self.y, self.nu = cert, cert.y, cert.nu
+        if status != "optimal" and best_dual is not None:
+            self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
+        if status != "optimal" and self.best_primal is not None and (
+                best_dual is not None or (status == "optimal_inaccurate"
+                                          and self.best_primal[0] < p)):
+            # the best primal point seen, also when the loop made no certificate attempt
+            # (the iterates' objectives are not monotone); an equality-mode last iterate
+            # that is more feasible is kept
+            pb, Wb, infb = self.best_primal
+            if not (pen.mode == "equality" and infb > self.infeas):
+                F, p = space.points(Wb), pb
+        return F, p
+
+    def result(self) -> LowRankResult:
+        """The :class:`LowRankResult`: final point, its infeasibility, and the reported
+        certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for n > 800)."""
+        space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
+        F, p = self.final_point()
+        basis = space.Q
+        quad, D, h = alm.objective_parts(space.project(basis.T @ F) if basis is not None else F)
+        infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
+            if pen.mode == "equality" else 0.0
+        if space.H is not None:
+            infeas = max(infeas, max(0.0, h) / max(abs(quad), 1e-300))
+        status, certificate = self.status, self.certificate
+        if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
+            status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
+        # here and not in the outer loop: a dense n x n Cholesky
+        info: dict[str, Any] = {}
+        if certificate.check == CHECK_LANCZOS and certificate.bound is not None:
+            t_v = time.perf_counter()
+            cache["verify_threads"] = _verify_threads()
+            certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
+                                             cache=cache)
+            info["verify_seconds"] = time.perf_counter() - t_v
+        gap = _rel_gap(p, certificate.bound)
+        bound = certificate.bound
+        if not certificate.verified:
+            # an unverified (Lanczos) bound is an estimate, never reported as certified
+            info.update(estimated_gap=gap, estimated_bound=bound)
+            gap = bound = None
+            if status == "optimal" and certificate.bound is not None:
+                status = "optimal_inaccurate"
+        elif status == "optimal" and gap > opts.tol:
+            # verification lowered the bound below the target (Lanczos missed an eigenvalue)
             status = "optimal_inaccurate"
-    elif status == "optimal" and gap > opts.tol:
-        # verification lowered the bound below the target (Lanczos missed an eigenvalue)
-        status = "optimal_inaccurate"
-    checks = cache.pop("verify_checks", [])
-    cache.pop("verify_threads", None)
-    cache.pop("lanczos_start", None)
-    if checks:
-        info["verify_factorisations"] = [
-            {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
-             "verified": c.verified} for c in checks]
-    return LowRankResult(
-        factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas, y=y,
-        nu=nu, status=status, iterations=it, seconds=time.perf_counter() - t0,
-        history=history,
-        info={"certificate": certificate, "rank": F.shape[1], "function_evaluations": alm.nfev,
-              **info, **cache})
+        checks = cache.pop("verify_checks", [])
+        cache.pop("verify_threads", None)
+        cache.pop("lanczos_start", None)
+        if checks:
+            info["verify_factorisations"] = [
+                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
+                 "verified": c.verified} for c in checks]
+        return LowRankResult(
+            factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
+            y=self.y, nu=self.nu, status=status, iterations=self.it,
+            seconds=time.perf_counter() - self.t0, history=self.history,
+            info={"certificate": certificate, "rank": F.shape[1],
+                  "function_evaluations": alm.nfev, **info, **cache})
 
 
 def _verify_threads() -> int:

@@ -200,7 +200,9 @@ def test_unknown_option_is_an_input_error(digits):
 
 
 @pytest.mark.parametrize("bad", [{"inner": "bfgs"}, {"warm_start": "random"},
-                                 {"time_limit": 0.0}, {"tol": 2.0}])
+                                 {"time_limit": 0.0}, {"tol": 2.0}, {"max_outer": 0},
+                                 {"max_inner": 2.5}, {"max_rank": True},
+                                 {"blas_threads": -1}, {"eig_tol": 0.0}])
 def test_bad_option_values_are_input_errors(digits, bad):
     _, _, y, graph = digits
     with pytest.raises(InputError, match="LOWRANK"):
