@@ -1800,6 +1800,8 @@ def _initial_rank(gp: GramProblem) -> int:
 
 
 def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResult:
+    """:func:`lowrank_solve` under its BLAS thread limit: checks, the boundedness test,
+    the reduced interior-point method on a basis, else the augmented Lagrangian."""
     if gp.centering is not None:
         raise InputError("lowrank_solve takes the eliminated-centroid GramProblem")
     if gp.ratio is not None:
