@@ -1826,7 +1826,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         elif opts.reduced_solver == "ipm":
             raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
                              f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
-    W = _starting_factor(gp, basis, space, opts, cache)
+    W = _starting_factor(space, opts, cache)
     loop = _OuterLoop(space, pen, alm, opts, cache, t0, W)
     loop.run()
     return loop.result()
@@ -1848,10 +1848,10 @@ def _unbounded_at_slack_weight(space: _Space, pen: _Penalty, opts: LowRankOption
     return None
 
 
-def _starting_factor(gp: GramProblem, basis, space: _Space, opts: LowRankOptions,
-                     cache: dict) -> np.ndarray:
+def _starting_factor(space: _Space, opts: LowRankOptions, cache: dict) -> np.ndarray:
     """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
     padded with small random columns up to the initial rank."""
+    gp, basis = space.gp, space.Q
     rng = np.random.default_rng(opts.random_state)
     k0 = max(1, min(opts.rank or _initial_rank(gp), space.dim - (1 if basis is None else 0)))
     W = None
@@ -2007,7 +2007,7 @@ class _OuterLoop:
             candidates = [(self.y, self.nu)] + (
                 [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
-        return entry, {"rnorm": rnorm, "h_viol": h_viol, "cheap_gap": cheap_gap,
+        return entry, {"h_viol": h_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
     def attempt_certificate(self, entry: dict, candidates: list, p: float, p_c: float,
@@ -2054,10 +2054,11 @@ class _OuterLoop:
             entry["grew_rank"] = self.W.shape[1]
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
-    def schedule(self, *, rnorm: float, h_viol: float, cheap_gap: float,
-                 converged_primal: bool, inner_iterations: int) -> None:
-        """Penalties and subproblem tolerance for the next iteration."""
-        pen, opts = self.pen, self.opts
+    def schedule(self, *, h_viol: float, cheap_gap: float, converged_primal: bool,
+                 inner_iterations: int) -> None:
+        """Penalties and subproblem tolerance for the next iteration (after :meth:`step`,
+        whose residual is ``self.rnorm``)."""
+        pen, opts, rnorm = self.pen, self.opts, self.rnorm
         if pen.splitting or self.space.H is not None:
             # raise the penalty while the split residual stalls above tolerance, up to
             # _SIGMA_MAX (_SIGMA_MAX_INTERVAL) times its start (a larger one only worsens
@@ -2083,7 +2084,8 @@ class _OuterLoop:
 
     # ------------------------------------------------------------------ the answer
     def final_point(self) -> tuple[np.ndarray, float]:
-        """The reported factor and objective; sets the reported certificate and multipliers.
+        """The reported factor (in the space's coordinates) and its objective; sets the
+        reported certificate and multipliers.
 
         Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
         bound, else the best (or, in equality mode, the more feasible last) iterate with the
@@ -2091,11 +2093,11 @@ class _OuterLoop:
         says why it has none)."""
         space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
         W, status, best_dual = self.W, self.status, self.best_dual
-        F, p = space.points(W), alm.true_objective(W)
+        p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
             W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
             if r_r < _RESTORE_MAX and r_r < self.rnorm:
-                W, F, p = W_r, space.points(W_r), alm.true_objective(W_r)
+                W, p = W_r, alm.true_objective(W_r)
         if status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu),
@@ -2112,16 +2114,16 @@ class _OuterLoop:
             # that is more feasible is kept
             pb, Wb, infb = self.best_primal
             if not (pen.mode == "equality" and infb > self.infeas):
-                F, p = space.points(Wb), pb
-        return F, p
+                W, p = Wb, pb
+        return W, p
 
     def result(self) -> LowRankResult:
         """The :class:`LowRankResult`: final point, its infeasibility, and the reported
         certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for n > 800)."""
         space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
-        F, p = self.final_point()
-        basis = space.Q
-        quad, D, h = alm.objective_parts(space.project(basis.T @ F) if basis is not None else F)
+        W, p = self.final_point()
+        F = space.points(W)
+        quad, D, h = alm.objective_parts(W)
         infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
             if pen.mode == "equality" else 0.0
         if space.H is not None:
