@@ -482,7 +482,7 @@ class LiftResult:
 
     d: np.ndarray
     cost: float
-    status: str                 # "optimal" or "max_iter"
+    status: str                 # "optimal", "max_iter" or "numerical_failure"
     iterations: int
     relative_gap: float
 
@@ -512,6 +512,10 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     :math:`O(K^6)`: minutes at K = 80). The data are scaled to unit size first.
     Stops when the relative gap and the residuals are below ``tol``; the caller
     checks the LMI independently, so a loose stop costs accuracy, never validity.
+    For the same reason a factorisation that fails (the Newton system, or :math:`X`
+    or :math:`Z` losing definiteness to rounding), or a step to non-finite values,
+    ends the iteration at the last iterate (inside the box) with status
+    ``"numerical_failure"`` instead of raising.
     Mismatched shapes, or bounds that are not finite with ``lo < hi``, raise
     :class:`~sdpembed.exceptions.InputError`.
     """
@@ -538,19 +542,28 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     status, rel_gap, nit = "max_iter", np.inf, 0
     while nit < max_iter:
         nit += 1
-        step = _LiftNewton(pt, A0s, Bs, cs, u)
-        mu = pt.complementarity() / n_c
-        pobj, dobj = cs @ pt.x, -float(np.sum(A0s * pt.X)) - u @ pt.z
-        rel_gap = abs(pobj - dobj) / (1.0 + abs(pobj) + abs(dobj))
-        if rel_gap < tol and np.linalg.norm(step.Rp) < tol * norms[0] \
-                and np.linalg.norm(step.Rd) < tol * norms[1] \
-                and np.linalg.norm(step.Rs) < tol * norms[2]:
-            status = "optimal"
+        try:
+            step = _LiftNewton(pt, A0s, Bs, cs, u)
+            mu = pt.complementarity() / n_c
+            pobj, dobj = cs @ pt.x, -float(np.sum(A0s * pt.X)) - u @ pt.z
+            rel_gap = abs(pobj - dobj) / (1.0 + abs(pobj) + abs(dobj))
+            if rel_gap < tol and np.linalg.norm(step.Rp) < tol * norms[0] \
+                    and np.linalg.norm(step.Rd) < tol * norms[1] \
+                    and np.linalg.norm(step.Rs) < tol * norms[2]:
+                status = "optimal"
+                break
+            aff, ap, ad = step.direction(0.0)
+            sigma = min(1.0, max(0.0, pt.moved(aff, ap, ad).complementarity() / n_c / mu)) ** 3
+            v, ap, ad = step.direction(sigma * mu)
+            moved = pt.moved(v, min(1.0, 0.95 * ap), min(1.0, 0.95 * ad))
+            if not np.all(np.isfinite(moved.x)):
+                raise np.linalg.LinAlgError("non-finite step")
+        except np.linalg.LinAlgError:
+            # a factorisation failed (the Newton system, or X or Z lost definiteness
+            # to rounding): keep the last iterate, which is inside the box
+            status = "numerical_failure"
             break
-        aff, ap, ad = step.direction(0.0)
-        sigma = min(1.0, max(0.0, pt.moved(aff, ap, ad).complementarity() / n_c / mu)) ** 3
-        v, ap, ad = step.direction(sigma * mu)
-        pt = pt.moved(v, min(1.0, 0.95 * ap), min(1.0, 0.95 * ad))
+        pt = moved
     x = pt.x
     d = lo + np.clip(x, 0.0, u)
     return LiftResult(d, float(c @ d), status, nit, float(rel_gap))

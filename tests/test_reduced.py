@@ -150,6 +150,40 @@ def test_rank_one_lmi_lp_matches_clarabel():
         assert res.cost == pytest.approx(1e-5 * ref.value, rel=1e-4)
 
 
+@pytest.mark.parametrize("where", ["newton system", "step to the boundary"])
+def test_rank_one_lmi_lp_stops_inside_the_box_when_newton_fails(monkeypatch, where):
+    """A factorisation that fails in the third iteration (both happened in 2,500-point
+    DVU lifts: the Newton system, and the Cholesky factor of X in the step length)
+    ends the iteration at the last iterate instead of crashing the solve: the step is
+    finite and inside the box, and the status says what happened."""
+    import sdpembed.reduced as reduced
+
+    real, calls = reduced._LiftNewton, []
+
+    class Failing(real):
+        def __init__(self, *args):
+            calls.append(1)
+            if where == "newton system" and len(calls) == 3:
+                raise np.linalg.LinAlgError("normal-equations matrix is not positive definite")
+            super().__init__(*args)
+
+        def direction(self, target):
+            if where == "step to the boundary" and len(calls) == 3:
+                raise np.linalg.LinAlgError("Matrix is not positive definite")
+            return super().direction(target)
+
+    monkeypatch.setattr(reduced, "_LiftNewton", Failing)
+    rng = np.random.default_rng(2)
+    K, m = 6, 30
+    A0 = np.diag(np.r_[-np.ones(2), np.ones(K - 2)] * 1e-6)
+    B = rng.standard_normal((m, K))
+    lo, hi = np.zeros(m), np.full(m, 1e-5)
+    res = reduced.rank_one_lmi_lp(A0, B, np.ones(m), lo, hi)
+    assert res.status == "numerical_failure" and res.iterations == 3
+    assert np.all(np.isfinite(res.d)) and np.all(res.d >= lo) and np.all(res.d <= hi)
+    assert res.cost == pytest.approx(float(res.d.sum()))
+
+
 def test_rank_one_lmi_lp_rejects_open_boxes_and_mismatched_shapes():
     from sdpembed.reduced import rank_one_lmi_lp
 
