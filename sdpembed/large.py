@@ -45,7 +45,7 @@ Why not column generation: the restricted problem on :math:`G = BMB^T`, with
 :math:`B` spanning the factor and the bottom eigenvectors of :math:`S(y)`, is a
 small convex SDP that :func:`sdpembed.reduced.interval_ipm` solves in 1-7 s at
 n = 2,500 (r = 30-46), so alternating it with pricing by :math:`S` is the obvious
-rival. Measured on 2,500 USPS digits (DVU, optimum between -1.11274 and -1.11259):
+rival. Measured on 2,500 USPS digits (DVU, optimum between -1.11274 and -1.11268):
 unstabilised, from the augmented-Lagrangian state after 100 s (objective -1.0963),
 15 rounds (56 s) reached -1.1093 and tailed off, and the restricted multipliers
 are useless in the full space (:math:`\\lambda_{\\min}(S)` between -165 and -850
