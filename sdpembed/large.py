@@ -2023,24 +2023,19 @@ class _OuterLoop:
         W_c, p_c, infeas_c, certifiable = W, p, infeas, converged_primal
         if (not converged_primal and pen.mode == "equality" and rnorm <= _RESTORE_MAX
                 and h_viol <= opts.feas_tol and cheap_gap <= 100 * opts.tol):
-            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
-            quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-            if r_r <= feas_target and (space.H is None or h_r <= opts.feas_tol * abs(quad)):
-                W_c, p_c, infeas_c = W_r, quad_r + pen.objective(D_r), r_r
+            restored = self._onto_constraints(W, quad, feas_target)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
                 certifiable = True
                 cheap_gap = _rel_gap(p_c, lb_cheap) if np.isfinite(lb_cheap) else np.inf
-                entry.update(restored_residual=r_r, restored_objective=p_c)
+                entry.update(restored_residual=infeas_c, restored_objective=p_c)
         elif certifiable and pen.mode == "interval" and cheap_gap <= 100 * opts.tol:
-            # the edges the iterate leaves just off the kink cost their slack penalty
-            W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
-            quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-            p_r = quad_r + pen.objective(D_r)
-            infeas_r = max(0.0, h_r) / max(abs(quad_r), 1e-300) if space.H is not None else 0.0
-            if p_r < p_c and infeas_r <= opts.feas_tol:
+            restored = self._onto_kink(W, p)
+            if restored is not None:
                 # the cheap gap (the gate below) stays the iterate's: the restored objective
                 # can fall just below the multipliers' own bound, a coincidence that looked
                 # like a gap near 0 and cost a futile lift (DVU n = 500: 5 s of 22 s)
-                W_c, p_c, infeas_c = W_r, p_r, infeas_r
+                W_c, p_c, infeas_c = restored
                 entry.update(restored_objective=p_c)
         if certifiable and (self.best_primal is None or p_c < self.best_primal[0]):
             self.best_primal = (p_c, W_c.copy(), infeas_c)
@@ -2057,6 +2052,30 @@ class _OuterLoop:
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
         return entry, {"h_viol": h_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
+
+    def _onto_constraints(self, W, quad: float, feas_target: float):
+        """``(W_r, p_r, r_r)``: ``"equality"`` iterate ``W`` moved onto its constraints
+        (:func:`restore_feasibility`) when that reaches ``feas_target`` and keeps the SNR
+        constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term; else ``None``."""
+        space, pen, opts = self.space, self.pen, self.opts
+        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        if r_r <= feas_target and (space.H is None or h_r <= opts.feas_tol * abs(quad)):
+            return W_r, quad_r + pen.objective(D_r), r_r
+        return None
+
+    def _onto_kink(self, W, p: float):
+        """``(W_r, p_r, infeas_r)``: ``"interval"`` iterate ``W`` with the edges just off the
+        kink moved onto it (their slack penalty is the cost), when that lowers the objective
+        ``p`` and keeps the SNR constraint within ``feas_tol``; else ``None``."""
+        space, pen = self.space, self.pen
+        W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        p_r = quad_r + pen.objective(D_r)
+        infeas_r = max(0.0, h_r) / max(abs(quad_r), 1e-300) if space.H is not None else 0.0
+        if p_r < p and infeas_r <= self.opts.feas_tol:
+            return W_r, p_r, infeas_r
+        return None
 
     def attempt_certificate(self, entry: dict, candidates: list, p: float, p_c: float,
                             lb_cheap: float) -> None:
