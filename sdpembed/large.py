@@ -403,6 +403,12 @@ class _Space:
     def apply_H(self, W):
         return self.H.matvec(W) if self.Q is None else self.Hq @ W
 
+    def snr_violation(self, h: float, quad: float) -> float:
+        r""":math:`\max(0, h)/|q|`: the SNR constraint :math:`h = \langle H, G\rangle \le 0`
+        violated relative to the objective's quadratic term :math:`q = \langle C, G\rangle`
+        (0 without an SNR constraint)."""
+        return max(0.0, h) / max(abs(quad), 1e-300) if self.H is not None else 0.0
+
     def apply_S(self, W, y, nu):
         """:math:`S(y,\\nu)W` on this space."""
         out = self.apply_C(W) + self.ET @ (y[:, None] * (self.E @ W))
@@ -1336,25 +1342,24 @@ def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: flo
     if W.ndim != 2 or W.shape[0] != space.dim:
         raise InputError(f"restore_feasibility needs a factor of shape ({space.dim}, k); "
                          f"got {W.shape}")
-    Z = space.diffs(W)
-    on = slice(None)
+    E, ET, t = space.E, space.ET, pen.t
     if pen.mode == "interval":
-        on = np.flatnonzero(np.abs(np.einsum("ij,ij->i", Z, Z) - pen.t) <= kink_tol * pen.t)
+        Z = space.diffs(W)
+        on = np.flatnonzero(np.abs(np.einsum("ij,ij->i", Z, Z) - t) <= kink_tol * t)
         if on.size == 0:
             return W, 0.0
-    t = pen.t[on]
+        E, ET, t = E[on], ET[:, on], t[on]     # the edges on the kink, sliced once
     t_norm = max(float(np.linalg.norm(t)), 1e-300)
 
     def resid(V):
-        Z = space.diffs(V)[on]
+        Z = E @ V
         return Z, np.einsum("ij,ij->i", Z, Z) - t
 
     def jacobian(Z):
-        # J u = 2 <E_e W, E_e U>_e and J^T lam = 2 E^T diag(lam) E W, at E W = Z (rows `on`)
-        ET = space.ET if pen.mode == "equality" else space.ET[:, on]
+        # J u = 2 <E_e W, E_e U>_e and J^T lam = 2 E^T diag(lam) E W, at E W = Z
         return spla.LinearOperator(
             (Z.shape[0], W.size), dtype=float,
-            matvec=lambda u: 2.0 * np.einsum("ij,ij->i", Z, space.diffs(u.reshape(W.shape))[on]),
+            matvec=lambda u: 2.0 * np.einsum("ij,ij->i", Z, E @ u.reshape(W.shape)),
             rmatvec=lambda lam: np.ravel(2.0 * (ET @ (np.ravel(lam)[:, None] * Z))))
 
     Z, c = resid(W)
@@ -1394,9 +1399,12 @@ class LowRankResult:
 
 def _rel_gap(p, lb):
     """:math:`|p - \\ell| / \\max(|p|, |\\ell|)` (``p`` may fall below a valid bound only through
-    the infeasibility of an equality-constrained factor, reported separately)."""
+    the infeasibility of an equality-constrained factor, reported separately); ``inf`` for a
+    non-finite bound (multipliers outside the domain of :math:`\\varphi^*`)."""
     if lb is None or p is None:
         return None
+    if not np.isfinite(lb):
+        return np.inf
     return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
 
 
@@ -2001,7 +2009,7 @@ class _OuterLoop:
         g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
         r = pen.residual(D, g, self.y, self.sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
-        h_viol = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
+        h_viol = space.snr_violation(h, quad)
         self.y = g
         if space.H is not None:
             self.nu = gs
@@ -2009,7 +2017,7 @@ class _OuterLoop:
         infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol)
         self.rnorm, self.infeas = rnorm, infeas
         lb_cheap = -pen.conjugate(self.y)
-        cheap_gap = _rel_gap(p, lb_cheap) if np.isfinite(lb_cheap) else np.inf
+        cheap_gap = _rel_gap(p, lb_cheap)
         self.cheap_prev = cheap_gap
         entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
@@ -2030,7 +2038,7 @@ class _OuterLoop:
             if restored is not None:
                 W_c, p_c, infeas_c = restored
                 certifiable = True
-                cheap_gap = _rel_gap(p_c, lb_cheap) if np.isfinite(lb_cheap) else np.inf
+                cheap_gap = _rel_gap(p_c, lb_cheap)
                 gate_gap = cheap_gap
                 entry.update(restored_residual=infeas_c, restored_objective=p_c)
         elif certifiable and pen.mode == "interval" and cheap_gap <= 100 * opts.tol:
@@ -2043,16 +2051,14 @@ class _OuterLoop:
                 # coincidence (DVU n = 500: a futile lift, 5 s of 22 s), and the iterate's
                 # alone can match it while the restored point is 1e-3 lower (DVU n = 300,
                 # trace="min": a futile lift and two more outer iterations)
-                gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap) if np.isfinite(lb_cheap)
-                               else np.inf)
+                gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
         if certifiable and (self.best_primal is None or p_c < self.best_primal[0]):
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
         if certifiable and cheap_gap <= 100 * opts.tol:
             # complementary slackness is fitted at the stationary iterate, not the restored one
             y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
-            lb_ref = -pen.conjugate(y_ref)
-            refined_gap = _rel_gap(p_c, lb_ref) if np.isfinite(lb_ref) else np.inf
+            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
@@ -2080,7 +2086,7 @@ class _OuterLoop:
         W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
         p_r = quad_r + pen.objective(D_r)
-        infeas_r = max(0.0, h_r) / max(abs(quad_r), 1e-300) if space.H is not None else 0.0
+        infeas_r = space.snr_violation(h_r, quad_r)
         if p_r < p and infeas_r <= self.opts.feas_tol:
             return W_r, p_r, infeas_r
         return None
@@ -2201,8 +2207,7 @@ class _OuterLoop:
         quad, D, h = alm.objective_parts(W)
         infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
             if pen.mode == "equality" else 0.0
-        if space.H is not None:
-            infeas = max(infeas, max(0.0, h) / max(abs(quad), 1e-300))
+        infeas = max(infeas, space.snr_violation(h, quad))
         status, certificate = self.status, self.certificate
         if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
@@ -2283,7 +2288,7 @@ def _reduced_ipm(space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions, 
     certificate = _best_certificate(space, pen, W, [(res.y, res.nu)], opts, cache)
     gap = _rel_gap(p, certificate.bound)
     quad, _, h = alm.objective_parts(W)
-    infeas = max(0.0, h) / max(abs(quad), 1e-300) if space.H is not None else 0.0
+    infeas = space.snr_violation(h, quad)
     ok = gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
     record = {"solver": "ipm", "status": res.status, "iterations": res.iterations,
               "seconds": res.seconds, "primal_objective": res.primal_objective,
