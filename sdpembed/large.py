@@ -224,6 +224,22 @@ BACKEND_NAME = "LOWRANK"
 
 
 # ----------------------------------------------------------------------- options
+def _require_int(where: str, name: str, value, low: int) -> None:
+    """``InputError`` unless ``value`` is an integer (not a bool) of at least ``low``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        kind = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise InputError(f"{where} {name} must be {kind}; got {value!r}")
+
+
+def _require_kink_tol(where: str, kink_tol) -> None:
+    """``InputError`` unless ``kink_tol`` (relative to the target distance) is finite, >= 0."""
+    number = (isinstance(kink_tol, (int, float, np.integer, np.floating))
+              and not isinstance(kink_tol, bool))
+    if not (number and np.isfinite(kink_tol) and kink_tol >= 0):
+        raise InputError(f"{where} kink_tol must be a finite number >= 0 (relative to the "
+                         f"target distance); got {kink_tol!r}")
+
+
 @dataclass(frozen=True)
 class LowRankOptions:
     """Settings of :func:`lowrank_solve` (all keyword options of ``solve(..., solver="LOWRANK")``).
@@ -328,9 +344,7 @@ class LowRankOptions:
             raise InputError("LOWRANK rank must be a positive integer")
         for name in ("max_rank", "max_outer", "max_inner", "max_newton", "warm_basis_rank",
                      "blas_threads"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise InputError(f"LOWRANK {name} must be a positive integer; got {value!r}")
+            _require_int("LOWRANK", name, getattr(self, name), 1)
         if not (self.eig_tol > 0):
             raise InputError("LOWRANK eig_tol must be positive")
         if self.inner not in INNER_SOLVERS:
@@ -1127,10 +1141,12 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
     vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. Solved by
     :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
-    ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input.
+    ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
+    that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
     """
     if pen.mode == "quadratic":
         return y, nu
+    _require_kink_tol("refine_multipliers", kink_tol)
     Z = space.diffs(W)
     m, k = Z.shape
     res = np.einsum("ij,ij->i", Z, Z) - pen.t
@@ -1231,6 +1247,10 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     (1,000 edges, 10.6 s on one thread) made it PSD at a cost of 5.6e-5 relative in
     the bound (certified gap 1.1e-4), where the shift towards :math:`y_0` gave 3e-2.
     With 300 edges the same lift cost 1.5e-4; with 2,000 no less than with 1,000.
+
+    ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
+    space, for n above the dense limit, for ``y`` of the wrong shape, and unless
+    ``n_eig``, ``n_edges``, ``min_block`` are positive integers and ``rounds`` >= 0.
     """
     from .reduced import rank_one_lmi_lp
 
@@ -1243,6 +1263,9 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     if y.shape != pen.t.shape:
         raise InputError(f"lift_multipliers needs one multiplier per edge: y of shape "
                          f"{pen.t.shape}, got {y.shape}")
+    for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
+                             ("rounds", rounds, 0), ("min_block", min_block, 1)):
+        _require_int("lift_multipliers", name, value, low)
     y = np.clip(y, -pen.w, pen.w)
     g = _gershgorin(space, y, nu)
     c = 2.0 * g + 1.0
@@ -1331,13 +1354,14 @@ def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: flo
     1.1e-4 and 9.0e-5 relative, and refinement plus lift then certified 3.6e-5 and
     1.3e-5 instead of 1.4e-4 and 1.0e-4.
 
-    ``InputError`` for ``"quadratic"`` (no equalities, no kink) or a factor of the
-    wrong shape.
+    ``InputError`` for ``"quadratic"`` (no equalities, no kink), a factor of the
+    wrong shape, or a ``kink_tol`` that is not a finite number >= 0.
     """
     if pen.mode not in ("equality", "interval"):
         raise InputError(f"restore_feasibility moves a factor onto distances='equality' "
                          f"constraints or the kink of distances='interval'; got "
                          f"distances={pen.mode!r}, whose penalty is smooth")
+    _require_kink_tol("restore_feasibility", kink_tol)
     W = np.asarray(W, dtype=float)
     if W.ndim != 2 or W.shape[0] != space.dim:
         raise InputError(f"restore_feasibility needs a factor of shape ({space.dim}, k); "

@@ -585,9 +585,8 @@ def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
     point whose relative edge residuals straddle kink_tol, the kink edges reach
     D = t to 1e-10, the penalty they carried vanishes and the objective falls by about
     as much (measured 1.15 times: the other edges and <C, G> move a little), and the
-    edges outside the set
-    are left off it (their points move, so their residuals change, but stay of the
-    order of kink_tol)."""
+    edges outside the set are left off it (their points move, so their residuals
+    change, but stay of the order of kink_tol)."""
     X, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
     space, pen = large._Space(gp, None), large._Penalty(gp)
@@ -757,6 +756,26 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     space, pen = large._Space(gp, None), large._Penalty(gp)
     with pytest.raises(InputError, match="one multiplier per edge"):
         large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)
+    y0 = np.zeros(gp.edges.shape[0])
+    for bad, match in [({"min_block": 0}, "min_block must be a positive integer"),
+                       ({"n_eig": 2.5}, "n_eig must be a positive integer"),
+                       ({"n_edges": True}, "n_edges must be a positive integer"),
+                       ({"rounds": -1}, "rounds must be an integer >= 0")]:
+        with pytest.raises(InputError, match=match):
+            large.lift_multipliers(space, pen, y0, 0.0, **bad)
+
+
+@pytest.mark.parametrize("kink_tol", [-1e-4, np.nan, np.inf, "1e-4", True])
+def test_kink_tolerance_must_be_a_finite_nonnegative_number(digits, kink_tol):
+    X, _, y_obs, graph = digits
+    gp = dvu_problem(graph, y_obs)
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    F = X - X.mean(axis=0)
+    with pytest.raises(InputError, match="kink_tol must be a finite number >= 0"):
+        large.restore_feasibility(space, pen, F, tol=1e-12, kink_tol=kink_tol)
+    with pytest.raises(InputError, match="kink_tol must be a finite number >= 0"):
+        large.refine_multipliers(space, pen, F, np.zeros(gp.edges.shape[0]), 0.0,
+                                 kink_tol=kink_tol)
 
 
 def test_solve_without_certificate_attempt_returns_its_best_iterate():
