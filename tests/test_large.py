@@ -10,6 +10,7 @@ import pickle
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import sdpembed.formulations.gram as gram_mod
 import sdpembed.large as large
@@ -148,7 +149,14 @@ def test_written_solution_matches_when_problem_is_built(digits):
 
 
 def test_lanczos_certificate_matches_dense(digits, monkeypatch):
-    """The sparse path (deflated Lanczos + 2x2 block bound) vs dense eigenvalues of S on 1-perp."""
+    """The sparse path (deflated Lanczos + 2x2 block bound) vs dense eigenvalues of S on 1-perp.
+
+    With U the factor's range and C its complement in 1-perp, the estimate is the smallest
+    eigenvalue of [[l11, eps], [eps, l22]] (l11 = lmin(U'SU), l22 = lmin(C'SC),
+    eps = ||C'SU||). Built from dense blocks, that must match the Lanczos path to its
+    tolerance, and lie below the true lmin by at most eps^2 / (l22 - l11): how far the
+    factor is from stationary (eps ~ 5e-5 at tol = 1e-5) decides how loose it is, not
+    Lanczos."""
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
     res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-5, warm_start=None))
@@ -158,9 +166,13 @@ def test_lanczos_certificate_matches_dense(digits, monkeypatch):
     exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
     monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
     est = large._lambda_min(space, res.y, 0.0, tol=1e-10, deflate=res.factor)
-    # a lower estimate, and a tight one (Ritz residuals ~1e-10 here)
-    assert est.value <= exact + 1e-9
-    assert est.value >= exact - 1e-6
+    Q, _ = np.linalg.qr(np.c_[np.ones((gp.n, 1)), res.factor])
+    U, C = Q[:, 1:], scipy.linalg.null_space(Q.T)
+    l11, l22 = np.linalg.eigvalsh(U.T @ S @ U)[0], np.linalg.eigvalsh(C.T @ S @ C)[0]
+    eps = np.linalg.norm(C.T @ S @ U, 2)
+    block = np.linalg.eigvalsh(np.array([[l11, eps], [eps, l22]]))[0]
+    assert est.value == pytest.approx(block, abs=1e-9)  # Ritz residuals ~1e-15 here
+    assert exact - eps**2 / (l22 - l11) - 1e-9 <= est.value <= exact + 1e-9
     # random multipliers (far from optimal, clearly indefinite S)
     y_rand = np.random.default_rng(0).uniform(-1, 1, size=gp.edges.shape[0])
     S = gp.full_objective().dense() + space.B.T @ (y_rand[:, None] * space.B.toarray())
@@ -782,12 +794,18 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     # stopped by max_outer before any certificate attempt (tol far below reach), the
     # solve still reports the lowest-objective iterate (every interval iterate is
     # feasible), certified by the last iterate's multipliers. On this instance the
-    # objectives are not monotone (the last of 10 outer iterations is 4e-5 above the best)
+    # objectives are not monotone; the solve is stopped at the first outer iteration whose
+    # objective is above an earlier one (found by a longer run: the iterates are
+    # deterministic, so the stopped run repeats its first iterations)
     _, _, y_obs, graph = _three_class_digits(120, seed=0)
     gp = dvu_problem(graph, y_obs)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=10))
+    longer = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=20))
+    path = [e["objective"] for e in longer.history]
+    stop = next(i + 1 for i in range(1, len(path)) if path[i] > min(path[:i]))
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=stop))
     objectives = [e["objective"] for e in res.history]
-    assert res.status == "optimal_inaccurate" and len(objectives) == 10
+    assert objectives == path[:stop]
+    assert res.status == "optimal_inaccurate" and len(objectives) == stop
     assert not any("lambda_min" in e for e in res.history)  # no certificate attempt
     assert objectives[-1] > min(objectives)  # the path under test: the last is not the best
     assert res.objective == pytest.approx(min(objectives), rel=1e-12)
