@@ -1211,7 +1211,8 @@ _LIFTED = "lifted multipliers; "
 
 def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
                      floor: float | None = None, n_eig: int = 200, n_edges: int = 1000,
-                     rounds: int = 6, min_block: int = 160) -> tuple[np.ndarray, _Eig]:
+                     rounds: int = 6, min_block: int | None = None
+                     ) -> tuple[np.ndarray, _Eig]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -1228,9 +1229,13 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     together; measured 6 rounds with at least 24 against 4 with at least 80, and on
     two states of 2,500-digit DVU solves at their first certificate attempt, lift
     costs of 1.7e-4 and 7.3e-4 relative with at least 80, 1.4e-4 and 5.8e-4 with at
-    least 160 (10 s each), and 1.35e-4 and 5.7e-4 with at least 240 (10 and 14 s),
-    the ``n_edges`` edges with room (:math:`y_e < w_e`) that reach the negative
-    eigenvectors best per unit of :math:`\bar D_e`, and solves
+    least 160 (10 s each), and 1.35e-4 and 5.7e-4 with at least 240 (10 and 14 s);
+    the default ``None`` is :math:`\min(160, \max(80, \lfloor n/15\rfloor))`, because
+    at n = 500 the smaller block lifted as far in less time, DVU seeds 0-2 solving in
+    11.1/8.7/15.4 s against 13.8/9.4/18.6 s, and at n = 1,000 the two were even,
+    39/53/68 s against 40/54/62 s), the ``n_edges`` edges with room
+    (:math:`y_e < w_e`) that reach the negative eigenvectors best per unit of
+    :math:`\bar D_e`, and solves
 
     .. math::
 
@@ -1256,7 +1261,8 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, and unless
-    ``n_eig``, ``n_edges``, ``min_block`` are positive integers and ``rounds`` >= 0.
+    ``n_eig``, ``n_edges``, ``min_block`` (unless ``None``) are positive integers and
+    ``rounds`` >= 0.
     """
     from .reduced import rank_one_lmi_lp
 
@@ -1269,6 +1275,8 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     if y.shape != pen.t.shape:
         raise InputError(f"lift_multipliers needs one multiplier per edge: y of shape "
                          f"{pen.t.shape}, got {y.shape}")
+    if min_block is None:
+        min_block = min(160, max(80, n // 15))
     for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
                              ("rounds", rounds, 0), ("min_block", min_block, 1)):
         _require_int("lift_multipliers", name, value, low)
