@@ -291,7 +291,7 @@ class LowRankOptions:
         only when no certificate can be computed, with the reason). The same holds
         when ``max_outer`` ends the solve. The limit is checked
         inside the subproblem solves; a lift of the multipliers under way
-        (:func:`lift_multipliers`, about 10-20 s at n = 2,500), the final
+        (:func:`lift_multipliers`, 4.5-10.5 s on USPS DVU n = 2,500), the final
         certificate, and for n > 800 its dense Cholesky verification, come on top.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
