@@ -1672,7 +1672,7 @@ def _two_loop(g, S, Y, rho, alpha, head: int, used: int, gamma: float, M) -> np.
     for i in order:
         alpha[i] = rho[i] * float(S[i] @ q)
         q = _saxpy(Y[i], q, a=-alpha[i])
-    d = (gamma * np.array(M(np.asarray(q, dtype=float)), dtype=float)).astype(np.float32)
+    d = (gamma * np.asarray(M(np.asarray(q, dtype=float)), dtype=float)).astype(np.float32)
     for i in reversed(order):
         b = rho[i] * float(Y[i] @ d)
         d = _saxpy(S[i], d, a=alpha[i] - b)
@@ -2128,7 +2128,7 @@ class _OuterLoop:
         space, pen, opts = self.space, self.pen, self.opts
         W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-        if r_r <= feas_target and (space.H is None or h_r <= opts.feas_tol * abs(quad)):
+        if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
             return W_r, quad_r + pen.objective(D_r), r_r
         return None
 
