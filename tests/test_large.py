@@ -111,6 +111,46 @@ def test_mvu_matches_clarabel(digits):
     assert rep.primal_infeasibility <= 1e-5
 
 
+@pytest.mark.parametrize("envelope", ["auto", "kink", "huber"])
+def test_interval_envelopes_match_clarabel(digits, envelope):
+    # on these digits the optimum keeps every edge on the kink: "auto" (full space) and
+    # "kink" run the equality problem's augmented Lagrangian throughout, "huber" the
+    # penalty's own; all three reach the same optimum with a valid interval certificate
+    _, _, y, graph = digits
+    make = lambda: dvu(graph, y, centroids="eliminated")  # noqa: E731
+    rep = solve(make(), solver="LOWRANK", tol=TOL, interval_envelope=envelope)
+    ref = solve(make(), solver="CLARABEL")
+    assert rep.status == "optimal"
+    assert abs(rep.objective - ref.objective) <= AGREE * abs(ref.objective)
+    assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)
+    assert rep.extra["interval_envelope"] == ("huber" if envelope == "huber" else "kink")
+    assert not any(e.get("left_kink") for e in rep.extra["history"])
+    # the certified multipliers lie in the interval penalty's box |y_e| <= w_e and give
+    # the reported bound through the interval conjugate
+    gp = make().meta["gram_problem"]
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=TOL,
+                                                               interval_envelope=envelope))
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    assert np.all(np.abs(res.y) <= pen.w * (1 + 1e-12))
+    assert large.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
+
+
+def test_kink_envelope_switches_to_huber_where_the_optimum_leaves_the_kink():
+    # a slack weight small enough that the optimum stretches some edges off the kink
+    # (objective -1.0159 against -0.8926 at slack_weight >= 0.1 on the same digits): the
+    # equality problem's multipliers leave the box |y_e| <= w_e, the solve goes on with the
+    # Huber envelope from the clipped multipliers and still reaches Clarabel's optimum
+    _, _, y, graph = _three_class_digits(60, seed=0)
+    make = lambda: dvu(graph, y, centroids="eliminated", slack_weight=0.03)  # noqa: E731
+    ref = solve(make(), solver="CLARABEL")
+    rep = solve(make(), solver="LOWRANK", tol=TOL)
+    assert rep.status == "optimal"
+    assert rep.extra["interval_envelope"].startswith("kink, then huber from outer iteration")
+    assert sum(bool(e.get("left_kink")) for e in rep.extra["history"]) == 1
+    assert abs(rep.objective - ref.objective) <= AGREE * abs(ref.objective)
+    assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)
+
+
 def test_default_initial_rank(digits):
     """DVU starts at n_classes + 4; MVU at a third of the Barvinok-Pataki rank (>= 16)."""
     X, _, y, graph = digits
@@ -214,7 +254,8 @@ def test_unknown_option_is_an_input_error(digits):
 @pytest.mark.parametrize("bad", [{"inner": "bfgs"}, {"warm_start": "random"},
                                  {"time_limit": 0.0}, {"tol": 2.0}, {"max_outer": 0},
                                  {"max_inner": 2.5}, {"max_rank": True},
-                                 {"blas_threads": -1}, {"eig_tol": 0.0}])
+                                 {"blas_threads": -1}, {"eig_tol": 0.0},
+                                 {"interval_envelope": "equality"}])
 def test_bad_option_values_are_input_errors(digits, bad):
     _, _, y, graph = digits
     with pytest.raises(InputError, match="LOWRANK"):
@@ -796,13 +837,15 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     # feasible), certified by the last iterate's multipliers. On this instance the
     # objectives are not monotone; the solve is stopped at the first outer iteration whose
     # objective is above an earlier one (found by a longer run: the iterates are
-    # deterministic, so the stopped run repeats its first iterations)
+    # deterministic, so the stopped run repeats its first iterations). The Huber envelope:
+    # the kink envelope's iterates reach a certificate attempt before such an iterate
     _, _, y_obs, graph = _three_class_digits(120, seed=0)
     gp = dvu_problem(graph, y_obs)
-    longer = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=20))
+    opts = {"tol": 1e-9, "interval_envelope": "huber"}
+    longer = large.lowrank_solve(gp, options=large.LowRankOptions(max_outer=20, **opts))
     path = [e["objective"] for e in longer.history]
     stop = next(i + 1 for i in range(1, len(path)) if path[i] > min(path[:i]))
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-9, max_outer=stop))
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(max_outer=stop, **opts))
     objectives = [e["objective"] for e in res.history]
     assert objectives == path[:stop]
     assert res.status == "optimal_inaccurate" and len(objectives) == stop

@@ -84,6 +84,9 @@ def test_alm_still_works_on_a_basis(digits):
     ref = solve(build(), solver="CLARABEL")
     rep = solve(build(), solver="LOWRANK", tol=1e-5, reduced_solver="alm")
     assert rep.extra["reduced_solver"] is None
+    # interval_envelope="auto" on a basis: the Huber envelope (a smooth basis cannot hold
+    # the local distances, so the kink's equality problem is infeasible there)
+    assert rep.extra["interval_envelope"] == "huber"
     assert rep.status == "optimal"
     # the augmented Lagrangian's own accuracy: certified gap 1e-5
     assert abs(rep.objective - ref.objective) <= 1e-4 * abs(ref.objective)
