@@ -403,9 +403,11 @@ REDUCED_SOLVERS = ("auto", "ipm", "alm")
 
 #: augmented Lagrangians of ``distances="interval"``, :class:`LowRankOptions`
 #: ``interval_envelope``. Measured on USPS DVU (one BLAS thread, tol = 1e-4): n = 500,
-#: certified in 6.0 s with "kink" against 11.0 s with "huber" (standalone); n = 2,500,
-#: seeds 0-3, two solves side by side: 108, 90, 81, 136 s (mean 104 s) against 147, 216,
-#: 202, 225 s (mean 197 s), certified gaps 3.7e-5 to 9.4e-5.
+#: certified in 4.4 s with "kink" against 10.9 s with "huber" (standalone); n = 2,500,
+#: seeds 0-3, two solves side by side: 62, 59, 63, 54 s, certified gaps 4e-7 to 4e-6,
+#: against 147, 216, 202, 225 s with "huber" (gaps 5.5e-5 to 8.0e-5). The kink envelope
+#: with the equality problem's penalty (``_SIGMA_KINK`` = 1) and a lift margin of 1e-8
+#: took 108, 90, 81, 136 s.
 INTERVAL_ENVELOPES = ("auto", "kink", "huber")
 
 
@@ -1248,6 +1250,14 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
 #: about 4n³/3 flops per round; 1.0-1.1 s at n = 2,500 on one thread)
 _LIFT_MAX_N = 5_000
 
+#: the lift's eigenvalue target relative to a Gershgorin bound on ||S||. The bottom block
+#: holds S's near-zero eigenvalues on the factor's range (S V = 0 at the optimum), and
+#: raising them to the target costs bound: measured on a USPS DVU n = 2,500 state with
+#: lambda_min(S) = -6e-8 (||S|| bound 0.097), lifted gaps 1.4e-4 with 1e-8, 3.1e-7 with
+#: 1e-10, 2.9e-7 with 1e-12, each verified by Cholesky. The lifted point is only a
+#: candidate: its certificate is computed and verified like any other.
+_LIFT_MARGIN = 1e-10
+
 #: note prefix of a certificate taken at lifted multipliers
 _LIFTED = "lifted multipliers; "
 
@@ -1286,7 +1296,8 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
         + \textstyle\sum_e \delta_e (X^Ta_e)(X^Ta_e)^T\succeq 0,\quad
         0\le\delta\le w - y
 
-    (:func:`sdpembed.reduced.rank_one_lmi_lp`, :math:`\eta = 10^{-8}\|S\|`).
+    (:func:`sdpembed.reduced.rank_one_lmi_lp`, :math:`\eta` = ``_LIFT_MARGIN`` times a
+    Gershgorin bound on :math:`\|S\|`).
     Coupling with the eigenspace left out can leave new, smaller negative
     eigenvalues; the next round takes those. Stops when :math:`\lambda_{\min}\ge 0`,
     after ``rounds`` rounds, or once the bound falls below ``floor`` (a lift that
@@ -1326,7 +1337,7 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     y = np.clip(y, -pen.w, pen.w)
     g = _gershgorin(space, y, nu)
     c = 2.0 * g + 1.0
-    eta = 1e-8 * g
+    eta = _LIFT_MARGIN * g
     k_all = min(n_eig, n - 1)
     for r in range(rounds + 1):
         M, _ = _dense_shifted(space, y, nu, c)
@@ -1372,6 +1383,16 @@ _SIGMA_MAX = 81.0
 #: certificate attempt (2.9e-2). At n = 500 (seeds 0-4) the penalty stays within 27 times
 #: its start, so those solves are unchanged.
 _SIGMA_MAX_INTERVAL = 27.0
+
+#: the kink envelope's first penalty relative to the equality problem's 10/mean(D̄).
+#: The DVU objective is small (about -1 on USPS, against a trace near 700), so a
+#: smaller penalty leaves it more weight in the subproblems. Measured on USPS DVU
+#: n = 2,500, seeds 0-3, two solves side by side: with 0.1 the primal was within 1e-4
+#: of its final value at 42-52 s (67-80 s with 1), Newton-CG started at 11-12 s
+#: (35-58 s) and the refined multipliers had lambda_min(S) of -7e-9 to -8e-8 (-2e-6 to
+#: -4e-6), which the lift turns into certified gaps of 4e-7 to 3e-6 (with
+#: ``_LIFT_MARGIN``).
+_SIGMA_KINK = 0.1
 
 
 def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: float,
@@ -2070,6 +2091,8 @@ class _OuterLoop:
         sigma = 10.0 / max(np.mean(pen.t), 1e-300) if pen.splitting else 1.0
         if pen.split == "interval":
             sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
+        elif pen.mode == "interval":
+            sigma *= _SIGMA_KINK
         self.sigma = self.sigma0 = sigma
         self.sigma_cap = _SIGMA_MAX_INTERVAL if pen.split == "interval" else _SIGMA_MAX
         self.prev_res = np.inf
@@ -2226,9 +2249,17 @@ class _OuterLoop:
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
-        self.certificate = certificate
         gap = _rel_gap(p_c, certificate.bound)
-        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap; only the final one is verified
+        if gap is not None and gap <= opts.tol and not certificate.verified:
+            # a Lanczos estimate that would end the solve is verified first (a dense
+            # Cholesky, 0.2 s at n = 2,500): Lanczos can miss the leftmost eigenvalue by
+            # more than the gap allows (USPS DVU n = 2,500: estimated 8.5e-5, verified
+            # 2.2e-4), and the solve goes on (a lift, more iterations) where it fails
+            certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
+                                             cache=cache)
+            gap = _rel_gap(p_c, certificate.bound)
+        self.certificate = certificate
+        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap unless verified above
         entry.update({"lambda_min": certificate.lambda_min,
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
@@ -2241,6 +2272,11 @@ class _OuterLoop:
                          lift_seconds=time.perf_counter() - t_lift)
             self.best_dual = _higher_bound(self.best_dual, lifted)
         best = self.best_dual
+        if best is not None and not best.verified and _rel_gap(p_best, best.bound) <= opts.tol:
+            # the same for a lifted bound: for n > _DENSE_EIG_MAX its dense eigenvalue is
+            # checked by Cholesky like every other bound there, before it ends the solve
+            best = self.best_dual = verify_certificate(space, pen, best, eig_tol=opts.eig_tol,
+                                                       cache=cache)
         combined = _rel_gap(p_best, best.bound) if best is not None else None
         if combined is not None and gap is not None and combined < gap:
             entry["combined_gap"] = combined

@@ -264,6 +264,36 @@ def test_bad_option_values_are_input_errors(digits, bad):
         large.LowRankOptions(**bad)
 
 
+def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, monkeypatch):
+    # Lanczos that misses the negative eigenvalues (reports lambda_min = 0) makes the gap
+    # look closed at the first attempt. The solve must verify that estimate (Cholesky,
+    # here with the dense fallback) before stopping, find it wrong, and go on (a lift,
+    # more iterations) to a certificate that really proves tol; stopping on the estimate
+    # returned optimal_inaccurate with a verified gap of 1.3e-6 > tol on this instance
+    _, _, y, graph = digits
+    gp = dvu_problem(graph, y)
+    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
+    true_lambda_min = large._lambda_min
+
+    def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
+        eig = true_lambda_min(space, y_, nu, tol=tol, deflate=deflate, **kw)
+        if deflate is not None and eig.value < 0:
+            return large._Eig(0.0, eig.vector, 0.0, 0.0)
+        return eig
+
+    monkeypatch.setattr(large, "_lambda_min", missing_negative)
+    tol = 1e-6
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=tol))
+    attempts = [e for e in res.history if "lambda_min" in e]
+    assert attempts and not any(e.get("estimated_gap", np.inf) <= tol for e in attempts)
+    caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
+    assert caught and all(e["lambda_min"] < 0 for e in caught)  # the verified value
+    assert res.status == "optimal" and res.certified_gap <= tol
+    assert res.info["certificate"].check == large.CHECK_CHOLESKY
+    ref = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
+    assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
+
+
 def test_stopped_solve_warns_and_still_certifies(digits):
     """A solve cut off by its iteration limit is optimal_inaccurate, says so with an
     InaccurateSolutionWarning naming its certified gap, and still carries a valid bound."""
