@@ -569,12 +569,17 @@ class _Penalty:
         if self.mode == "equality":
             return float(y @ self.t)
         if self.mode == "interval":
-            if np.any(np.abs(y) > self.w * (1 + 1e-12)):
+            if not self.in_box(y):
                 return np.inf
             return float(y @ self.t)
         if np.any(y >= self.lam):
             return np.inf
         return float(np.sum(self.lam * self.t * y / (self.lam - y)))
+
+    def in_box(self, y) -> bool:
+        """Whether ``y`` lies in the box :math:`|y_e| \\le w_e` (``"interval"``: the domain of
+        :math:`\\varphi^*`), up to a relative rounding allowance of 1e-12."""
+        return not np.any(np.abs(y) > self.w * (1 + 1e-12))
 
     def coercive_point(self) -> np.ndarray | None:
         """A dual point :math:`y_0 \\in \\mathrm{dom}\\,\\varphi^*` with the largest slack."""
@@ -2088,11 +2093,14 @@ class _OuterLoop:
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
         pen = self.pen
-        sigma = 10.0 / max(np.mean(pen.t), 1e-300) if pen.splitting else 1.0
-        if pen.split == "interval":
+        if pen.split == "interval":  # Huber
             sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
-        elif pen.mode == "interval":
-            sigma *= _SIGMA_KINK
+        elif pen.split == "equality":  # equality, or the kink of "interval"
+            sigma = 10.0 / max(np.mean(pen.t), 1e-300)
+            if pen.mode == "interval":
+                sigma *= _SIGMA_KINK
+        else:  # "quadratic": no splitting
+            sigma = 1.0
         self.sigma = self.sigma0 = sigma
         self.sigma_cap = _SIGMA_MAX_INTERVAL if pen.split == "interval" else _SIGMA_MAX
         self.prev_res = np.inf
@@ -2154,7 +2162,7 @@ class _OuterLoop:
         r = pen.residual(D, g, self.y, self.sigma)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
         h_viol = space.snr_violation(h, quad)
-        left_kink = pen.split != pen.mode and np.any(np.abs(g) > pen.w * (1 + 1e-12))
+        left_kink = pen.split != pen.mode and not pen.in_box(g)
         if left_kink:
             g = self._leave_kink(g)
         self.y = g
@@ -2256,17 +2264,10 @@ class _OuterLoop:
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
+        certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
-        if gap is not None and gap <= opts.tol and not certificate.verified:
-            # a Lanczos estimate that would end the solve is verified first (a dense
-            # Cholesky, 0.2 s at n = 2,500): Lanczos can miss the leftmost eigenvalue by
-            # more than the gap allows (USPS DVU n = 2,500: estimated 8.5e-5, verified
-            # 2.2e-4), and the solve goes on (a lift, more iterations) where it fails
-            certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
-                                             cache=cache)
-            gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate
-        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap unless verified above
+        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap unless it closed (then verified)
         entry.update({"lambda_min": certificate.lambda_min,
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
@@ -2278,12 +2279,7 @@ class _OuterLoop:
             entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
             self.best_dual = _higher_bound(self.best_dual, lifted)
-        best = self.best_dual
-        if best is not None and not best.verified and _rel_gap(p_best, best.bound) <= opts.tol:
-            # the same for a lifted bound: for n > _DENSE_EIG_MAX its dense eigenvalue is
-            # checked by Cholesky like every other bound there, before it ends the solve
-            best = self.best_dual = verify_certificate(space, pen, best, eig_tol=opts.eig_tol,
-                                                       cache=cache)
+        best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
         combined = _rel_gap(p_best, best.bound) if best is not None else None
         if combined is not None and gap is not None and combined < gap:
             entry["combined_gap"] = combined
@@ -2303,6 +2299,20 @@ class _OuterLoop:
                              self.sigma, self.sigma_h)
             entry["grew_rank"] = self.W.shape[1]
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
+        """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
+        (Lanczos, or for n > ``_DENSE_EIG_MAX`` a lifted dense eigenvalue) and would prove
+        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
+        leftmost eigenvalue by more than the gap allows (USPS DVU n = 2,500: estimated
+        8.5e-5, verified 2.2e-4); checked here (a dense Cholesky, 0.2 s at n = 2,500), a
+        failed estimate lets the solve go on (a lift, more iterations) instead of ending
+        it at ``optimal_inaccurate``."""
+        if cert is None or cert.verified or cert.bound is None \
+                or _rel_gap(p, cert.bound) > self.opts.tol:
+            return cert
+        return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
+                                  cache=self.cache)
 
     def schedule(self, *, h_viol: float, cheap_gap: float, converged_primal: bool,
                  inner_iterations: int) -> None:
