@@ -273,6 +273,8 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
     monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
+    # the Lanczos path of interval problems above the lift's size (n > _LIFT_MAX_N)
+    monkeypatch.setattr(large, "_dense_interval_certificate", lambda space, pen: False)
     true_lambda_min = large._lambda_min
 
     def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
@@ -827,6 +829,43 @@ def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     bound = -pen.conjugate(y_l)
     assert bound <= opt + BOUND_SLACK * abs(opt)
     assert opt - bound <= (opt - shifted.bound) / 5
+
+
+def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits,
+                                                                          monkeypatch):
+    """Interval problems with _DENSE_EIG_MAX < n <= _LIFT_MAX_N (here n = 36 with the
+    dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
+    is the exact one (to rounding), labelled "eigh (unverified)" until verify_certificate
+    checks it by Cholesky (which can only lower the bound), and the bottom eigenpairs
+    are kept for the lift, which given them returns the same multipliers as with its own
+    eigendecomposition."""
+    _, _, y_obs, graph = digits
+    gp = dvu_problem(graph, y_obs)
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
+    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
+    cache = {}
+    cert = large.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
+    Hb = centering_basis(gp.n)
+    SH = space.apply_S(Hb, y_noisy, res.nu)
+    exact = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
+    assert exact < 0 and cert.lambda_min == pytest.approx(exact, abs=1e-12)
+    assert cert.check == large.CHECK_EIGH and not cert.verified
+    assert "UNVERIFIED" in cert.describe()
+    checked = large.verify_certificate(space, pen, cert, cache=cache)
+    assert checked.check == large.CHECK_CHOLESKY and checked.verified
+    assert checked.lambda_min <= exact and checked.bound <= cert.bound
+    assert "eigh estimate" in checked.check_note
+    [(y_kept, nu_kept, lam, X)] = cache["eigenpairs"]
+    np.testing.assert_array_equal(y_kept, y_noisy)
+    y_a, eig_a = large.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam, X))
+    y_b, eig_b = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    np.testing.assert_array_equal(y_a, y_b)
+    assert eig_a.value == eig_b.value >= 0
+    with pytest.raises(InputError, match="eigenpairs"):
+        large.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam[:3], X[:, :3]))
 
 
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
