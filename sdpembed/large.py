@@ -5,8 +5,9 @@ works like any other backend. It reads the numpy description
 :class:`~sdpembed.formulations.gram.GramProblem` stored in
 ``formulation.meta["gram_problem"]`` and never touches the cvxpy problem data.
 The iterations form no dense n x n matrix, so it runs on all 9,298 USPS digits; only
-the certificate's final Cholesky check (n <= 20,000, memory permitting) and the
-lifting of interval multipliers (n <= 5,000) do.
+the certificate's final Cholesky check (n <= 20,000, memory permitting) and, for
+interval problems with n <= 5,000, the certificate's eigenvalues and the lifting of
+the multipliers do.
 
 Method
 ------
@@ -1403,9 +1404,11 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
         _require_int("lift_multipliers", name, value, low)
     k_all = min(n_eig, n - 1)
     if eigenpairs is not None and (len(eigenpairs[0]) < k_all
+                                   or np.shape(eigenpairs[1]) != (n, len(eigenpairs[0]))
                                    or np.any(np.abs(y) > pen.w)):
         raise InputError(f"lift_multipliers: eigenpairs must hold at least {k_all} "
-                         "eigenpairs of S at y, and y must lie in the box |y| <= w")
+                         f"eigenpairs (values, n x k vectors) of S at y, and y must lie "
+                         "in the box |y| <= w")
     y = np.clip(y, -pen.w, pen.w)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
     for r in range(rounds + 1):
