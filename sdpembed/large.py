@@ -317,7 +317,9 @@ class LowRankOptions:
     random_state : int or None
         Seeds the initial factor.
     blas_threads : int
-        BLAS threads while solving (the work is many small products).
+        BLAS threads while solving (the work is many small products). The dense
+        n x n steps (interval certificates and lifts for 800 < n <= 5,000, the final
+        Cholesky check) use all usable cores, at most 8.
     reduced_solver : {"auto", "ipm", "alm"}
         Solver on a reduced basis. ``"auto"`` (default): the primal-dual
         interior-point method of :mod:`sdpembed.reduced` for
