@@ -892,7 +892,7 @@ def _verified_lambda_min(space: _Space, y, nu, mu_est: float, *, max_steps: int 
     four rounding allowances below it (an accurate Ritz value whose residual is
     below the allowance); if that fails too (Lanczos missed the leftmost
     eigenvalue), then for n <= ``_VERIFY_DENSE_FALLBACK_MAX`` a dense
-    ``eigvalsh`` (``subset_by_index=[0, 0]``) gives a new estimate, checked again
+    eigendecomposition (:func:`_dense_bottom`, one eigenpair) gives a new estimate, checked again
     below it by a few times the rounding allowance; for larger n the estimate is
     lowered geometrically (``max_steps`` tries, factors 100). Returns
     ``(mu or None, reason, checks)``; ``None`` when nothing could be verified
@@ -924,12 +924,9 @@ def _verified_lambda_min(space: _Space, y, nu, mu_est: float, *, max_steps: int 
         return chk.mu, "", checks
     g = _gershgorin(space, y, nu)
     if n <= _VERIFY_DENSE_FALLBACK_MAX:
+        lam = float(_dense_bottom(space, y, nu, 1)[0][0])
+        # eigh is backward stable: its error is ~ n u ||M||; step below it by more
         c = 2.0 * max(g, abs(mu_est), 1e-300) + 1.0
-        M, _ = _dense_shifted(space, y, nu, c)
-        lam = float(sla.eigvalsh(M, subset_by_index=[0, 0], overwrite_a=True,
-                                 check_finite=False)[0])
-        del M
-        # eigvalsh is backward stable: its error is ~ n u ||M||; step below it by more
         margin = 4.0 * chk.delta + 64 * n * _U * c
         tries = [lam - margin * 10.0**k for k in range(max(1, max_steps - 2))]
     else:
