@@ -831,6 +831,41 @@ def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     assert opt - bound <= (opt - shifted.bound) / 5
 
 
+def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
+    """lift_multipliers(target=, mu0=): no round when the shift towards y0 = w already
+    proves the target, the untargeted result when the target is out of reach, and for a
+    target between the two, multipliers whose shifted bound (and certificate) reach it
+    at no more lifting cost than the lift to a PSD S."""
+    _, _, y_obs, graph = digits
+    gp = dvu_problem(graph, y_obs)
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
+    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    mu0 = large._lambda_min(space, pen.w, 0.0, tol=1e-10).value
+    mu = large._lambda_min(space, y_noisy, res.nu, tol=1e-10).value
+    assert mu < 0 < mu0
+    start = large._shifted_bound(pen, y_noisy, mu, mu0)
+    y_full, eig_full = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    full = -pen.conjugate(y_full)
+    assert eig_full.value >= 0 and full > start
+
+    y_t, eig_t = large.lift_multipliers(space, pen, y_noisy, res.nu, target=start, mu0=mu0)
+    np.testing.assert_array_equal(y_t, y_noisy)
+    assert eig_t.value == pytest.approx(mu, rel=1e-6)
+
+    y_t, _ = large.lift_multipliers(space, pen, y_noisy, res.nu, target=np.inf, mu0=mu0)
+    np.testing.assert_array_equal(y_t, y_full)
+
+    target = 0.5 * (start + full)
+    y_t, eig_t = large.lift_multipliers(space, pen, y_noisy, res.nu, target=target, mu0=mu0)
+    assert np.any(y_t > y_noisy)
+    assert large._shifted_bound(pen, y_t, min(eig_t.value, 0.0), mu0) >= target
+    assert pen.t @ (y_t - y_noisy) <= pen.t @ (y_full - y_noisy) * (1 + 1e-12)
+    cert = large.certify(space, pen, y_t, res.nu)
+    assert cert.bound >= target - 1e-9 * abs(target)
+
+
 def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits,
                                                                           monkeypatch):
     """Interval problems with _DENSE_EIG_MAX < n <= _LIFT_MAX_N (here n = 36 with the
