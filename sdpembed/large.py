@@ -300,8 +300,9 @@ class LowRankOptions:
         penalty rose to 27 times its start and the gap was 0.17 at the end; with 6,000
         the first three subproblems took 6,000, 6,000 and 5,489 iterations, the penalty
         never rose, later subproblems took tens to hundreds, and the solve certified
-        7.6e-4 in 495 s. DVU n = 2,500 (seed 0): 52 s against 62 s; MVU n = 2,500: the
-        same iterates (no subproblem reaches 2,000).
+        7.6e-4 in 495 s (1.0e-3 in 360 s with the dense certificate of
+        ``_LIFT_MAX_N``). DVU n = 2,500 (seed 0): 52 s against 62 s; MVU n = 2,500 and
+        9,298: the same iterates (no subproblem reaches 2,000).
     inner : {"auto", "lbfgs", "plbfgs", "newton"}
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
         below 1e-2, then truncated Newton–CG with exact (generalized)
