@@ -804,6 +804,15 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
 
+def _perturbed_optimal_multipliers(gp):
+    """A tight LOWRANK solve of ``gp`` and its multipliers perturbed by 1e-4 of their
+    largest magnitude (kept in the box), where S(y) has small negative eigenvalues."""
+    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
+    space, pen = large._Space(gp, None), large._Penalty(gp)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
+    return gp, res, space, pen, np.clip(res.y + noise, -pen.w, pen.w)
+
+
 @pytest.mark.parametrize("variant", ["interval", "snr"])
 def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     """lift_multipliers: from multipliers perturbed by 1e-4 (S(y) with lambda_min about
@@ -812,11 +821,7 @@ def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     certificate at the same multipliers (measured: 11x). Only raises, stays in the box."""
     _, _, y_obs, graph = digits
     kw = {"interval": {}, "snr": {"snr": 4.0}}[variant]
-    gp = dvu_problem(graph, y_obs, **kw)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
-    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
-    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs, **kw))
     shifted = large.certify(space, pen, y_noisy, res.nu, factor=res.factor)
     assert shifted.method == "shifted"
     y_l, eig = large.lift_multipliers(space, pen, y_noisy, res.nu)
@@ -837,11 +842,7 @@ def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
     target between the two, multipliers whose shifted bound (and certificate) reach it
     at no more lifting cost than the lift to a PSD S."""
     _, _, y_obs, graph = digits
-    gp = dvu_problem(graph, y_obs)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
-    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
-    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
     mu0 = large._lambda_min(space, pen.w, 0.0, tol=1e-10).value
     mu = large._lambda_min(space, y_noisy, res.nu, tol=1e-10).value
     assert mu < 0 < mu0
@@ -875,11 +876,7 @@ def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits
     are kept for the lift, which given them returns the same multipliers as with its own
     eigendecomposition."""
     _, _, y_obs, graph = digits
-    gp = dvu_problem(graph, y_obs)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
-    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
-    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
     monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
     cache = {}
     cert = large.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
