@@ -1209,7 +1209,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: _Eig, cache, eig_tol, verify) 
     # (1 - theta) mu + theta mu0 = eps > 0: a margin of a few roundings (|y| g u) so the
     # rounded combination of the multipliers keeps lambda_min >= 0
     eps = 8.0 * _U * (abs(mu) + mu0 + _gershgorin(space, y, nu))
-    theta = min(1.0, (eps - mu) / (mu0 - mu))
+    theta = _shift_theta(mu, mu0, eps)
     bound = -pen.conjugate((1 - theta) * y + theta * y0)
     note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
     if check == CHECK_DENSE:
@@ -1221,7 +1221,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: _Eig, cache, eig_tol, verify) 
             mus = _lambda_min(space, ys, nus, tol=eig_tol).value
             if mus <= 0:
                 continue
-            th = min(1.0, (eps - mu) / (mus - mu))
+            th = _shift_theta(mu, mus, eps)
             b = -pen.conjugate((1 - th) * y + th * ys)
             if b > bound:
                 bound = b
@@ -1229,6 +1229,14 @@ def _certificate_from_eig(space, pen, y, nu, eig: _Eig, cache, eig_tol, verify) 
                         f"(lambda_min there {mus:.3g})")
     return Certificate(bound, mu, "shifted", note, eig=eig, check=check,
                        check_note=check_note, y=y, nu=nu)
+
+
+def _shift_theta(mu: float, mu_anchor: float, eps: float = 0.0) -> float:
+    r""":math:`\theta = \min(1, (\epsilon - \mu)/(\mu_a - \mu))`: the step from multipliers
+    with :math:`\lambda_{\min}(S) = \mu < 0` towards an anchor with :math:`\lambda_{\min} =
+    \mu_a > 0` after which, by concavity of :math:`\lambda_{\min}`, it is at least
+    :math:`\epsilon` (the shifted certificate's rounding margin)."""
+    return min(1.0, (eps - mu) / (mu_anchor - mu))
 
 
 #: anchors s of the shifted certificate besides y0 itself (dense eigenvalues only)
@@ -1337,14 +1345,14 @@ _LIFT_MARGIN = 1e-10
 _LIFTED = "lifted multipliers; "
 
 
-def _shifted_bound(pen: _Penalty, y: np.ndarray, mu: float, mu0: float | None) -> float:
-    r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0)`,
-    :math:`\theta = -\mu/(\mu_0-\mu)` for :math:`\mu < 0` (``-inf`` without a coercive
-    :math:`\mu_0 > 0`), without :func:`certify`'s rounding margin: a stopping test, not a
-    certificate."""
-    if mu0 is None or not mu0 > 0:
+def _shifted_bound(pen: _Penalty, y: np.ndarray, mu: float, mu0: float) -> float:
+    r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0)` from multipliers with
+    :math:`\lambda_{\min}(S) = \mu \le 0`, :math:`\theta` of :func:`_shift_theta` without
+    :func:`certify`'s rounding margin (``-inf`` without a coercive :math:`\mu_0 > 0`): a
+    stopping test, not a certificate."""
+    if not mu0 > 0:
         return -np.inf
-    theta = min(1.0, max(0.0, -mu / (mu0 - mu)))
+    theta = _shift_theta(mu, mu0)
     return -pen.conjugate((1 - theta) * y + theta * pen.coercive_point())
 
 
@@ -1412,7 +1420,8 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     With 300 edges the same lift cost 1.5e-4; with 2,000 no less than with 1,000.
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
-    space, for n above the dense limit, for ``y`` of the wrong shape, and unless
+    space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
+    without ``mu0``, and unless
     ``n_eig``, ``n_edges``, ``min_block`` (unless ``None``) are positive integers and
     ``rounds`` >= 0.
     """
@@ -1432,6 +1441,9 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
                              ("rounds", rounds, 0), ("min_block", min_block, 1)):
         _require_int("lift_multipliers", name, value, low)
+    if target is not None and mu0 is None:
+        raise InputError("lift_multipliers: target needs mu0, lambda_min of S at the "
+                         "coercive point y0 = w (a value <= 0 means none: target unused)")
     k_all = min(n_eig, n - 1)
     if eigenpairs is not None and (len(eigenpairs[0]) < k_all
                                    or np.shape(eigenpairs[1]) != (n, len(eigenpairs[0]))
@@ -2643,7 +2655,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     # stop lifting once the shift proves half the gap tolerance (a margin for the check)
     y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound, eigenpairs=pairs,
                                 target=p_best - 0.5 * opts.tol * abs(p_best),
-                                mu0=cache.get("mu0"))
+                                mu0=cache.get("mu0", -np.inf))
     cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
     cert.note = _LIFTED + cert.note
     return cert
