@@ -1,6 +1,7 @@
 """sdpembed: semi-supervised discriminative embeddings as convex programs."""
 
 from . import datasets, evaluation, experiments, relaxations, tangent
+from ._version import __version__
 from .datasets import list_datasets, load_dataset, partial_labels
 from .estimators.classic import LDA, LPP, PCA, SDA
 from .estimators.discriminative import DiscriminativeProjections
@@ -13,8 +14,6 @@ from .graphs import NeighborhoodGraph, heat_kernel_weights, knn_graph
 from .recovery import embedding_from_gram, spectrum
 from .solvers import SolveReport, available_solvers, solve
 from .tangent import deslant, tangent_distance, tangent_distances, tangent_knn_graph
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DVU", "MVU", "LDA", "LPP", "PCA", "SDA", "DiscriminativeProjections", "DNE", "TCA", "OTCA",

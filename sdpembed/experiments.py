@@ -1641,7 +1641,7 @@ def _meta(spec, tasks, rows, started, wall, n_jobs, scheduler) -> dict:
     import scipy
     import sklearn
 
-    from . import __version__
+    from ._version import __version__
 
     used = sorted({r["solver"] for r in rows if r.get("solver")})
     versions = {s: next((r["solver_version"] for r in rows

@@ -2789,7 +2789,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return f"sdpembed {__version__}"
 
