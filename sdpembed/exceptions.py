@@ -23,6 +23,7 @@ __all__ = [
     "DisconnectedGraphError",
     "LabelError",
     "ProblemTooLargeError",
+    "UnsupportedProblemError",
     "SingularMatrixError",
     "SpecError",
     "DatasetError",
@@ -60,6 +61,17 @@ class LabelError(InputError):
 
 class ProblemTooLargeError(InputError):
     """The formulation would not fit in memory for the chosen backend."""
+
+
+class UnsupportedProblemError(InputError):
+    """The backend cannot solve the problem it is handed exactly as posed.
+
+    Raised before any work: a backend that reads the structured description of
+    a formulation (``"LOWRANK"``) refuses a problem it cannot represent (a
+    constraint that is not affine in the Gram matrix, a cvxpy problem rebuilt
+    behind the description's back) instead of solving something else. The
+    message names what it cannot honour and the backends that can.
+    """
 
 
 class SingularMatrixError(InputError):

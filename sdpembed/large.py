@@ -228,7 +228,7 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import dijkstra
 from threadpoolctl import threadpool_limits
 
-from .exceptions import InputError
+from .exceptions import InputError, UnsupportedProblemError
 from .formulations.gram import DiagPlusLowRank, GramFormulation, GramProblem, laplacian_basis
 from .recovery import embedding_from_factor, spectrum_from_factor  # noqa: F401 (re-export)
 from .solvers import SolveReport, register_backend
@@ -2083,8 +2083,9 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     if gp.centering is not None:
         raise InputError("lowrank_solve takes the eliminated-centroid GramProblem")
     if gp.ratio is not None:
-        raise InputError("solver='LOWRANK' does not support the ratio constraint (eq. 11) "
-                         "yet; use a conic backend (SCS, CLARABEL) or drop ratio=")
+        raise UnsupportedProblemError(
+            "solver='LOWRANK' does not support the ratio constraint (eq. 11); use a conic "
+            f"backend ({_CONIC}) or drop ratio=")
     t0 = time.perf_counter()
     space = _Space(gp, basis)
     pen = _Penalty(gp)
@@ -2678,26 +2679,41 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
 
 # ----------------------------------------------------------------------- backend
 def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, bool]:
-    """(eliminated GramProblem, reduced basis or None, lifted explicit form?) of a formulation."""
-    meta = formulation.meta
-    gp = meta.get("gram_problem")
-    if not isinstance(gp, GramProblem):
-        raise InputError("solver='LOWRANK' solves the Gram SDPs (DVU, MVU) built by "
-                         "sdpembed.formulations.dvu / mvu; this formulation has no "
-                         "meta['gram_problem']")
-    lifted = "eliminated_problem" in meta
-    if lifted:
-        gp = meta["eliminated_problem"]
-    basis = meta.get("basis") if meta.get("basis_rank") is not None else None
-    return gp, basis, lifted
+    """(points' GramProblem at the current parameter values, with the added constraints;
+    reduced basis or None; lifted explicit form?) of a formulation, or a refusal.
+
+    LOWRANK solves the description, so it takes only the formulations whose cvxpy problem
+    the description generates: those returned by the builders and by
+    :meth:`~sdpembed.formulations.gram.GramFormulation.with_constraints`, unedited."""
+    if not isinstance(formulation, GramFormulation):
+        if isinstance(formulation.meta.get("gram_problem"), GramProblem):
+            raise UnsupportedProblemError(
+                "this Formulation carries a Gram SDP's description but is not one its builder "
+                "returned (a cvxpy problem rebuilt around it?), so LOWRANK cannot know what "
+                "its problem adds or changes. Add constraints on the Gram matrix with "
+                "f.with_constraints([...]) on the builder's formulation, or solve this one with "
+                f"a conic backend ({_CONIC})")
+        raise UnsupportedProblemError(
+            f"solver='LOWRANK' solves the Gram SDPs (DVU, MVU) built by "
+            f"sdpembed.formulations.dvu / mvu; this is a {formulation.method!r} formulation: "
+            f"solve it with a conic backend ({_CONIC})")
+    formulation.check_unchanged()
+    gp = formulation.current_problem()
+    if gp.constraints is not None and gp.constraints.p:
+        raise UnsupportedProblemError(
+            "LOWRANK does not support constraints added with with_constraints yet; solve "
+            f"this formulation with a conic backend ({_CONIC})")
+    return gp, formulation.reduced_basis, "eliminated_problem" in formulation.meta
+
+
+_CONIC = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
 
 
 def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -> bool:
     """Write the factor into the cvxpy variables when the problem is (or is cheaply) built."""
-    if isinstance(formulation, GramFormulation):
-        formulation.set_factor(F)
-        if not formulation.is_built:
-            return False
+    formulation.set_factor(F)
+    if not formulation.variables_built:
+        return False
     variables = formulation.variables
     meta = formulation.meta
     if lifted:
@@ -2718,9 +2734,7 @@ def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -
     if name == "G":
         var.value = Ff @ Ff.T
     else:
-        basis = formulation.basis() if isinstance(formulation, GramFormulation) \
-            else meta.get("basis")
-        B = np.asarray(basis, dtype=float)
+        B = np.asarray(formulation.basis(), dtype=float)
         P = np.linalg.lstsq(B, Ff, rcond=None)[0] if B.shape[1] < B.shape[0] else B.T @ Ff
         var.value = P @ P.T
     if "eps" in variables:
@@ -2794,4 +2808,15 @@ def _version() -> str:
     return f"sdpembed {__version__}"
 
 
-register_backend(BACKEND_NAME, _solve_backend, version=_version)
+def _refusal(formulation) -> str | None:
+    """Why LOWRANK cannot solve ``formulation`` as posed (``None`` if it can); no solving."""
+    try:
+        gp, _, _ = _formulation_problem(formulation)
+        if gp.ratio is not None:
+            return "the ratio constraint (eq. 11) is not supported"
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+register_backend(BACKEND_NAME, _solve_backend, version=_version, refusal=_refusal)

@@ -67,7 +67,7 @@ import numpy as np
 import scipy.linalg
 
 from .exceptions import InputError, ProblemTooLargeError, SingularMatrixError  # re-exported
-from .formulations._base import Formulation
+from .formulation import Formulation
 from .solvers import SolveReport, solve
 
 __all__ = [

@@ -24,7 +24,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import cvxpy as cp
+import cvxpy.settings as cvxpy_settings
 import numpy as np
+from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
 
 from . import _csdp
 from .exceptions import (
@@ -36,7 +38,7 @@ from .exceptions import (
     SolverMissingError,
     UnboundedError,
 )
-from .formulations._base import Formulation
+from .formulation import Formulation
 
 __all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
            "INSTALL_HINTS"]
@@ -78,6 +80,8 @@ class SolveReport:
     backend reports relative numbers); ``certified_gap`` is set only by
     backends that compute a duality certificate themselves (the large-n solver)
     and is ``None`` otherwise: an uncertified gap is never reported as certified.
+    ``selection`` says why ``solver="auto"`` chose the backend (``None`` when the caller
+    named it).
     """
 
     status: str
@@ -95,6 +99,7 @@ class SolveReport:
     primal_infeasibility: float | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    selection: str | None = None
 
     @property
     def wall_seconds(self) -> float:
@@ -119,20 +124,25 @@ class SolveReport:
 _CUSTOM_BACKENDS: dict[str, Callable[..., SolveReport]] = {}
 _CUSTOM_AVAILABLE: dict[str, Callable[[], bool]] = {}
 _CUSTOM_VERSIONS: dict[str, Callable[[], str]] = {}
+_CUSTOM_REFUSALS: dict[str, Callable[[Formulation], str | None]] = {}
 
 
 def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
                      available: Callable[[], bool] = lambda: True,
-                     version: Callable[[], str] = lambda: "sdpembed") -> None:
+                     version: Callable[[], str] = lambda: "sdpembed",
+                     refusal: Callable[[Formulation], str | None] = lambda f: None) -> None:
     """Register a backend ``solve_fn(formulation, verbose=..., **options) -> SolveReport``.
 
     The function must write the solution into the formulation's variables and
     raise the typed errors of :mod:`sdpembed.exceptions` on failure.
+    ``refusal(formulation)`` returns why the backend cannot solve a formulation
+    exactly as posed (``None`` if it can), without solving; ``solver="auto"`` uses it.
     """
     key = name.upper()
     _CUSTOM_BACKENDS[key] = solve_fn
     _CUSTOM_AVAILABLE[key] = available
     _CUSTOM_VERSIONS[key] = version
+    _CUSTOM_REFUSALS[key] = refusal
 
 
 def _mosek_licensed() -> bool:
@@ -179,7 +189,7 @@ def solver_version(name: str) -> str:
 
 
 # ------------------------------------------------------------------------ solve
-def solve(formulation: Formulation, solver: str = "SCS", verbose: bool = False, *,
+def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False, *,
           fallback: Sequence[str] | None = None, **options) -> SolveReport:
     """Solve a :class:`~sdpembed.formulations.Formulation` with the named backend.
 
@@ -188,7 +198,9 @@ def solve(formulation: Formulation, solver: str = "SCS", verbose: bool = False, 
     formulation : Formulation
         Built by one of the toolkit's builders (or by hand).
     solver : str
-        Backend name, see :func:`available_solvers`. Case-insensitive.
+        Backend name, see :func:`available_solvers`. Case-insensitive. ``"auto"``
+        (default) picks one that fits (:func:`choose_backend`) and says why in
+        ``report.selection``; backend options then need the backend named.
     verbose : bool
         Pass the backend's own progress output through.
     fallback : sequence of str, optional
@@ -210,6 +222,14 @@ def solve(formulation: Formulation, solver: str = "SCS", verbose: bool = False, 
     if not isinstance(formulation, Formulation):
         raise InputError("solve() takes a Formulation built by sdpembed.formulations; "
                          f"got {type(formulation).__name__}")
+    selection = None
+    if isinstance(solver, str) and solver.lower() == "auto":
+        solver, selection = choose_backend(formulation)
+        if options:
+            raise InputError(
+                f"solver='auto' chose {solver} ({selection}); the options "
+                f"{sorted(options)} are backend settings: name the backend, e.g. "
+                f"solve(f, solver={solver!r}, ...)")
     chain = [solver, *(fallback or [])]
     attempts: list[dict[str, Any]] = []
     for k, name in enumerate(chain):
@@ -223,8 +243,75 @@ def solve(formulation: Formulation, solver: str = "SCS", verbose: bool = False, 
                 continue
             raise
         report.attempts = attempts + [{"solver": report.solver, "status": report.status}]
+        report.selection = selection
         return report
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Gram SDPs on more points than this go to LOWRANK under solver="auto" (see choose_backend)
+AUTO_LOWRANK_MIN_POINTS = 30
+
+
+def choose_backend(formulation: Formulation) -> tuple[str, str]:
+    """The backend ``solver="auto"`` picks for ``formulation``, and why.
+
+    * A Gram SDP (DVU, MVU) on more than :data:`AUTO_LOWRANK_MIN_POINTS` points, or
+      one whose dense cvxpy problem would not fit in memory, goes to ``"LOWRANK"``
+      when LOWRANK can represent it (no ratio constraint, added constraints affine
+      in :math:`G`): its iterations cost :math:`O((n + m)r)` where an interior-point
+      backend factors a dense system in :math:`O(n^4)` memory, and it reports a
+      certified gap.
+    * Anything else goes to the first interior-point backend that fits in memory
+      (``"CLARABEL"``, ``"MOSEK"``, ``"CSDP"``), else to ``"SCS"`` (first order,
+      memory :math:`O(n^2)`). A backend the memory guard would refuse is never
+      chosen; if none fits, :class:`~sdpembed.exceptions.ProblemTooLargeError`
+      says what would.
+    """
+    from .formulations.gram import GramFormulation, _check_memory
+
+    available = available_solvers()
+    gram = isinstance(formulation, GramFormulation)
+    refusal = "not installed"
+    if gram and "LOWRANK" in available:
+        refusal = _CUSTOM_REFUSALS["LOWRANK"](formulation)
+    if gram:
+        gp = formulation.meta.get("eliminated_problem", formulation.meta["gram_problem"])
+        n = gp.n
+        try:
+            _check_memory(formulation._size, formulation._n_edges, formulation.method)
+            dense_fits = True
+        except ProblemTooLargeError:
+            dense_fits = False
+        if refusal is None and (n > AUTO_LOWRANK_MIN_POINTS or not dense_fits):
+            why = (f"a Gram SDP on {n} points: the low-rank solver with a duality certificate"
+                   + ("" if dense_fits else "; the dense problem would not fit in memory"))
+            return "LOWRANK", why
+        if not dense_fits:
+            raise ProblemTooLargeError(
+                f"{formulation.method} on {n} points: the dense problem would not fit in "
+                f"memory and LOWRANK cannot solve it as posed ({refusal}); drop what LOWRANK "
+                "refuses, or use a reduced basis (basis_rank=30)")
+        side = formulation._size
+        clarabel_need = _CLARABEL_BYTES_PER_BLOCK_ENTRY * (side * (side + 1) // 2) ** 2
+        note = ("" if refusal is None else f" (LOWRANK refuses it: {refusal})")
+        small = f"a Gram SDP on {n} points{note}"
+    else:
+        clarabel_need = backend_memory_estimate(formulation.problem, "CLARABEL") or 0
+        small = f"a {formulation.method} problem (not a Gram SDP)"
+    fits = clarabel_need <= 0.8 * _available_memory()
+    for name in ("CLARABEL", "MOSEK", "CSDP"):
+        if name in available and (name != "CLARABEL" or fits):
+            return name, f"{small}: an interior-point backend that fits in memory"
+    if "SCS" in available:
+        return "SCS", f"{small}: no interior-point backend fits in memory, SCS needs O(n^2)"
+    raise SolverMissingError(f"no backend available for {formulation.method}; "
+                             f"{INSTALL_HINTS['SCS']}")
+
+
+def _available_memory() -> int:
+    from .formulations.gram import available_memory
+
+    return available_memory()
 
 
 def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -> SolveReport:
@@ -243,8 +330,14 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     _check_available(name)
     effective = {**DEFAULT_OPTIONS.get(name, {}), **options}
     problem = formulation.problem
+    if hasattr(formulation, "set_factor"):
+        formulation.set_factor(None)   # the variables now hold this backend's solution
     _check_backend_memory(problem, name, formulation.method)
-    cvx_solver = _csdp.CSDPConif() if name == "CSDP" else name
+    cvx_solver = name
+    if name == "CSDP":
+        cvx_solver = _csdp.CSDPConif()
+    elif name == "CLARABEL":
+        cvx_solver = _CLARABEL_WITH_STATS
     t0 = time.perf_counter()
     try:
         problem.solve(solver=cvx_solver, verbose=verbose, **effective)
@@ -289,6 +382,30 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         gap=extra.pop("gap", None),
         extra=extra,
     )
+
+
+class _ClarabelWithStats(_ClarabelConif):
+    """cvxpy's CLARABEL interface that keeps Clarabel's residuals and objectives.
+
+    cvxpy leaves ``solver_stats.extra_stats`` empty for Clarabel; this keeps the
+    solution's primal and dual residuals and primal/dual objectives there, so the
+    :class:`SolveReport` carries them.
+    """
+
+    def name(self):
+        return "SDPEMBED_CLARABEL"   # cvxpy requires custom solvers to have their own name
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        out.attr[cvxpy_settings.EXTRA_STATS] = {
+            key: getattr(solution, key, None)
+            for key in ("r_prim", "r_dual", "obj_val", "obj_val_dual", "status")}
+        return out
+
+
+#: one instance, so that cvxpy's cache of a compiled parametric problem (keyed on the
+#: solver) is reused across re-solves
+_CLARABEL_WITH_STATS = _ClarabelWithStats()
 
 
 def _warn_inaccurate(name: str, what: str, advice: str) -> None:
@@ -398,13 +515,13 @@ def _extra_stats(name: str, raw) -> dict[str, Any]:
         out.update(primal_residual=num(info.get("primal_infeasibility")),
                    dual_residual=num(info.get("dual_infeasibility")), gap=num(info.get("gap")),
                    message=str(info.get("status", "")), exit_code=info.get("exit_code"))
-    elif name == "CLARABEL":
-        out.update(primal_residual=num(getattr(raw, "r_prim", None)),
-                   dual_residual=num(getattr(raw, "r_dual", None)))
-        p, d = num(getattr(raw, "obj_val", None)), num(getattr(raw, "obj_val_dual", None))
+    elif name == "CLARABEL" and isinstance(raw, dict):
+        out.update(primal_residual=num(raw.get("r_prim")), dual_residual=num(raw.get("r_dual")))
+        p, d = num(raw.get("obj_val")), num(raw.get("obj_val_dual"))
         if p is not None and d is not None:
-            out["gap"] = abs(p - d) / max(1.0, abs(p), abs(d))
-        out["message"] = str(getattr(raw, "status", ""))
+            # Clarabel's own relative gap measure (its stopping test)
+            out["gap"] = abs(p - d) / max(1.0, min(abs(p), abs(d)))
+        out["message"] = str(raw.get("status", ""))
     elif isinstance(raw, dict):
         for key, dest in (("gap", "gap"), ("relative gap", "gap"), ("primal infeasibility",
                           "primal_residual"), ("dual infeasibility", "dual_residual")):

@@ -141,11 +141,13 @@ class DVU(_GramEmbedding):
     transductive_neighbors : int
         k of the k-NN classifier on the embedding that fills ``transduction_``.
     solver : str
-        Backend name (see :func:`sdpembed.available_solvers`); ``"LOWRANK"``
-        is the large-n solver (:mod:`sdpembed.large`), which never forms an
-        n x n matrix.
+        Backend name (see :func:`sdpembed.available_solvers`); ``"auto"`` (default)
+        picks one that fits (:func:`sdpembed.solvers.choose_backend`: ``"LOWRANK"``,
+        the large-n solver with a duality certificate, beyond a few dozen points) and
+        ``solve_report_.selection`` says which and why.
     solver_options : dict, optional
-        Backend options, kept apart from the algorithm's settings.
+        Backend options, kept apart from the algorithm's settings (they need the
+        backend named in ``solver``).
     random_state : int, RandomState or None
         Seeds the random long edges of the graph.
 
@@ -184,7 +186,7 @@ class DVU(_GramEmbedding):
                  graph=None, slack_weight=1.0, distances="interval", centroids="eliminated",
                  snr=None, trace=None, trace_weight=1e-3, ratio=None, ratio_weight=1.0,
                  normalize=True, reduce_face=True, basis_rank=None, basis_neighbors=8,
-                 transductive_neighbors=3, solver="SCS", solver_options=None, random_state=None):
+                 transductive_neighbors=3, solver="auto", solver_options=None, random_state=None):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -252,7 +254,7 @@ class MVU(_GramEmbedding):
 
     def __init__(self, *, n_components=2, n_neighbors=5, n_random=0, metric="euclidean",
                  graph=None, distances="equality", slack_weight=1.0, normalize=True,
-                 reduce_face=True, basis_rank=None, basis_neighbors=8, solver="SCS",
+                 reduce_face=True, basis_rank=None, basis_neighbors=8, solver="auto",
                  solver_options=None, random_state=None):
         self.n_components = n_components
         self.n_neighbors = n_neighbors

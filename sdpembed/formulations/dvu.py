@@ -19,6 +19,8 @@ from .gram import (
     build_gram_formulation,
     centering_basis,
     gram_basis,
+    gram_parameters,
+    with_parameter_values,
 )
 
 __all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight"]
@@ -136,14 +138,16 @@ class _UnboundedHint:
     """Message for an unbounded DVU solve, naming the threshold on ``slack_weight``.
 
     A picklable callable, evaluated only when a solve is unbounded (the
-    threshold costs a dense generalized eigenproblem).
+    threshold costs a dense generalized eigenproblem), at the *current* values of
+    the formulation's parameters. Added constraints only shrink the feasible set,
+    so the threshold stays sufficient with them.
     """
 
-    def __init__(self, gp: GramProblem):
-        self.gp = gp
+    def __init__(self, gp: GramProblem, parameters: dict, trace_sign: float):
+        self.gp, self.parameters, self.trace_sign = gp, parameters, trace_sign
 
     def __call__(self) -> str:
-        gp = self.gp
+        gp = with_parameter_values(self.gp, self.parameters, self.trace_sign)
         base = ("stretching the embedding lowers sigma2_icv - sigma2_bcv faster than the slack "
                 "penalty grows. ")
         if gp.distances == "equality":
@@ -153,8 +157,8 @@ class _UnboundedHint:
             return (base + f"It is bounded for slack_weight >= {lam:.4g} (got "
                     f"{gp.slack_weight:.4g}): raise slack_weight above that, or add a trace term "
                     "(trace='min', trace_weight > 0), or use distances='equality'.")
-        return base + ("Raise slack_weight, or add a trace term (trace='min', trace_weight > 0), "
-                       "or use distances='equality'.")
+        return base + (f"Raise slack_weight (got {gp.slack_weight:.4g}), or add a trace term "
+                       "(trace='min', trace_weight > 0), or use distances='equality'.")
 
 
 def _explicit_problem(gp: GramProblem, n_classes: int) -> GramProblem:
@@ -306,9 +310,11 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
         ("/reduced-face" if reduce_face else "")
     equations = "(3)-(9)" + (", (10)" if snr is not None else "") + \
         (", (11)" if ratio is not None else "") + (", sec. 3.5" if distances == "quadratic" else "")
+    parameters = gram_parameters(gp)
+    trace_sign = float(np.sign(gp.trace_weight)) or 1.0
     meta = {"distance_scale": gp.meta["distance_scale"], "classes": gp.meta["classes"],
-            "unbounded_hint": _UnboundedHint(gp), "centroids": centroids,
-            "reduce_face": reduce_face}
+            "unbounded_hint": _UnboundedHint(gp, parameters, trace_sign),
+            "centroids": centroids, "reduce_face": reduce_face, "trace_sign": trace_sign}
     if centroids == "explicit":
         if basis_rank is not None or basis_graph is not None:
             raise InputError("basis_rank needs centroids='eliminated' (the reduced basis is a "
@@ -319,7 +325,7 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
         size = lifted.n - lifted.centering_vectors().shape[1] if reduce_face else lifted.n
         return build_gram_formulation(lifted, basis=basis, centered_basis=reduce_face,
                                       method="dvu", variant=variant, equations=equations,
-                                      basis_size=size,
+                                      basis_size=size, parameters=parameters,
                                       extra_meta={**meta, "eliminated_problem": gp,
                                                   "basis_rank": None})
     basis, size = gram_basis(gp, reduce_face, basis_rank, basis_graph)
@@ -327,5 +333,5 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
         variant += f"/basis-{int(basis_rank)}"
     return build_gram_formulation(gp, basis=basis, centered_basis=reduce_face or basis_rank
                                   is not None, method="dvu", variant=variant,
-                                  equations=equations, basis_size=size,
+                                  equations=equations, basis_size=size, parameters=parameters,
                                   extra_meta={**meta, "basis_rank": basis_rank})

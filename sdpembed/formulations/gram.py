@@ -19,6 +19,7 @@ reduced basis for large n). The large-n solver reads the same
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -32,12 +33,13 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..exceptions import InputError, ProblemTooLargeError
+from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
 
 __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edge_operator",
            "centering_basis", "build_gram_formulation", "laplacian_basis", "gram_basis",
-           "dense_memory_estimate", "available_memory", "DISTANCE_MODES"]
+           "dense_memory_estimate", "available_memory", "DISTANCE_MODES", "PARAMETER_FIELDS",
+           "gram_parameters", "with_parameter_values"]
 
 logger = logging.getLogger(__name__)
 
@@ -140,6 +142,9 @@ class GramProblem:
     \\langle C_i, G\\rangle + \\xi`, :math:`\\xi\\ge 0`), where :math:`C_i`, :math:`C_b`
     are the in-class and between-class variance functionals (DVU only).
     ``trace_weight`` is signed: positive minimises the trace, negative maximises it.
+    ``constraints``: affine constraints :math:`\\langle A_k, G\\rangle \\le b_k` or
+    :math:`= b_k` added by the user on the points' Gram matrix
+    (:class:`~sdpembed.formulations.constraints.AffineGramConstraints`), or ``None``.
     """
 
     n: int
@@ -156,6 +161,7 @@ class GramProblem:
     ratio_weight: float = 1.0
     centering: np.ndarray | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    constraints: Any = None
 
     def centering_vectors(self) -> np.ndarray:
         """Columns :math:`c` of the constraints :math:`c^T G c = 0` (default :math:`\\mathbf 1`)."""
@@ -293,47 +299,87 @@ def _check_memory(size: int, n_edges: int, what: str) -> None:
 
 
 class GramFormulation(Formulation):
-    """A :class:`Formulation` of a Gram SDP whose cvxpy problem is built on first use.
+    r"""A :class:`Formulation` of a Gram SDP: a structured description and a lazy cvxpy problem.
 
-    ``meta["gram_problem"]`` (and the basis) are available at once; the cvxpy
-    ``problem``, ``variables``, ``parameters`` and ``expressions`` are built
-    the first time one of them is read, after a memory check that raises
+    The description is a :class:`GramProblem` (``meta["gram_problem"]``; for the
+    explicit-centroid DVU the lifted one, with the points' problem in
+    ``meta["eliminated_problem"]``) and the basis; backends that read it
+    (``"LOWRANK"``) take it through :meth:`current_problem`, which applies the
+    *current* values of :attr:`parameters` and the constraints added by
+    :meth:`with_constraints`. The cvxpy ``problem`` is built the first time it is
+    read, after a memory check that raises
     :class:`~sdpembed.exceptions.ProblemTooLargeError` (naming
-    ``solver="LOWRANK"``) when the dense problem would not fit. The large-n
-    backend ``"LOWRANK"`` never reads them: it stores its solution as a factor
-    :math:`G = FF^T` (:attr:`factor`), and :meth:`value` answers ``"gram"``
-    from it when the cvxpy problem was never built.
+    ``solver="LOWRANK"``) when the dense problem would not fit; ``variables`` and
+    ``expressions`` (``"gram"``, the points' :math:`n\times n` Gram matrix) are
+    built on first use without building the problem, so that constraints can be
+    written on ``expressions["gram"]`` at any size. ``parameters`` exist from the
+    start and are shared by the cvxpy problem and the description: changing
+    ``f.parameters["slack_weight"].value`` changes what every backend solves.
+
+    ``"LOWRANK"`` stores its solution as a factor :math:`G = FF^T`
+    (:attr:`factor`); :meth:`value` answers ``"gram"`` from it when the variables
+    were never built.
     """
 
-    _LAZY = ("problem", "variables", "parameters", "expressions")
+    _LAZY = ("problem", "variables", "expressions")
 
     def __init__(self, meta: dict, size: int, n_edges: int,
                  basis: np.ndarray | Callable[[], np.ndarray] | None = None,
-                 centered_basis: bool = False):
+                 centered_basis: bool = False, *, parameters: dict | None = None,
+                 user_constraints: tuple = (), parent: GramFormulation | None = None):
         object.__setattr__(self, "_basis", basis)
         object.__setattr__(self, "_centered", bool(centered_basis))
         object.__setattr__(self, "_size", int(size))
         object.__setattr__(self, "_n_edges", int(n_edges))
         object.__setattr__(self, "_factor", None)
+        object.__setattr__(self, "_user_constraints", tuple(user_constraints))
+        object.__setattr__(self, "_parent", parent)
+        object.__setattr__(self, "_base", None)
+        object.__setattr__(self, "_signature", None)
         object.__setattr__(self, "meta", _frozen(meta))
+        if parameters is None:
+            parameters = gram_parameters(meta["gram_problem"])
+        object.__setattr__(self, "parameters", _frozen(parameters))
 
     def __getattr__(self, name):
-        if name in GramFormulation._LAZY:
+        if name in ("variables", "expressions"):
+            self._build_variables()
+            return object.__getattribute__(self, name)
+        if name == "problem":
             self._build()
             return object.__getattribute__(self, name)
         raise AttributeError(name)
 
-    def _build(self) -> None:
-        _check_memory(self._size, self._n_edges,
-                      f"{self.meta.get('method', 'gram')} ({self.meta.get('variant', '')})")
-        built = _build_cvxpy(self.meta["gram_problem"], self.basis(), self._centered)
-        self._set_built(*built)
+    # ------------------------------------------------------------------ building
+    def _build_variables(self) -> None:
+        if "variables" in self.__dict__:
+            return
+        if self._parent is not None:
+            variables, expressions = self._parent.variables, self._parent.expressions
+        else:
+            basis = self.basis()
+            if basis is not None:
+                _check_basis_memory(basis.shape, f"{self.method} ({self.meta.get('variant')})")
+            variables, expressions = _make_variables(self.meta["gram_problem"], basis)
+        object.__setattr__(self, "variables", _frozen(variables))
+        object.__setattr__(self, "expressions", _frozen(expressions))
 
-    def _set_built(self, problem, variables, parameters, expressions) -> None:
+    def _build(self) -> None:
+        if "problem" in self.__dict__:
+            return
+        self._build_variables()
+        base = self._parent._base if self._parent is not None else None
+        if base is None:
+            _check_memory(self._size, self._n_edges,
+                          f"{self.meta.get('method', 'gram')} ({self.meta.get('variant', '')})")
+            base = _base_problem(self.meta["gram_problem"], self.basis(), self._centered,
+                                 self.parameters, self.variables)
+        self._set_problem(base, cp.Problem(base[0], list(base[1]) + list(self._user_constraints)))
+
+    def _set_problem(self, base, problem) -> None:
+        object.__setattr__(self, "_base", base)
         object.__setattr__(self, "problem", problem)
-        object.__setattr__(self, "variables", variables)
-        object.__setattr__(self, "parameters", parameters)
-        object.__setattr__(self, "expressions", expressions)
+        object.__setattr__(self, "_signature", _problem_signature(problem))
         Formulation.__post_init__(self)
 
     def basis(self) -> np.ndarray | None:
@@ -343,10 +389,96 @@ class GramFormulation(Formulation):
         return self._basis
 
     @property
+    def reduced_basis(self) -> np.ndarray | None:
+        r"""The reduced basis :math:`Q` of ``basis_rank`` (:math:`G = QYQ^T`), else ``None``."""
+        return self.basis() if self.meta.get("basis_rank") is not None else None
+
+    @property
     def is_built(self) -> bool:
         """Whether the cvxpy problem has been built."""
         return "problem" in self.__dict__
 
+    @property
+    def variables_built(self) -> bool:
+        """Whether the cvxpy variables and expressions exist (they hold the last solution)."""
+        return "variables" in self.__dict__
+
+    @property
+    def user_constraints(self) -> tuple:
+        """The cvxpy constraints added by :meth:`with_constraints`, in order."""
+        return self._user_constraints
+
+    # ------------------------------------------------------------------ the description
+    def with_constraints(self, constraints) -> GramFormulation:
+        r"""A new formulation with ``constraints`` added, written on ``expressions["gram"]``.
+
+        The new formulation's cvxpy problem is this one's objective and constraints
+        plus ``constraints`` (same variables and parameters), so every conic backend
+        solves it as written; its description records them, and ``"LOWRANK"`` reads
+        every constraint affine in the Gram matrix :math:`G`,
+        :math:`\langle A_k, G\rangle \le b_k` or :math:`= b_k` with sparse
+        :math:`A_k` (trace bounds, squared distances :math:`G_{ii} + G_{jj} - 2G_{ij}`
+        for must-link / cannot-link bounds, class-mean separations, fixed entries;
+        see :mod:`sdpembed.formulations.constraints`), and refuses the others with
+        :class:`~sdpembed.exceptions.UnsupportedProblemError`. This formulation is
+        unchanged.
+
+        Parameters
+        ----------
+        constraints : cvxpy constraint or sequence of them
+
+        Examples
+        --------
+        >>> G = f.expressions["gram"]                                   # doctest: +SKIP
+        >>> g = f.with_constraints([G[0, 0] + G[1, 1] - 2 * G[0, 1] <= 0.1,
+        ...                         cp.trace(G) <= 50])                 # doctest: +SKIP
+        """
+        cons = _constraint_list(constraints)
+        self._build_variables()
+        child = GramFormulation(
+            dict(self.meta), self._size, self._n_edges, basis=self._basis,
+            centered_basis=self._centered, parameters=dict(self.parameters),
+            user_constraints=self._user_constraints + tuple(cons), parent=self)
+        child._build_variables()   # the constraints are written on these very variables
+        return child
+
+    def current_problem(self) -> GramProblem:
+        r"""The points' :class:`GramProblem` as it is to be solved now.
+
+        The builder's description (eliminated centroids) with the current values of
+        :attr:`parameters` (``slack_weight``, ``trace_weight``, ``snr``, ``ratio``,
+        ``ratio_weight``) and the added constraints as
+        :class:`~sdpembed.formulations.constraints.AffineGramConstraints`.
+
+        Raises
+        ------
+        InputError
+            A parameter without a value.
+        UnsupportedProblemError
+            An added constraint that is not affine in :math:`G`.
+        """
+        gp = self.meta.get("eliminated_problem", self.meta["gram_problem"])
+        gp = with_parameter_values(gp, self.parameters, self.meta.get("trace_sign", 1.0))
+        if self._user_constraints:
+            self._build_variables()
+            from .constraints import affine_gram_constraints
+
+            gp = dataclasses.replace(gp, constraints=affine_gram_constraints(
+                self._user_constraints, self.expressions["gram"], gp.n))
+        return gp
+
+    def check_unchanged(self) -> None:
+        """Raise :class:`~sdpembed.exceptions.UnsupportedProblemError` if the cvxpy problem's
+        objective or constraints are no longer the ones this formulation built (edited
+        behind the description's back)."""
+        if self.is_built and _problem_signature(self.problem) != self._signature:
+            raise UnsupportedProblemError(
+                f"the cvxpy problem of this {self.method} formulation was changed after it "
+                "was built, so its structured description no longer describes it; add "
+                "constraints with f.with_constraints([...]) instead, or solve the edited "
+                f"problem with a conic backend ({_CONIC_ALTERNATIVES})")
+
+    # ------------------------------------------------------------------ solution
     @property
     def factor(self) -> np.ndarray | None:
         """Low-rank solution :math:`F` with :math:`G = FF^T` (points only), set by ``LOWRANK``."""
@@ -356,37 +488,124 @@ class GramFormulation(Formulation):
         object.__setattr__(self, "_factor", None if F is None else np.asarray(F, dtype=float))
 
     def value(self, name: str):
-        if self._factor is not None and not self.is_built and name == "gram":
+        if self._factor is not None and not self.variables_built and name == "gram":
             return self._factor @ self._factor.T
         return Formulation.value(self, name)
 
     def __eq__(self, other):
         return self is other
 
-    def __reduce__(self):
-        """Pickle without building: the basis callable and meta travel, the problem if built."""
-        built = None
-        if self.is_built:
-            problem, variables, parameters, _, expressions = Formulation.__reduce__(self)[1]
-            built = (problem, variables, parameters, expressions)
-        state = (dict(self.meta), self._size, self._n_edges, self._basis, self._centered,
-                 self._factor, built)
-        return (_restore_gram_formulation, state)
-
     __hash__ = object.__hash__
+
+    def __reduce__(self):
+        """Pickle without building: the description, parameters and what was built travel."""
+        built = None
+        if self.variables_built:
+            problem = None
+            if self.is_built:
+                problem = Formulation.__reduce__(self)[1][0]
+            built = (dict(self.variables), dict(self.expressions), self._base, problem)
+        state = (dict(self.meta), self._size, self._n_edges, self._basis, self._centered,
+                 self._factor, dict(self.parameters), self._user_constraints, built)
+        return (_restore_gram_formulation, state)
 
     def __repr__(self) -> str:  # pragma: no cover - cosmetic
         state = "built" if self.is_built else "not built"
+        extra = f", {len(self._user_constraints)} added constraint(s)" \
+            if self._user_constraints else ""
         return (f"GramFormulation(method={self.method!r}, variant={self.meta.get('variant')!r}, "
-                f"n={self.meta.get('n')}, {state})")
+                f"n={self.meta.get('n')}{extra}, {state})")
 
 
-def _restore_gram_formulation(meta, size, n_edges, basis, centered, factor, built):
-    form = GramFormulation(meta, size, n_edges, basis=basis, centered_basis=centered)
+def _restore_gram_formulation(meta, size, n_edges, basis, centered, factor, parameters,
+                              user_constraints, built):
+    form = GramFormulation(meta, size, n_edges, basis=basis, centered_basis=centered,
+                           parameters=parameters, user_constraints=user_constraints)
     form.set_factor(factor)
     if built is not None:
-        form._set_built(*built)
+        variables, expressions, base, problem = built
+        object.__setattr__(form, "variables", _frozen(variables))
+        object.__setattr__(form, "expressions", _frozen(expressions))
+        if problem is not None:
+            form._set_problem(base, problem)
     return form
+
+
+_CONIC_ALTERNATIVES = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
+
+
+def _problem_signature(problem: cp.Problem) -> tuple:
+    return (id(problem.objective), tuple(id(c) for c in problem.constraints))
+
+
+def _constraint_list(constraints) -> list:
+    from cvxpy.constraints.constraint import Constraint
+
+    if isinstance(constraints, Constraint):
+        constraints = [constraints]
+    try:
+        cons = list(constraints)
+    except TypeError:
+        raise InputError("with_constraints takes a cvxpy constraint or a sequence of them; "
+                         f"got {type(constraints).__name__}") from None
+    for k, c in enumerate(cons):
+        if not isinstance(c, Constraint):
+            raise InputError(f"with_constraints: item {k} is a {type(c).__name__}, not a cvxpy "
+                             "constraint (write e.g. G[i, i] + G[j, j] - 2 * G[i, j] <= u with "
+                             "G = f.expressions['gram'])")
+    return cons
+
+
+#: the weights of a Gram SDP kept as cvxpy Parameters (re-solved without rebuilding)
+PARAMETER_FIELDS = ("slack_weight", "trace_weight", "snr", "ratio", "ratio_weight")
+
+
+def gram_parameters(gp: GramProblem) -> dict[str, cp.Parameter]:
+    """The cvxpy Parameters of a :class:`GramProblem`'s weights, at the problem's values:
+    ``slack_weight`` (interval, quadratic), ``trace_weight`` (with a trace term; its sign
+    is the builder's), ``snr``, ``ratio`` and ``ratio_weight`` (when those constraints
+    are present)."""
+    params: dict[str, cp.Parameter] = {}
+
+    def par(name, value):
+        params[name] = cp.Parameter(nonneg=True, name=name, value=float(value))
+
+    if gp.trace_weight != 0.0:
+        par("trace_weight", abs(gp.trace_weight))
+    if gp.distances in ("interval", "quadratic"):
+        par("slack_weight", gp.slack_weight)
+    if gp.snr is not None:
+        par("snr", gp.snr)
+    if gp.ratio is not None:
+        par("ratio", gp.ratio)
+        par("ratio_weight", gp.ratio_weight)
+    return params
+
+
+def with_parameter_values(gp: GramProblem, parameters, trace_sign: float = 1.0) -> GramProblem:
+    """``gp`` with its weights replaced by the current values of ``parameters``
+    (``trace_weight`` times ``trace_sign``: +1 minimises the trace, -1 maximises it)."""
+    values = {}
+    for name, par in parameters.items():
+        if name not in PARAMETER_FIELDS:
+            continue
+        if par.value is None:
+            raise InputError(f"parameter {name!r} has no value; set "
+                             f"f.parameters[{name!r}].value before solving")
+        values[name] = float(par.value)
+    if "trace_weight" in values:
+        values["trace_weight"] *= trace_sign
+    return dataclasses.replace(gp, **values)
+
+
+def _check_basis_memory(shape: tuple, what: str) -> None:
+    need, have = 8 * int(np.prod(shape)), available_memory()
+    if need > 0.8 * have:
+        raise ProblemTooLargeError(
+            f"{what}: the cvxpy expressions need the dense basis ({shape[0]} x {shape[1]}, "
+            f"{need / 2**30:.1f} GiB) but {have / 2**30:.1f} GiB is available; solve with "
+            "solver=\"LOWRANK\" without reading f.variables or f.expressions, or use "
+            "reduce_face=False")
 
 
 def laplacian_basis(graph_or_edges, n: int | None = None, rank: int = 30, *,
@@ -482,12 +701,14 @@ def gram_basis(gp: GramProblem, reduce_face: bool, basis_rank: int | None = None
 def build_gram_formulation(gp: GramProblem, *, basis: np.ndarray | None = None,
                            centered_basis: bool = False, method: str, variant: str,
                            equations: str, extra_meta: dict | None = None,
-                           basis_size: int | None = None) -> Formulation:
+                           basis_size: int | None = None,
+                           parameters: dict | None = None) -> GramFormulation:
     """cvxpy problem of a :class:`GramProblem`, on :math:`G` or on :math:`G = VY V^T`.
 
     The cvxpy problem is built lazily (:class:`GramFormulation`): the
-    large-n backend ``"LOWRANK"`` reads only ``meta["gram_problem"]`` and the
-    basis, so it works where the dense problem would not fit in memory.
+    large-n backend ``"LOWRANK"`` reads only the description (with the current
+    parameter values, :meth:`GramFormulation.current_problem`) and the basis, so it
+    works where the dense problem would not fit in memory.
 
     Parameters
     ----------
@@ -503,6 +724,9 @@ def build_gram_formulation(gp: GramProblem, *, basis: np.ndarray | None = None,
         :math:`\\{G \\succeq 0 : G\\mathbf 1 = 0\\} = \\{VYV^T : Y \\succeq 0\\}` for
         ``V`` spanning :math:`\\mathbf 1^\\perp`; the reduced problem has a
         strictly feasible point, which restores Slater's condition).
+    parameters : dict of cvxpy Parameters, optional
+        The weights as parameters (default :func:`gram_parameters` of ``gp``); a builder
+        passes its own when something else (a hint) reads them too.
     """
     n, m = gp.n, gp.edges.shape[0]
     if callable(basis):
@@ -518,56 +742,77 @@ def build_gram_formulation(gp: GramProblem, *, basis: np.ndarray | None = None,
         size = n
     meta = {"method": method, "variant": variant, "equations": equations, "gram_problem": gp,
             "basis": None if callable(basis) else basis, "n": n, "n_edges": m,
-            **(extra_meta or {})}
-    return GramFormulation(meta, size, m, basis=basis, centered_basis=centered_basis)
+            "trace_sign": float(np.sign(gp.trace_weight)) or 1.0, **(extra_meta or {})}
+    return GramFormulation(meta, size, m, basis=basis, centered_basis=centered_basis,
+                           parameters=parameters)
 
 
-def _build_cvxpy(gp: GramProblem, basis, centered_basis: bool):
-    """cvxpy problem, variables, parameters and expressions for :func:`build_gram_formulation`."""
+def _make_variables(gp: GramProblem, basis):
+    """The cvxpy variables of a :class:`GramProblem` and its expressions ``"gram"`` (the
+    points' Gram matrix) and, with explicit centroids, ``"gram_full"``.
+
+    On a basis the Gram matrix is ``symmetric_wrap(V Y V^T)``: the wrap states a fact
+    (the product is symmetric) and keeps cvxpy from rewriting expressions built on it
+    (``trace(A @ B)`` becomes a sum of products otherwise), so that constraints written on
+    it can be read back (:mod:`sdpembed.formulations.constraints`)."""
+    from cvxpy.atoms.affine.wraps import symmetric_wrap
+
     n, m = gp.n, gp.edges.shape[0]
     if basis is None:
         Y = cp.Variable((n, n), PSD=True, name="G")
-        r = n
+        full = Y
+    else:
+        r = basis.shape[1]
+        Y = cp.Variable((r, r), PSD=True, name="Y")
+        full = symmetric_wrap(basis @ Y @ basis.T)
+    variables: dict[str, cp.Variable] = {Y.name(): Y}
+    if gp.distances == "interval":
+        variables["eps"] = cp.Variable(m, nonneg=True, name="eps")
+    if gp.ratio is not None:
+        variables["xi"] = cp.Variable(nonneg=True, name="xi")
+    n_points = gp.meta.get("n_points", n)
+    expressions = {"gram": full if n_points == n else full[:n_points, :n_points]}
+    if n_points != n:
+        expressions["gram_full"] = full
+    return variables, expressions
+
+
+def _base_problem(gp: GramProblem, basis, centered_basis: bool, parameters, variables):
+    """``(objective, constraints)`` of a :class:`GramProblem` on the given variables."""
+    n = gp.n
+    if basis is None:
+        Y = variables["G"]
         A = edge_operator(gp.edges, n)
-        Cfull = gp.objective.dense()
-        c_obj = Cfull.ravel(order="F")
+        c_obj = gp.objective.dense().ravel(order="F")
         trace_vec = np.eye(n).ravel(order="F")
     else:
         V = np.asarray(basis, dtype=float)
-        r = V.shape[1]
-        Y = cp.Variable((r, r), PSD=True, name="Y")
+        Y = variables["Y"]
         A = edge_operator(gp.edges, n, V)
         c_obj = gp.objective.congruence(V).ravel(order="F")
         trace_vec = (V.T @ V).ravel(order="F")
     vecY = cp.vec(Y, order="F")
     D = A @ vecY
     target = gp.target
-    variables: dict[str, cp.Variable] = {Y.name(): Y}
-    parameters: dict[str, cp.Parameter] = {}
     constraints = []
     objective = c_obj @ vecY
     if basis is None or not centered_basis:
         Cc = gp.centering_vectors() if basis is None else V.T @ gp.centering_vectors()
         center = np.stack([np.outer(c, c).ravel(order="F") for c in Cc.T])
         constraints.append(center @ vecY == 0)
-    if gp.trace_weight != 0.0:
-        tw = cp.Parameter(nonneg=True, name="trace_weight", value=abs(gp.trace_weight))
-        parameters["trace_weight"] = tw
-        objective = objective + np.sign(gp.trace_weight) * tw * (trace_vec @ vecY)
+    if "trace_weight" in parameters:
+        sign = np.sign(gp.trace_weight)
+        objective = objective + sign * parameters["trace_weight"] * (trace_vec @ vecY)
     if gp.distances == "equality":
         constraints.append(D == target)
     elif gp.distances == "interval":
-        eps = cp.Variable(m, nonneg=True, name="eps")
-        lam = cp.Parameter(nonneg=True, name="slack_weight", value=gp.slack_weight)
-        variables["eps"], parameters["slack_weight"] = eps, lam
+        eps, lam = variables["eps"], parameters["slack_weight"]
         constraints += [D >= target - cp.multiply(target, eps),
                         D <= target + cp.multiply(target, eps)]
         objective = objective + lam * cp.sum(eps)
     elif gp.distances == "quadratic":
-        lam = cp.Parameter(nonneg=True, name="slack_weight", value=gp.slack_weight)
-        parameters["slack_weight"] = lam
         penalty = cp.sum(D) + target.sum() - 2 * (np.sqrt(target) @ cp.sqrt(D))
-        objective = objective + lam * penalty
+        objective = objective + parameters["slack_weight"] * penalty
     else:  # pragma: no cover - validated by the builders
         raise InputError(f"distances must be one of {DISTANCE_MODES}")
     if gp.snr is not None or gp.ratio is not None:
@@ -575,21 +820,9 @@ def _build_cvxpy(gp: GramProblem, basis, centered_basis: bool):
         cb = (gp.bcv.dense() if basis is None else gp.bcv.congruence(V)).ravel(order="F")
         icv, bcv = ci @ vecY, cb @ vecY
         if gp.snr is not None:
-            eta = cp.Parameter(nonneg=True, name="snr", value=gp.snr)
-            parameters["snr"] = eta
-            constraints.append(bcv >= eta * icv)
+            constraints.append(bcv >= parameters["snr"] * icv)
         if gp.ratio is not None:
-            xi = cp.Variable(nonneg=True, name="xi")
-            ratio = cp.Parameter(nonneg=True, name="ratio", value=gp.ratio)
-            rho = cp.Parameter(nonneg=True, name="ratio_weight", value=gp.ratio_weight)
-            variables["xi"] = xi
-            parameters["ratio"], parameters["ratio_weight"] = ratio, rho
-            constraints.append(cp.quad_over_lin(icv, bcv) <= ratio * icv + xi)
-            objective = objective + rho * xi
-    problem = cp.Problem(cp.Minimize(objective), constraints)
-    full = Y if basis is None else V @ Y @ V.T
-    n_points = gp.meta.get("n_points", n)
-    expressions = {"gram": full if n_points == n else full[:n_points, :n_points]}
-    if n_points != n:
-        expressions["gram_full"] = full
-    return problem, variables, parameters, expressions
+            constraints.append(cp.quad_over_lin(icv, bcv) <= parameters["ratio"] * icv
+                               + variables["xi"])
+            objective = objective + parameters["ratio_weight"] * variables["xi"]
+    return cp.Minimize(objective), tuple(constraints)
