@@ -159,7 +159,7 @@ def available_solvers() -> list[str]:
 
 def _load_plugins() -> None:
     """Import modules that register toolkit backends (optional, may not exist yet)."""
-    for module in ("sdpembed.large",):
+    for module in ("sdpembed.lowrank",):
         try:
             __import__(module)
         except ImportError:

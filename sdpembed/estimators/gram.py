@@ -142,7 +142,7 @@ class DVU(_GramEmbedding):
         k of the k-NN classifier on the embedding that fills ``transduction_``.
     solver : str
         Backend name (see :func:`sdpembed.available_solvers`); ``"LOWRANK"``
-        is the large-n solver (:mod:`sdpembed.large`), which never forms an
+        is the large-n solver (:mod:`sdpembed.lowrank`), which never forms an
         n x n matrix.
     solver_options : dict, optional
         Backend options, kept apart from the algorithm's settings.

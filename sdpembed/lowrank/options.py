@@ -1,0 +1,194 @@
+"""Settings of the LOWRANK solver: :class:`LowRankOptions` and the value checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InputError
+
+__all__ = ["LowRankOptions", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES"]
+
+
+def _require_int(where: str, name: str, value, low: int) -> None:
+    """``InputError`` unless ``value`` is an integer (not a bool) of at least ``low``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        kind = "a positive integer" if low == 1 else f"an integer >= {low}"
+        raise InputError(f"{where} {name} must be {kind}; got {value!r}")
+
+
+def _require_kink_tol(where: str, kink_tol) -> None:
+    """``InputError`` unless ``kink_tol`` (relative to the target distance) is finite, >= 0."""
+    number = (isinstance(kink_tol, (int, float, np.integer, np.floating))
+              and not isinstance(kink_tol, bool))
+    if not (number and np.isfinite(kink_tol) and kink_tol >= 0):
+        raise InputError(f"{where} kink_tol must be a finite number >= 0 (relative to the "
+                         f"target distance); got {kink_tol!r}")
+
+
+@dataclass(frozen=True)
+class LowRankOptions:
+    """Settings of :func:`lowrank_solve` (all keyword options of ``solve(..., solver="LOWRANK")``).
+
+    Parameters
+    ----------
+    tol : float
+        Target certified relative gap; the solve stops once the certificate
+        proves it (and, for ``"equality"``, the relative infeasibility is
+        below ``feas_tol``).
+    feas_tol : float
+        Relative infeasibility :math:`\\|D - \\bar D\\|/\\|\\bar D\\|` accepted (equality
+        mode) and the SNR constraint's relative violation.
+    rank : int or None
+        Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
+        of the Barvinok–Pataki rank (at least 16) for MVU, at most ``n - 1``
+        (grown as needed, see :func:`_initial_rank`; trimmed when a quarter of
+        its columns become numerically null, see :func:`_trim_rank`).
+    max_rank : int
+        Largest rank the factor may grow to.
+    warm_start : {None, "basis"} or ndarray
+        ``None`` (default): a random factor scaled to the target distances;
+        ``"basis"``: first solve the problem on a reduced Laplacian basis of
+        ``warm_basis_rank`` vectors of the problem's own graph and start from
+        its solution; an (n, k) array: start from that factor. Measured on
+        USPS (DVU, 2-NN + 1 random edge graph), the reduced optima are far from
+        the full one (objective 716 at n = 500 and 5,067 at n = 2,500 against
+        about -1.04: a smooth basis cannot hold the local distances), and with
+        the SNR constraint the basis start stalled the solver (objective 997,
+        no progress) where the random start certified 7e-3 in 34 s; hence the
+        default.
+    max_outer, max_inner, max_newton : int
+        Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
+        truncated Newton–CG iterations per subproblem. A multiplier update after a
+        subproblem cut off by ``max_inner`` helps little, and the penalty it raises
+        stiffens the next one: on all 9,298 USPS digits (DVU, ``tol=1e-3``, 540 s, one
+        thread, two solves side by side) with 2,000 every subproblem hit the cap, the
+        penalty rose to 27 times its start and the gap was 0.17 at the end; with 6,000
+        the first three subproblems took 6,000, 6,000 and 5,489 iterations, the penalty
+        never rose, later subproblems took tens to hundreds, and the solve certified
+        7.6e-4 in 495 s (1.0e-3 in 360 s with the dense certificate of
+        ``_LIFT_MAX_N``). DVU n = 2,500 (seed 0): 52 s against 62 s; MVU n = 2,500 and
+        9,298: the same iterates (no subproblem reaches 2,000).
+    inner : {"auto", "lbfgs", "plbfgs", "newton"}
+        Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
+        below 1e-2, then truncated Newton–CG with exact (generalized)
+        Hessian-vector products, which reaches the accuracy a certificate
+        needs where L-BFGS stalls; ``"plbfgs"``: L-BFGS whose initial inverse
+        Hessian is a sparse-LU solve with the weighted graph Laplacian
+        :math:`\\sum_e \\omega_e a_ea_e^T`, :math:`\\omega_e = 2\\sigma\\bar D_e/k` (the
+        isotropic part of the Gauss–Newton curvature of the distance term).
+    time_limit : float
+        Seconds; when the limit is hit the best pair so far (see "Certificate":
+        the lowest-objective feasible iterate and the highest bound) is returned
+        with status ``"optimal_inaccurate"`` and its gap (if no iterate was
+        certified, the last one's multipliers are; ``certified_gap`` is ``None``
+        only when no certificate can be computed, with the reason). The same holds
+        when ``max_outer`` ends the solve. The limit is checked
+        inside the subproblem solves; a lift of the multipliers under way
+        (:func:`lift_multipliers`, 2.5-4.4 s on USPS DVU n = 2,500), the final
+        certificate, and for n > 800 its dense Cholesky verification, come on top.
+    eig_tol : float
+        Relative tolerance of the Lanczos eigensolver.
+    random_state : int or None
+        Seeds the initial factor.
+    blas_threads : int
+        BLAS threads while solving (the work is many small products). The dense
+        n x n steps (interval certificates and lifts for 800 < n <= 10,000, the final
+        Cholesky check) use all usable cores, at most 8.
+    reduced_solver : {"auto", "ipm", "alm"}
+        Solver on a reduced basis. ``"auto"`` (default): the primal-dual
+        interior-point method of :mod:`sdpembed.reduced` for
+        ``distances="interval"`` (with or without the SNR constraint), falling
+        back to the augmented Lagrangian (recorded in
+        ``info["reduced_solver"]``) if it fails or its certified gap exceeds
+        ``tol``; the augmented Lagrangian for ``"equality"`` and
+        ``"quadratic"``. ``"ipm"``: the interior-point method only (an
+        ``InputError`` for other distance modes; no fallback). ``"alm"``: the
+        augmented Lagrangian. Ignored without a basis.
+    interval_envelope : {"auto", "kink", "huber"}
+        The augmented Lagrangian of ``distances="interval"``. ``"huber"``: the
+        envelope of the penalty :math:`w_e|D_e - \bar D_e|` itself (a Huber
+        function of :math:`D`, multipliers clipped to :math:`|y_e| \\le w_e`).
+        ``"kink"``: the envelope of the penalty's kink :math:`D = \bar D`, i.e. the
+        augmented Lagrangian of the ``"equality"`` problem, while its multipliers
+        stay in the box :math:`|y_e| \\le w_e`: an equality optimum with multipliers
+        in the box is an interval optimum (they are a subgradient of the penalty at
+        :math:`D = \bar D`), and the certificate is the interval one throughout. The
+        first iterate whose multipliers leave the box switches the solve to
+        ``"huber"`` (``info["interval_envelope"]`` says where). ``"auto"`` (default):
+        ``"kink"`` in the full space, ``"huber"`` on a reduced basis, whose smooth
+        vectors cannot hold the local distances. Measured on USPS DVU (80 %
+        labelled, 2-NN + 1 random edge graph), where the optimum keeps every edge on
+        the kink with :math:`\\max_e |y_e|/w_e` of 0.007 (n = 500) and 0.0017
+        (n = 2,500): see :data:`INTERVAL_ENVELOPES`.
+    """
+
+    tol: float = 1e-4
+    feas_tol: float = 1e-6
+    rank: int | None = None
+    max_rank: int = 200
+    warm_start: Any = None
+    warm_basis_rank: int = 30
+    max_outer: int = 200
+    max_inner: int = 6000
+    max_newton: int = 50
+    inner: str = "auto"
+    time_limit: float = 3600.0
+    eig_tol: float = 1e-6
+    random_state: int | None = 0
+    blas_threads: int = 1
+    reduced_solver: str = "auto"
+    interval_envelope: str = "auto"
+
+    @classmethod
+    def from_options(cls, options: dict) -> LowRankOptions:
+        """Options from ``solve(..., solver="LOWRANK", **options)``; unknown names rejected."""
+        known = set(cls.__dataclass_fields__)
+        unknown = set(options) - known
+        if unknown:
+            raise InputError(f"unknown LOWRANK option(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**options)
+
+    def __post_init__(self) -> None:
+        # one home for the value checks: solve(..., solver="LOWRANK") and direct
+        # lowrank_solve(options=LowRankOptions(...)) calls both come through here
+        if not (0 < self.tol < 1) or not (0 < self.feas_tol < 1):
+            raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
+        if self.rank is not None and self.rank < 1:
+            raise InputError("LOWRANK rank must be a positive integer")
+        for name in ("max_rank", "max_outer", "max_inner", "max_newton", "warm_basis_rank",
+                     "blas_threads"):
+            _require_int("LOWRANK", name, getattr(self, name), 1)
+        if not (self.eig_tol > 0):
+            raise InputError("LOWRANK eig_tol must be positive")
+        if self.inner not in INNER_SOLVERS:
+            raise InputError(f"LOWRANK inner must be one of {INNER_SOLVERS}; got {self.inner!r}")
+        if not (self.warm_start is None or isinstance(self.warm_start, np.ndarray)
+                or self.warm_start == "basis"):
+            raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
+        if not (self.time_limit > 0):
+            raise InputError("LOWRANK time_limit must be positive (seconds)")
+        if self.reduced_solver not in REDUCED_SOLVERS:
+            raise InputError(f"LOWRANK reduced_solver must be one of {REDUCED_SOLVERS}; "
+                             f"got {self.reduced_solver!r}")
+        if self.interval_envelope not in INTERVAL_ENVELOPES:
+            raise InputError(f"LOWRANK interval_envelope must be one of {INTERVAL_ENVELOPES}; "
+                             f"got {self.interval_envelope!r}")
+
+
+#: subproblem solvers of :class:`LowRankOptions` ``inner``
+INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
+
+#: solvers on a reduced basis, :class:`LowRankOptions` ``reduced_solver``
+REDUCED_SOLVERS = ("auto", "ipm", "alm")
+
+#: augmented Lagrangians of ``distances="interval"``, :class:`LowRankOptions`
+#: ``interval_envelope``. Measured on USPS DVU (one BLAS thread, tol = 1e-4): n = 500,
+#: certified in 4.4 s with "kink" against 10.9 s with "huber" (standalone); n = 2,500,
+#: seeds 0-3, two solves side by side: 62, 59, 63, 54 s, certified gaps 4e-7 to 4e-6,
+#: against 147, 216, 202, 225 s with "huber" (gaps 5.5e-5 to 8.0e-5). The kink envelope
+#: with the equality problem's penalty (``_SIGMA_KINK`` = 1) and a lift margin of 1e-8
+#: took 108, 90, 81, 136 s.
+INTERVAL_ENVELOPES = ("auto", "kink", "huber")

@@ -1,0 +1,475 @@
+"""The outer loop of the augmented Lagrangian: multipliers, penalties, certificates, rank."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from .alm import _ALM, _escape
+from .certificate import (
+    _UNVERIFIED,
+    Certificate,
+    _best_certificate,
+    _higher_bound,
+    _infeasible_or_failed,
+    _rel_gap,
+    verify_certificate,
+)
+from .options import LowRankOptions
+from .penalty import _Penalty
+from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
+from .result import LowRankResult
+from .space import _Space
+from .spectrum import _verify_threads
+
+logger = logging.getLogger(__name__)
+
+
+#: largest augmented-Lagrangian penalty, relative to the starting one. The penalty is
+#: tripled while the residual stalls. Measured on USPS MVU n = 2,500 (seconds to a
+#: certified 1e-4, by the largest penalty reached): 27 -> 94 s (the multipliers
+#: converge too slowly), 81 -> 70 s, 243 -> 74 s, 2187 (the earlier cap 1e3) -> 96 s
+#: (Newton-CG cannot solve the stiffer subproblems accurately: lambda_min(S) stalls
+#: at -9e-5). With feasibility restoration before certifying, the ALM no longer has to
+#: drive the residual down alone.
+_SIGMA_MAX = 81.0
+
+#: the same cap for ``distances="interval"`` (DVU). Measured on USPS DVU n = 2,500
+#: (certified gap after 240 s, standalone runs; seeds 0 and 1): 27 -> 1.1e-4 and 7.3e-4
+#: (1.5e-4 for seed 0 in an earlier run), 81 -> 1.7e-4 and 2.1e-3; 9 never reached a
+#: certificate attempt (2.9e-2). At n = 500 (seeds 0-4) the penalty stays within 27 times
+#: its start, so those solves are unchanged.
+_SIGMA_MAX_INTERVAL = 27.0
+
+#: the kink envelope's first penalty relative to the equality problem's 10/mean(D̄).
+#: The DVU objective is small (about -1 on USPS, against a trace near 700), so a
+#: smaller penalty leaves it more weight in the subproblems. Measured on USPS DVU
+#: n = 2,500, seeds 0-3, two solves side by side: with 0.1 the primal was within 1e-4
+#: of its final value at 42-52 s (67-80 s with 1), Newton-CG started at 11-12 s
+#: (35-58 s) and the refined multipliers had lambda_min(S) of -7e-9 to -8e-8 (-2e-6 to
+#: -4e-6), which the lift turns into certified gaps of 4e-7 to 3e-6 (with
+#: ``_LIFT_MARGIN``).
+_SIGMA_KINK = 0.1
+
+
+def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
+    r"""Whether the factor has a numerically null column direction,
+    :math:`\sigma_{\min}(W) \le` ``rtol`` :math:`\sigma_{\max}(W)`.
+
+    A rank-deficient second-order critical point of the factorised problem is
+    a global optimum (Burer & Monteiro 2005), so a negative eigenvalue of
+    :math:`S(y)` there comes from inexact multipliers and inner solves, not
+    from a missing dimension: adding a column would only perturb a nearly
+    converged point (measured on 2,500 USPS digits, MVU: when the first rank
+    increase came, 15 of the factor's 38 singular values were at rounding level,
+    1e-16 of the largest, and each increase sent the estimated gap from 1.1e-4
+    to between 0.04 and 0.96). The default ``rtol`` leaves DVU's small but
+    genuine singular values (4e-4 of the largest at n = 500) alone.
+    """
+    s = np.linalg.svd(W, compute_uv=False)
+    return bool(s[-1] <= rtol * s[0])
+
+
+def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
+    r"""The factor without its numerically null directions, or ``None`` to keep it.
+
+    With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up
+    to :math:`\sum_{i>k}\sigma_i^2 u_iu_i^T`, where :math:`k` counts the singular values
+    above ``rtol`` :math:`\sigma_{\max}` plus ``margin``, so that the trimmed factor
+    stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
+    trims only when at least a quarter of the columns go. Every inner iteration
+    costs in proportion to the rank, and null columns do not come back by themselves
+    (their gradient :math:`2S(y)w` vanishes with :math:`w`). Measured on USPS MVU
+    (tol 1e-4): at n = 2,500 the default start (rank 38) was trimmed to 28 at outer
+    iteration 4, and the certificate came at 92 s instead of 147 s; at n = 9,298
+    the start (rank 73) kept 39 columns below 1e-6 of the largest, and each Newton
+    outer iteration took 140-150 s against about 70 s at rank 36.
+    """
+    U, s, _ = np.linalg.svd(W, full_matrices=False)
+    k = int(np.sum(s > rtol * s[0])) + margin
+    if k > 0.75 * W.shape[1]:
+        return None
+    return U[:, :k] * s[:k]
+
+
+class _OuterLoop:
+    r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
+
+    Each iteration (:meth:`step`) solves the subproblem at the current
+    multipliers and penalty, updates the multipliers
+    :math:`y = \nabla\psi(D)`, and, once the cheap gap
+    :math:`(p + \varphi^*(y))/|p|` is small, attempts a certificate
+    (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises
+    the penalties and tightens the subproblem tolerance. Weak duality holds
+    across iterations, so the loop keeps the lowest objective of any
+    certifiable iterate (``best_primal``) and the highest bound of any attempt
+    (``best_dual``), and stops once that pair proves ``tol``.
+    """
+
+    def __init__(self, space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions,
+                 cache: dict, t0: float, W: np.ndarray):
+        self.space, self.pen, self.alm, self.opts, self.cache, self.t0 = \
+            space, pen, alm, opts, cache, t0
+        self.W = W
+        self.y = np.zeros(pen.t.shape[0])
+        self.nu = 0.0
+        quad, _, _ = alm.objective_parts(W)
+        if pen.mode == "interval":
+            kink = opts.interval_envelope == "kink" or (
+                opts.interval_envelope == "auto" and space.Q is None)
+            pen.split = "equality" if kink else "interval"
+        # info["interval_envelope"]: which augmented Lagrangian ran (None: not "interval")
+        self.envelope = None if pen.mode != "interval" else (
+            "kink" if pen.split != pen.mode else "huber")
+        self._start_penalty()
+        self.obj_scale = max(abs(quad), 1e-12)
+        self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
+        self.prev_h = np.inf
+        self.gtol = 1e-3
+        self.cheap_prev = np.inf
+        self.rnorm = self.infeas = np.inf  # the last iterate's
+        self.status = "optimal_inaccurate"
+        self.it = 0
+        self.certificate = Certificate(None, None, "none", "not computed")
+        self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
+        self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
+        self.history: list[dict] = []
+
+    def _start_penalty(self) -> None:
+        r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
+        pen = self.pen
+        if pen.split == "interval":  # Huber
+            sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
+        elif pen.split == "equality":  # equality, or the kink of "interval"
+            sigma = 10.0 / max(np.mean(pen.t), 1e-300)
+            if pen.mode == "interval":
+                sigma *= _SIGMA_KINK
+        else:  # "quadratic": no splitting
+            sigma = 1.0
+        self.sigma = self.sigma0 = sigma
+        self.sigma_cap = _SIGMA_MAX_INTERVAL if pen.split == "interval" else _SIGMA_MAX
+        self.prev_res = np.inf
+
+    def _leave_kink(self, g: np.ndarray) -> np.ndarray:
+        r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
+        leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
+        known to solve the interval one); returns ``g`` clipped to the box, the Huber
+        multipliers the solve goes on from at the Huber envelope's first penalty."""
+        pen = self.pen
+        pen.split = "interval"
+        self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
+        self._start_penalty()
+        return np.clip(g, -pen.w, pen.w)
+
+    # ------------------------------------------------------------------ iterations
+    def run(self) -> None:
+        """Outer iterations until certified, out of time or iterations, or diverging."""
+        for it in range(1, self.opts.max_outer + 1):
+            self.it = it
+            entry, step = self.step()
+            self.history.append(entry)
+            if self.status == "optimal":
+                break
+            logger.info("LOWRANK outer %d: %s", self.it, entry)
+            if time.perf_counter() - self.t0 > self.opts.time_limit:
+                break
+            self.schedule(**step)
+            # divergence: the factor grows without bound -> unbounded
+            if np.sum(self.W * self.W) > 1e12 * max(self.space.gp.target.sum(), 1.0):
+                self.status = "unbounded"
+                break
+
+    def solve_subproblem(self):
+        """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
+        cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
+        and whether the rank was trimmed."""
+        opts, W = self.opts, self.W
+        run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
+        if opts.inner == "plbfgs":
+            # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
+            om = self.pen.curvature_weights(self.sigma) / W.shape[1]
+            inner = self.space.preconditioner(om)
+        else:
+            inner = "newton" if newton else None
+        W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
+                     opts.max_newton if newton else opts.max_inner, inner)
+        trimmed = _trim_rank(W)
+        self.W = W if trimmed is None else trimmed
+        return res, trimmed is not None
+
+    def step(self) -> tuple[dict, dict]:
+        """One outer iteration. Returns its history entry and what :meth:`schedule` needs."""
+        space, pen, opts = self.space, self.pen, self.opts
+        res, trimmed = self.solve_subproblem()
+        W = self.W
+        g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
+        r = pen.residual(D, g, self.y, self.sigma)
+        rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
+        h_viol = space.snr_violation(h, quad)
+        left_kink = pen.split != pen.mode and not pen.in_box(g)
+        if left_kink:
+            g = self._leave_kink(g)
+        self.y = g
+        if space.H is not None:
+            self.nu = gs
+        p = quad + pen.objective(D)
+        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol)
+        self.rnorm, self.infeas = rnorm, infeas
+        lb_cheap = -pen.conjugate(self.y)
+        cheap_gap = _rel_gap(p, lb_cheap)
+        self.cheap_prev = cheap_gap
+        entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
+                 "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
+                 "cheap_gap": cheap_gap, "seconds": time.perf_counter() - self.t0}
+        if trimmed:
+            entry["trimmed_rank"] = W.shape[1]
+        if left_kink:
+            entry["left_kink"] = True
+        feas_target = max(opts.feas_tol, 1e-2 * opts.tol)
+        converged_primal = infeas <= opts.feas_tol and (rnorm <= feas_target
+                                                          or pen.mode != "equality")
+        # the point the certificate is taken at: the iterate, or (equality) the iterate
+        # moved onto the constraints when only its residual keeps it from certification,
+        # or (interval) the iterate with its edges near the kink moved onto it
+        W_c, p_c, infeas_c, certifiable = W, p, infeas, converged_primal
+        gate_gap = cheap_gap
+        if (not converged_primal and pen.mode == "equality" and rnorm <= _RESTORE_MAX
+                and h_viol <= opts.feas_tol and cheap_gap <= 100 * opts.tol):
+            restored = self._onto_constraints(W, quad, feas_target)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
+                certifiable = True
+                cheap_gap = _rel_gap(p_c, lb_cheap)
+                gate_gap = cheap_gap
+                entry.update(restored_residual=infeas_c, restored_objective=p_c)
+        elif certifiable and pen.mode == "interval" and cheap_gap <= 100 * opts.tol:
+            restored = self._onto_kink(W, p)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
+                entry.update(restored_objective=p_c)
+                # the multipliers must close the gap to both points before they are tried:
+                # the restored objective alone can fall just below their own bound by
+                # coincidence (DVU n = 500: a futile lift, 5 s of 22 s), and the iterate's
+                # alone can match it while the restored point is 1e-3 lower (DVU n = 300,
+                # trace="min": a futile lift and two more outer iterations)
+                gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
+        new_best = certifiable and (self.best_primal is None or p_c < self.best_primal[0])
+        if new_best:
+            self.best_primal = (p_c, W_c.copy(), infeas_c)
+        y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
+        # "interval": refined only at a new best point. On USPS DVU n = 2,500 (15 solves,
+        # 167 refinements) every refinement that closed the gap was at one, and those at
+        # other points (0.7-1.4 s each) all gave a refined gap near 1. Not for
+        # "equality", whose restored points are not comparable that way (DVU n = 400: a
+        # refinement at a point no better than an earlier one certified it two outer
+        # iterations sooner)
+        if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
+            # complementary slackness is fitted at the stationary iterate, not the restored one
+            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
+            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref))
+            entry["refined_cheap_gap"] = refined_gap
+        if certifiable and min(gate_gap, refined_gap) <= opts.tol:
+            candidates = [(self.y, self.nu)] + (
+                [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
+        return entry, {"h_viol": h_viol, "cheap_gap": cheap_gap,
+                       "converged_primal": converged_primal, "inner_iterations": res.nit}
+
+    def _onto_constraints(self, W, quad: float, feas_target: float):
+        """``(W_r, p_r, r_r)``: ``"equality"`` iterate ``W`` moved onto its constraints
+        (:func:`restore_feasibility`) when that reaches ``feas_target`` and keeps the SNR
+        constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term; else ``None``."""
+        space, pen, opts = self.space, self.pen, self.opts
+        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
+            return W_r, quad_r + pen.objective(D_r), r_r
+        return None
+
+    def _onto_kink(self, W, p: float):
+        """``(W_r, p_r, infeas_r)``: ``"interval"`` iterate ``W`` with the edges just off the
+        kink moved onto it (their slack penalty is the cost), when that lowers the objective
+        ``p`` and keeps the SNR constraint within ``feas_tol``; else ``None``."""
+        space, pen = self.space, self.pen
+        W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        p_r = quad_r + pen.objective(D_r)
+        infeas_r = space.snr_violation(h_r, quad_r)
+        if p_r < p and infeas_r <= self.opts.feas_tol:
+            return W_r, p_r, infeas_r
+        return None
+
+    def attempt_certificate(self, entry: dict, candidates: list, p: float, p_c: float,
+                            lb_cheap: float) -> None:
+        """Certify the candidates (and lift the best, see :func:`_lifted_certificate`); stop
+        (status ``"optimal"``) once the best pair proves ``tol``, else grow the rank along the
+        negative eigenvector where that eigenvalue keeps the gap open."""
+        space, pen, opts, cache = self.space, self.pen, self.opts, self.cache
+        p_best = self.best_primal[0]
+        certificate = _best_certificate(
+            space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
+        certificate = self._verified_if_closing(certificate, p_c)
+        gap = _rel_gap(p_c, certificate.bound)
+        self.certificate = certificate
+        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap unless it closed (then verified)
+        entry.update({"lambda_min": certificate.lambda_min,
+                      "certified_gap" if certificate.verified else "estimated_gap": gap})
+        self.best_dual = _higher_bound(self.best_dual, certificate)
+        t_lift = time.perf_counter()
+        lifted = _lifted_certificate(space, pen, certificate, gap,
+                                     None if self.best_dual is None else self.best_dual.bound,
+                                     candidates, opts, cache, p_best)
+        if lifted is not None:
+            entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
+                         lift_seconds=time.perf_counter() - t_lift)
+            self.best_dual = _higher_bound(self.best_dual, lifted)
+        best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
+        combined = _rel_gap(p_best, best.bound) if best is not None else None
+        if combined is not None and gap is not None and combined < gap:
+            entry["combined_gap"] = combined
+        if combined is not None and combined <= opts.tol:
+            self.status = "optimal"
+            self.W = self.best_primal[1]
+            self.certificate, self.y, self.nu = best, best.y, best.nu
+            return
+        # grow the rank only where the negative eigenvalue, not the multipliers,
+        # is what keeps the gap open
+        loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
+            if certificate.bound is not None else np.inf
+        if certificate.lambda_min is not None and certificate.lambda_min < 0 \
+                and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
+                and not _rank_deficient(self.W):
+            self.W = _escape(self.alm, self.W, certificate.eig.vector, self.y, self.nu,
+                             self.sigma, self.sigma_h)
+            entry["grew_rank"] = self.W.shape[1]
+        self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
+        """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
+        (Lanczos, or for n > ``_DENSE_EIG_MAX`` a lifted dense eigenvalue) and would prove
+        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
+        leftmost eigenvalue by more than the gap allows (USPS DVU n = 2,500: estimated
+        8.5e-5, verified 2.2e-4); checked here (a dense Cholesky, 0.2 s at n = 2,500), a
+        failed estimate lets the solve go on (a lift, more iterations) instead of ending
+        it at ``optimal_inaccurate``."""
+        if cert is None or cert.verified or cert.bound is None \
+                or _rel_gap(p, cert.bound) > self.opts.tol:
+            return cert
+        return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
+                                  cache=self.cache)
+
+    def schedule(self, *, h_viol: float, cheap_gap: float, converged_primal: bool,
+                 inner_iterations: int) -> None:
+        """Penalties and subproblem tolerance for the next iteration (after :meth:`step`,
+        whose residual is ``self.rnorm``)."""
+        pen, opts, rnorm = self.pen, self.opts, self.rnorm
+        if pen.splitting or self.space.H is not None:
+            # raise the penalty while the split residual stalls above tolerance, up to
+            # _SIGMA_MAX (_SIGMA_MAX_INTERVAL) times its start (a larger one only worsens
+            # the subproblems' conditioning, and restore_feasibility does the last of the
+            # primal work)
+            raise_sigma = rnorm > max(0.25 * self.prev_res, opts.feas_tol) \
+                and 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
+            # the SNR penalty has its own schedule: its violation can stall while the
+            # distance residual is fine
+            raise_h = raise_sigma or (h_viol > max(0.25 * self.prev_h, opts.feas_tol)
+                                      and self.sigma_h < 1e6 * self.sigma_h0)
+            self.sigma *= 3.0 if raise_sigma else 1.0
+            self.sigma_h *= 3.0 if raise_h else 1.0
+            self.prev_res, self.prev_h = rnorm, h_viol
+        if cheap_gap > opts.tol or not converged_primal:
+            self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
+        if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
+            # the subproblem was already "solved" at this tolerance: tighten it, or the
+            # outer loop would repeat the same point
+            self.gtol = max(self.gtol * 0.1, 1e-12)
+        if not pen.splitting and self.space.H is None and not converged_primal:
+            self.gtol = max(self.gtol * 0.1, 1e-10)
+
+    # ------------------------------------------------------------------ the answer
+    def final_point(self) -> tuple[np.ndarray, float]:
+        """The reported factor (in the space's coordinates) and its objective; sets the
+        reported certificate and multipliers.
+
+        Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
+        bound, else the best (or, in equality mode, the more feasible last) iterate with the
+        last multipliers certified (every large solve reports a bound, however loose, or
+        says why it has none)."""
+        space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
+        W, status, best_dual = self.W, self.status, self.best_dual
+        p = alm.true_objective(W)
+        if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
+            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
+            if r_r < _RESTORE_MAX and r_r < self.rnorm:
+                W, p = W_r, alm.true_objective(W_r)
+        if status == "optimal_inaccurate" and best_dual is None:
+            cert = _best_certificate(
+                space, pen, W, [(self.y, self.nu),
+                                refine_multipliers(space, pen, W, self.y, self.nu)],
+                opts, self.cache, target=p)
+            self.certificate, self.y, self.nu = cert, cert.y, cert.nu
+        if status != "optimal" and best_dual is not None:
+            self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
+        if status != "optimal" and self.best_primal is not None and (
+                best_dual is not None or (status == "optimal_inaccurate"
+                                          and self.best_primal[0] < p)):
+            # the best primal point seen, also when the loop made no certificate attempt
+            # (the iterates' objectives are not monotone); an equality-mode last iterate
+            # that is more feasible is kept
+            pb, Wb, infb = self.best_primal
+            if not (pen.mode == "equality" and infb > self.infeas):
+                W, p = Wb, pb
+        return W, p
+
+    def result(self) -> LowRankResult:
+        """The :class:`LowRankResult`: final point, its infeasibility, and the reported
+        certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for n > 800)."""
+        space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
+        W, p = self.final_point()
+        F = space.points(W)
+        quad, D, h = alm.objective_parts(W)
+        infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
+            if pen.mode == "equality" else 0.0
+        infeas = max(infeas, space.snr_violation(h, quad))
+        status, certificate = self.status, self.certificate
+        if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
+            status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
+        # here and not in the outer loop: a dense n x n Cholesky
+        info: dict[str, Any] = {}
+        if self.envelope is not None:
+            info["interval_envelope"] = self.envelope
+        if certificate.check in _UNVERIFIED and certificate.bound is not None:
+            t_v = time.perf_counter()
+            cache["verify_threads"] = _verify_threads()
+            certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
+                                             cache=cache)
+            info["verify_seconds"] = time.perf_counter() - t_v
+        gap = _rel_gap(p, certificate.bound)
+        bound = certificate.bound
+        if not certificate.verified:
+            # an unverified (Lanczos) bound is an estimate, never reported as certified
+            info.update(estimated_gap=gap, estimated_bound=bound)
+            gap = bound = None
+            if status == "optimal" and certificate.bound is not None:
+                status = "optimal_inaccurate"
+        elif status == "optimal" and gap > opts.tol:
+            # verification lowered the bound below the target (Lanczos missed an eigenvalue)
+            status = "optimal_inaccurate"
+        checks = cache.pop("verify_checks", [])
+        cache.pop("verify_threads", None)
+        cache.pop("lanczos_start", None)
+        cache.pop("eigenpairs", None)
+        if checks:
+            info["verify_factorisations"] = [
+                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
+                 "verified": c.verified} for c in checks]
+        return LowRankResult(
+            factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
+            y=self.y, nu=self.nu, status=status, iterations=self.it,
+            seconds=time.perf_counter() - self.t0, history=self.history,
+            info={"certificate": certificate, "rank": F.shape[1],
+                  "function_evaluations": alm.nfev, **info, **cache})
