@@ -137,7 +137,7 @@ def test_interval_envelopes_match_clarabel(digits, envelope):
     gp = make().meta["gram_problem"]
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=TOL,
                                                                interval_envelope=envelope))
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     assert np.all(np.abs(res.y) <= pen.w * (1 + 1e-12))
     assert lowrank.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
 
@@ -207,7 +207,7 @@ def test_lanczos_certificate_matches_dense(digits, monkeypatch):
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-5, warm_start=None))
-    space = lowrank.space._Space(gp, None)
+    space = lowrank.FactorSpace(gp, None)
     S = gp.full_objective().dense() + space.B.T @ (res.y[:, None] * space.B.toarray())
     H = centering_basis(gp.n)
     exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
@@ -288,7 +288,7 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
         eig = true_lambda_min(space, y_, nu, tol=tol, deflate=deflate, **kw)
         if deflate is not None and eig.value < 0:
-            return lowrank.spectrum._Eig(0.0, eig.vector, 0.0, 0.0)
+            return lowrank.EigenEstimate(0.0, eig.vector, 0.0, 0.0)
         return eig
 
     monkeypatch.setattr(lowrank.certificate, "_lambda_min", missing_negative)
@@ -421,7 +421,7 @@ def test_interval_envelope_is_the_moreau_envelope_of_the_slack_penalty():
     m, sigma = 40, 7.0
     t = rng.uniform(0.5, 2.0, m)
     gp = SimpleNamespace(distances="interval", target=t, slack_weight=0.3)
-    pen = lowrank.penalty._Penalty(gp)
+    pen = lowrank.DistancePenalty(gp)
     y = rng.uniform(-1.0, 1.0, m) * pen.w
     y[:3] = pen.w[:3] * np.array([-1.0, 1.0, 0.0])
     D = t + rng.uniform(-0.3, 0.3, m)
@@ -454,7 +454,7 @@ def test_refined_multipliers_repair_an_inexact_dual(digits, variant):
     # tol 1e-6 is a feasibility-restored one, 1e-6 off the stationary iterate)
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-8, feas_tol=1e-10,
                                                                warm_start=None))
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     W = res.factor - res.factor.mean(axis=0)
     noise = 1e-3 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
     y_noisy = res.y + noise
@@ -477,7 +477,7 @@ def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
     _, _, _, graph = digits
     f = mvu(graph)
     gp = f.meta["gram_problem"]
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     assert lowrank.certificate._objective_curvature(space) == 1.0
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-6))
     y = res.y + 1e-3 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(
@@ -495,13 +495,13 @@ def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
 
 def test_objective_curvature_is_only_claimed_when_known(digits):
     _, _, y_obs, graph = digits
-    space = lowrank.space._Space(dvu_problem(graph, y_obs), None)
+    space = lowrank.FactorSpace(dvu_problem(graph, y_obs), None)
     C = space.C
     expected = -float(C.diag.max()) if not np.any(C.s > 0) else 0.0
     assert lowrank.certificate._objective_curvature(space) == expected
     # on a basis: -lambda_max(Q^T C Q), compared with a dense computation
     Q = laplacian_basis(space.gp.edges, space.gp.n, 6)
-    reduced = lowrank.space._Space(space.gp, Q)
+    reduced = lowrank.FactorSpace(space.gp, Q)
     dense = np.linalg.eigvalsh(Q.T @ C.dense() @ Q)[-1]
     assert lowrank.certificate._objective_curvature(reduced) == pytest.approx(-dense, abs=1e-10)
 
@@ -536,7 +536,7 @@ def test_cholesky_verification_brackets_the_true_lambda_min(digits120, monkeypat
     ||S||) fails: a success there would contradict the proof."""
     _set_limit(monkeypatch, "_DENSE_EIG_MAX", 50)
     gp = digits120
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     y = np.random.default_rng(seed).uniform(-1, 1, gp.edges.shape[0]) * pen.w
     lam, norm = _dense_lambda_min(gp, space, y)
     est = lowrank.spectrum._lambda_min(space, y, 0.0, tol=1e-10)
@@ -558,7 +558,7 @@ def test_cholesky_verification_brackets_the_true_lambda_min(digits120, monkeypat
 def test_verification_is_skipped_honestly_when_too_large(digits120, monkeypatch):
     _set_limit(monkeypatch, "_VERIFY_MAX_N", 100)
     gp = digits120
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     mu, why, checks = lowrank.verify._verified_lambda_min(space, pen.w, 0.0, 0.0)
     assert mu is None and "dense check skipped" in why and not checks
 
@@ -642,7 +642,7 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     perturbed from (the least-norm step), up to second-order terms."""
     X, _, _, graph = digits
     gp = mvu(graph).meta["gram_problem"]
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)  # feasible once scaled: the targets are its squared edge
     Z = space.diffs(F)      # lengths over a common scale
     F = F * np.sqrt(pen.t[0] / np.sum(Z[0] ** 2))
@@ -669,8 +669,8 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     _, _, y_obs, _ = digits
     gp_q = dvu_problem(graph, y_obs, distances="quadratic")
     with pytest.raises(InputError, match="distances='quadratic'"):
-        lowrank.restore_feasibility(lowrank.space._Space(gp_q, None),
-                                    lowrank.penalty._Penalty(gp_q), F, tol=1e-12)
+        lowrank.restore_feasibility(lowrank.FactorSpace(gp_q, None), lowrank.DistancePenalty(gp_q),
+                                    F, tol=1e-12)
 
 
 def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
@@ -683,7 +683,7 @@ def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
     change, but stay of the order of kink_tol)."""
     X, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)
     Z = space.diffs(F)
     F = F * np.sqrt(pen.t[0] / np.sum(Z[0] ** 2))
@@ -716,7 +716,7 @@ def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
     lambda_min, never above it by more than rounding."""
     _, _, _, graph = digits
     gp = mvu(graph).meta["gram_problem"]
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     rng = np.random.default_rng(3)
     y = rng.uniform(0.0, 2.0, gp.edges.shape[0]) / gp.target.mean()
     H = centering_basis(gp.n)
@@ -801,7 +801,7 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-6))
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = res.factor
     obj = _interval_objective(gp, pen, F)
     assert abs(obj - res.objective) <= 1e-10 * abs(res.objective)
@@ -817,7 +817,7 @@ def _perturbed_optimal_multipliers(gp):
     """A tight LOWRANK solve of ``gp`` and its multipliers perturbed by 1e-4 of their
     largest magnitude (kept in the box), where S(y) has small negative eigenvalues."""
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-8))
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
     return gp, res, space, pen, np.clip(res.y + noise, -pen.w, pen.w)
 
@@ -912,11 +912,11 @@ def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs, distances="equality")
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     with pytest.raises(InputError, match="interval"):
         lowrank.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0]), 0.0)
     gp = dvu_problem(graph, y_obs)
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     with pytest.raises(InputError, match="one multiplier per edge"):
         lowrank.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)
     y0 = np.zeros(gp.edges.shape[0])
@@ -933,7 +933,7 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
 def test_kink_tolerance_must_be_a_finite_nonnegative_number(digits, kink_tol):
     X, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)
     with pytest.raises(InputError, match="kink_tol must be a finite number >= 0"):
         lowrank.restore_feasibility(space, pen, F, tol=1e-12, kink_tol=kink_tol)
@@ -963,7 +963,7 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     assert not any("lambda_min" in e for e in res.history)  # no certificate attempt
     assert objectives[-1] > min(objectives)  # the path under test: the last is not the best
     assert res.objective == pytest.approx(min(objectives), rel=1e-12)
-    space, pen = lowrank.space._Space(gp, None), lowrank.penalty._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     assert _interval_objective(gp, pen, res.factor) == pytest.approx(res.objective, rel=1e-10)
     assert res.bound is not None and res.bound <= res.objective
     assert lowrank.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)

@@ -223,11 +223,15 @@ from .certificate import (
     verify_certificate,
 )
 from .options import INNER_SOLVERS, INTERVAL_ENVELOPES, REDUCED_SOLVERS, LowRankOptions
+from .penalty import DistancePenalty
 from .repair import lift_multipliers, refine_multipliers, restore_feasibility
 from .result import LowRankResult
 from .solve import lowrank_solve
+from .space import FactorSpace
+from .spectrum import EigenEstimate
 
-__all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "Certificate", "certify",
+__all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "FactorSpace", "DistancePenalty",
+           "EigenEstimate", "Certificate", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
            "CHECK_DENSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_EIGH"]

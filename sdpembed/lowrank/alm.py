@@ -6,15 +6,15 @@ import numpy as np
 
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
-from .penalty import _Penalty
-from .space import _Space
+from .penalty import DistancePenalty
+from .space import FactorSpace
 
 
 # ----------------------------------------------------------------------- the solver
 class _ALM:
-    """Augmented-Lagrangian Burer–Monteiro iterations on a :class:`_Space`."""
+    """Augmented-Lagrangian Burer–Monteiro iterations on a :class:`FactorSpace`."""
 
-    def __init__(self, space: _Space, pen: _Penalty, opts: LowRankOptions):
+    def __init__(self, space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
         self.space, self.pen, self.opts = space, pen, opts
         self.nfev = 0
         self.deadline = np.inf

@@ -11,9 +11,9 @@ from scipy.sparse.csgraph import dijkstra
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import DiagPlusLowRank, GramProblem
-from .penalty import _Penalty
-from .space import _Space
-from .spectrum import _DENSE_EIG_MAX, _dense_bottom, _Eig, _gershgorin, _lambda_min
+from .penalty import DistancePenalty
+from .space import FactorSpace
+from .spectrum import _DENSE_EIG_MAX, EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
 from .verify import _U, _verified_lambda_min
 
 #: largest n for which :func:`lift_multipliers` runs (dense bottom eigenpairs: 8n² bytes,
@@ -60,7 +60,7 @@ class Certificate:
     lambda_min: float | None
     method: str
     note: str = ""
-    eig: _Eig | None = None
+    eig: EigenEstimate | None = None
     check: str = CHECK_LANCZOS
     check_note: str = ""
     y: np.ndarray | None = field(default=None, repr=False)
@@ -100,7 +100,7 @@ def _trace_bound_equality(gp: GramProblem) -> float:
     return float(np.min((dist**2).sum(axis=1)))
 
 
-def _objective_curvature(space: _Space) -> float:
+def _objective_curvature(space: FactorSpace) -> float:
     r"""The largest :math:`c` with :math:`C \preceq -cI` on the space (``<= 0``: none known).
 
     Full space: :math:`C = \mathrm{diag}(d) + U\,\mathrm{diag}(s)\,U^T` restricted to
@@ -117,14 +117,14 @@ def _objective_curvature(space: _Space) -> float:
     return -float(np.max(C.diag))
 
 
-def _eig_check(space: _Space, eig: _Eig) -> str:
+def _eig_check(space: FactorSpace, eig: EigenEstimate) -> str:
     """The :class:`Certificate` ``check`` of an eigenvalue before any verification."""
     if eig.method != "dense":
         return CHECK_LANCZOS
     return CHECK_DENSE if space.Q is not None or space.dim <= _DENSE_EIG_MAX else CHECK_EIGH
 
 
-def _dense_interval_certificate(space: _Space, pen: _Penalty) -> bool:
+def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
     """Whether :func:`certify` takes :math:`\\lambda_{\\min}` from :func:`_dense_bottom`
     instead of Lanczos: ``"interval"`` in the full space with ``_DENSE_EIG_MAX`` < n <=
     ``_LIFT_MAX_N``, where a certificate that misses ``tol`` is followed by a lift that
@@ -138,7 +138,7 @@ def _dense_interval_certificate(space: _Space, pen: _Penalty) -> bool:
         and _DENSE_EIG_MAX < space.dim <= _LIFT_MAX_N
 
 
-def certify(space: _Space, pen: _Penalty, y, nu, *, factor=None, eig_tol=1e-6,
+def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig_tol=1e-6,
             cache=None, verify: bool = False, target: float | None = None) -> Certificate:
     """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
 
@@ -169,7 +169,7 @@ def certify(space: _Space, pen: _Penalty, y, nu, *, factor=None, eig_tol=1e-6,
         # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
         kept = cache.setdefault("eigenpairs", [])
         kept[:] = kept[-1:] + [(np.array(y, dtype=float), nu, lam, X)]
-        eig = _Eig(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
         return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
@@ -195,7 +195,7 @@ def certify(space: _Space, pen: _Penalty, y, nu, *, factor=None, eig_tol=1e-6,
     return _certificate_from_eig(space, pen, y, nu, eig_f, cache, eig_tol, verify)
 
 
-def verify_certificate(space: _Space, pen: _Penalty, cert: Certificate, *, eig_tol=1e-6,
+def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *, eig_tol=1e-6,
                        cache=None) -> Certificate:
     """``cert`` with its Lanczos :math:`\\lambda_{\\min}` verified (or marked unverified).
 
@@ -216,7 +216,8 @@ def verify_certificate(space: _Space, pen: _Penalty, cert: Certificate, *, eig_t
     return out
 
 
-def _certificate_from_eig(space, pen, y, nu, eig: _Eig, cache, eig_tol, verify) -> Certificate:
+def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache, eig_tol,
+                          verify) -> Certificate:
     phi = pen.conjugate(y)
     check, check_note = _eig_check(space, eig), ""
     mu = eig.value
@@ -366,7 +367,7 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
     if yh @ pen.t >= -1e-6 * np.linalg.norm(pen.t):
         return "optimal_inaccurate"
     zero = DiagPlusLowRank.zeros(space.gp.n)
-    farkas = _Space.__new__(_Space)
+    farkas = FactorSpace.__new__(FactorSpace)
     farkas.__dict__.update(space.__dict__)
     farkas.C = zero
     if space.Q is not None:

@@ -19,10 +19,10 @@ from .certificate import (
     verify_certificate,
 )
 from .options import LowRankOptions
-from .penalty import _Penalty
+from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import LowRankResult
-from .space import _Space
+from .space import FactorSpace
 from .spectrum import _verify_threads
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class _OuterLoop:
     (``best_dual``), and stops once that pair proves ``tol``.
     """
 
-    def __init__(self, space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions,
+    def __init__(self, space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
                  cache: dict, t0: float, W: np.ndarray):
         self.space, self.pen, self.alm, self.opts, self.cache, self.t0 = \
             space, pen, alm, opts, cache, t0

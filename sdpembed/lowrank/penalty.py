@@ -6,10 +6,35 @@ import numpy as np
 
 from ..formulations.gram import GramProblem
 
+__all__ = ["DistancePenalty"]
 
-# ----------------------------------------------------------------------- distance terms
-class _Penalty:
-    """The distance term :math:`\\varphi` and its augmented-Lagrangian envelope."""
+
+class DistancePenalty:
+    r"""The distance term :math:`\varphi(D)` of a Gram SDP, its conjugate and its envelopes.
+
+    With squared edge lengths :math:`D` and targets :math:`\bar D` (``t``):
+
+    * ``"equality"``: :math:`\varphi = \iota_{\{\bar D\}}`,
+      :math:`\varphi^*(y) = y^T\bar D`;
+    * ``"interval"``: :math:`\varphi(D) = \sum_e w_e|D_e - \bar D_e|`,
+      :math:`w_e = \lambda/\bar D_e` (``w``), :math:`\varphi^*(y) = y^T\bar D` on the box
+      :math:`|y_e|\le w_e` and :math:`+\infty` outside;
+    * ``"quadratic"``: :math:`\varphi(D) = \lambda\sum_e(\sqrt{D_e} - \sqrt{\bar D_e})^2`,
+      :math:`\varphi^*(y) = \sum_e \lambda\bar D_ey_e/(\lambda - y_e)` for
+      :math:`y_e < \lambda`.
+
+    The augmented Lagrangian of the split :math:`z = D` minimises out :math:`z` in
+    closed form, leaving the envelope
+    :math:`\psi_{y,\sigma}(D) = \min_z\ \varphi(z) + y^T(D - z) + \tfrac\sigma2\|D - z\|^2`
+    (a quadratic for the indicator, a Huber function for the absolute value);
+    :math:`\nabla\psi(D)` is the multiplier update. The quadratic penalty is smooth and
+    is not split (:meth:`envelope` returns :math:`\varphi` itself).
+
+    Parameters
+    ----------
+    gp : GramProblem
+        Supplies ``distances``, ``target`` and ``slack_weight``.
+    """
 
     def __init__(self, gp: GramProblem):
         self.mode = gp.distances

@@ -93,9 +93,9 @@ from .ipm_common import (
     svec_outer_rows,
 )
 from .options import LowRankOptions
-from .penalty import _Penalty
+from .penalty import DistancePenalty
 from .result import LowRankResult
-from .space import _Space
+from .space import FactorSpace
 
 __all__ = ["ReducedIPMResult", "interval_ipm"]
 
@@ -402,8 +402,8 @@ def _initial_point(pb: _Problem) -> _Point:
 _IPM_TOL = 1e-9
 
 
-def _reduced_ipm(space: _Space, pen: _Penalty, alm: _ALM, opts: LowRankOptions, t0: float,
-                 cache: dict) -> LowRankResult | None:
+def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
+                 t0: float, cache: dict) -> LowRankResult | None:
     """Reduced interval problem by :func:`sdpembed.reduced.interval_ipm`, then certified.
 
     The factor is :math:`W = Y^{1/2}` (negligible eigenvalues dropped), the

@@ -18,9 +18,9 @@ from .certificate import (
 )
 from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
-from .penalty import _Penalty
-from .space import _Space
-from .spectrum import _dense_bottom, _Eig, _gershgorin
+from .penalty import DistancePenalty
+from .space import FactorSpace
+from .spectrum import EigenEstimate, _dense_bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +30,8 @@ logger = logging.getLogger(__name__)
 _KINK_TOL = 1e-4
 
 
-def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarray, nu: float,
-                       *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, float]:
+def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
+                       nu: float, *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, float]:
     """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
 
     The augmented-Lagrangian multipliers carry the error of every inexact
@@ -114,7 +114,7 @@ def refine_multipliers(space: _Space, pen: _Penalty, W: np.ndarray, y: np.ndarra
 _LIFT_MARGIN = 1e-10
 
 
-def _shifted_bound(pen: _Penalty, y: np.ndarray, mu: float, mu0: float) -> float:
+def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float) -> float:
     r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0)` from multipliers with
     :math:`\lambda_{\min}(S) = \mu \le 0`, :math:`\theta` of :func:`_shift_theta` without
     :func:`certify`'s rounding margin (``-inf`` without a coercive :math:`\mu_0 > 0`): a
@@ -125,12 +125,12 @@ def _shifted_bound(pen: _Penalty, y: np.ndarray, mu: float, mu0: float) -> float
     return -pen.conjugate((1 - theta) * y + theta * pen.coercive_point())
 
 
-def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
+def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
                      floor: float | None = None, n_eig: int = _LIFT_N_EIG,
                      n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None
-                     ) -> tuple[np.ndarray, _Eig]:
+                     ) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -179,7 +179,7 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
     :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (at least ``n_eig`` of them, or
     n - 1), already computed for this ``y`` (:func:`certify` keeps them), used for the
     first round instead of a new eigendecomposition. Returns the new multipliers and
-    the dense smallest eigenpair of their :math:`S` (:class:`_Eig`). The result is only
+    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`). The result is only
     a candidate: the certificate treats it like any other dual point (and verifies it for n > 800).
 
     Measured on 2,500 USPS digits (DVU, the state after 240 s, cheap gap 5.6e-5):
@@ -225,7 +225,7 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
         else:
             lam, X = _dense_bottom(space, y, nu, k_all)
-        eig = _Eig(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
         if lam[0] >= 0 or r == rounds or (floor is not None and -pen.conjugate(y) < floor) \
                 or (target is not None and _shifted_bound(pen, y, lam[0], mu0) >= target):
             break
@@ -251,7 +251,7 @@ def lift_multipliers(space: _Space, pen: _Penalty, y: np.ndarray, nu: float, *,
 _RESTORE_MAX = 1e-3
 
 
-def restore_feasibility(space: _Space, pen: _Penalty, W: np.ndarray, *, tol: float,
+def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, *, tol: float,
                         max_steps: int = 5, kink_tol: float = _KINK_TOL
                         ) -> tuple[np.ndarray, float]:
     r"""Move a factor onto the distance equalities by Gauss–Newton steps.

@@ -13,14 +13,14 @@ from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
 from .options import LowRankOptions
 from .outer import _OuterLoop
-from .penalty import _Penalty
+from .penalty import DistancePenalty
 from .reduced_ipm import _reduced_ipm
 from .result import LowRankResult
-from .space import _Space
+from .space import FactorSpace
 from .spectrum import _lambda_min
 
 
-def _initial_factor(space: _Space, k: int, rng) -> np.ndarray:
+def _initial_factor(space: FactorSpace, k: int, rng) -> np.ndarray:
     W = rng.standard_normal((space.dim, k))
     W = space.project(W)
     # scale so that the mean edge length matches the targets
@@ -90,8 +90,8 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         raise InputError("solver='LOWRANK' does not support the ratio constraint (eq. 11) "
                          "yet; use a conic backend (SCS, CLARABEL) or drop ratio=")
     t0 = time.perf_counter()
-    space = _Space(gp, basis)
-    pen = _Penalty(gp)
+    space = FactorSpace(gp, basis)
+    pen = DistancePenalty(gp)
     alm = _ALM(space, pen, opts)
     alm.deadline = t0 + opts.time_limit
     cache: dict[str, Any] = {}
@@ -114,7 +114,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     return loop.result()
 
 
-def _unbounded_at_slack_weight(space: _Space, pen: _Penalty, opts: LowRankOptions):
+def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
     r"""``(y0, lambda_min)`` when the relaxed problem is unbounded below, else ``None``.
 
     ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
@@ -130,7 +130,7 @@ def _unbounded_at_slack_weight(space: _Space, pen: _Penalty, opts: LowRankOption
     return None
 
 
-def _starting_factor(space: _Space, opts: LowRankOptions, cache: dict) -> np.ndarray:
+def _starting_factor(space: FactorSpace, opts: LowRankOptions, cache: dict) -> np.ndarray:
     """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
     padded with small random columns up to the initial rank."""
     gp, basis = space.gp, space.Q

@@ -11,13 +11,32 @@ import scipy.sparse.linalg as spla
 
 from ..formulations.gram import GramProblem
 
+__all__ = ["FactorSpace"]
 
-# ----------------------------------------------------------------------- space
-class _Space:
-    """Where the factor lives: all of :math:`\\mathbf 1^\\perp` (``Q=None``) or ``range(Q)``.
 
-    ``E`` maps a factor ``W`` to the edge differences (``m x k``); ``C``, ``H``
-    are the objective and SNR functionals on that space.
+class FactorSpace:
+    r"""Where the factor lives: all of :math:`\mathbf 1^\perp` (``Q=None``) or ``range(Q)``.
+
+    The Gram matrix is :math:`G = VV^T` with :math:`V = W` (full space, columns kept
+    centred, :math:`V^T\mathbf 1 = 0`) or :math:`V = QW` (reduced basis, ``Q`` with
+    orthonormal columns orthogonal to :math:`\mathbf 1`, :math:`W` of shape
+    :math:`r\times k`). With :math:`B` the :math:`m\times n` edge incidence matrix
+    (:math:`(BV)_e = v_i - v_j` for :math:`e = (i, j)`), ``E`` is :math:`B` or
+    :math:`BQ`, so that the squared edge lengths are
+    :math:`D_e(G) = \|(EW)_e\|^2 = \langle a_ea_e^T, G\rangle`. ``C`` is the objective
+    matrix :math:`\tilde C = C + \tau I` (diagonal plus low rank) and ``H`` the SNR
+    functional :math:`\eta\,\Sigma_{icv} - \Sigma_{bcv}` (eq. 10 of the DVU paper), or
+    ``None``; on a basis their congruences :math:`Q^T\tilde CQ`, :math:`Q^THQ` are
+    ``Cq``, ``Hq``. The dual slack matrix of multipliers :math:`(y, \nu)` is
+    :math:`S(y,\nu) = \tilde C + E^T\mathrm{diag}(y)E + \nu H` on this space
+    (:meth:`apply_S`).
+
+    Parameters
+    ----------
+    gp : GramProblem
+        The eliminated-centroid problem.
+    Q : ndarray (n, r) or None
+        Reduced basis, or ``None`` for the full space.
     """
 
     def __init__(self, gp: GramProblem, Q: np.ndarray | None):

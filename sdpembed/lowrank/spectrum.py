@@ -11,7 +11,7 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import DiagPlusLowRank, centering_basis
-from .space import _Space
+from .space import FactorSpace
 
 # ----------------------------------------------------------------------- eigenvalues
 #: below this size the certificate uses dense eigenvalues (exact, cheap)
@@ -19,7 +19,7 @@ _DENSE_EIG_MAX = 800
 
 
 @dataclass
-class _Eig:
+class EigenEstimate:
     """Estimated lower bound on :math:`\\lambda_{\\min}` and the direction that attains it."""
 
     value: float          # Ritz value minus residual norm, combined over the deflated blocks
@@ -29,7 +29,7 @@ class _Eig:
     method: str = "lanczos"   # or "dense" (an eigendecomposition of the dense matrix)
 
 
-def _gershgorin(space: _Space, y, nu) -> float:
+def _gershgorin(space: FactorSpace, y, nu) -> float:
     """Upper bound on :math:`\\|S(y,\\nu)\\|_2` (row sums of the sparse part + low-rank norms)."""
     def lr_norm(M):
         return float(np.max(np.abs(M.diag)) + np.sum(np.abs(M.s) * (M.U**2).sum(0)))
@@ -40,8 +40,8 @@ def _gershgorin(space: _Space, y, nu) -> float:
     return out
 
 
-def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None = None,
-                start: np.ndarray | None = None, ncv: int = 60) -> _Eig:
+def _lambda_min(space: FactorSpace, y, nu, *, tol: float, deflate: np.ndarray | None = None,
+                start: np.ndarray | None = None, ncv: int = 60) -> EigenEstimate:
     """Lower estimate of :math:`\\lambda_{\\min}(S(y,\\nu))` on :math:`\\mathbf 1^\\perp` (or on Q).
 
     Reduced basis: dense ``eigh`` of :math:`Q^TSQ` (exact). Full space:
@@ -62,14 +62,14 @@ def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None 
     """
     if space.Q is not None:
         w, U = sla.eigh(space.dense_S(y, nu), subset_by_index=[0, 0])
-        return _Eig(float(w[0]), U[:, 0], float(w[0]), 0.0, "dense")
+        return EigenEstimate(float(w[0]), U[:, 0], float(w[0]), 0.0, "dense")
     n = space.dim
     if n <= _DENSE_EIG_MAX:
         # small n: exact dense eigenvalues of S on 1-perp (Householder basis)
         Hb = centering_basis(n)
         SH = space.apply_S(Hb, y, nu)
         w, X = sla.eigh(0.5 * (Hb.T @ SH + SH.T @ Hb), subset_by_index=[0, 0])
-        return _Eig(float(w[0]), Hb @ X[:, 0], float(w[0]), 0.0, "dense")
+        return EigenEstimate(float(w[0]), Hb @ X[:, 0], float(w[0]), 0.0, "dense")
     Z = np.ones((n, 1)) / np.sqrt(n)
     U = np.zeros((n, 0))
     if deflate is not None and deflate.shape[1] > 0:
@@ -82,17 +82,17 @@ def _lambda_min(space: _Space, y, nu, *, tol: float, deflate: np.ndarray | None 
     ritz, res, x = _lanczos_smallest(space, y, nu, Z, c, tol, start, ncv)
     lam22 = ritz - res
     if U.shape[1] == 0:
-        return _Eig(lam22, x, ritz, res)
+        return EigenEstimate(lam22, x, ritz, res)
     SU = space.apply_S(U, y, nu)
     SU = SU - SU.mean(axis=0)
     A11 = U.T @ SU
     lam11 = float(sla.eigvalsh(0.5 * (A11 + A11.T))[0])
     eps = float(np.linalg.norm(SU - Z @ (Z.T @ SU), 2))
     mid, half = 0.5 * (lam11 + lam22), 0.5 * (lam11 - lam22)
-    return _Eig(float(mid - np.hypot(half, eps)), x, ritz, res)
+    return EigenEstimate(float(mid - np.hypot(half, eps)), x, ritz, res)
 
 
-def _lanczos_smallest(space: _Space, y, nu, Z: np.ndarray, c: float, tol: float,
+def _lanczos_smallest(space: FactorSpace, y, nu, Z: np.ndarray, c: float, tol: float,
                       start: np.ndarray | None = None, ncv: int = 60):
     """``(ritz, residual, vector)``: smallest eigenpair of :math:`S` on the complement of
     ``Z`` (orthonormal columns) by ``eigsh(which="SA")``; ``c`` a Gershgorin bound;
@@ -124,7 +124,7 @@ def _lanczos_smallest(space: _Space, y, nu, Z: np.ndarray, c: float, tol: float,
     return float(w[0]) - c, res, x
 
 
-def _dense_shifted(space: _Space, y, nu, c: float) -> tuple[np.ndarray, dict]:
+def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dict]:
     """Dense :math:`M = PSP + (c/n)\\mathbf 1\\mathbf 1^T` (no shift), O(n^2 r), one n x n array.
 
     With :math:`S = \\mathrm{diag}(d) + U\\mathrm{diag}(s)U^T + L_y`
@@ -164,7 +164,7 @@ def _dense_shifted(space: _Space, y, nu, c: float) -> tuple[np.ndarray, dict]:
     return M, mags
 
 
-def _dense_bottom(space: _Space, y, nu, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs :math:`(\\Lambda, X)` of :math:`S(y,\\nu)` on
     :math:`\\mathbf 1^\\perp` (full space), by ``eigh`` of :func:`_dense_shifted`'s matrix
     with the constant direction moved above :math:`\\|S\\|` (:math:`c = 2g + 1`, g the

@@ -10,7 +10,7 @@ import scipy.linalg as sla
 
 from ..exceptions import InputError
 from ..formulations.gram import available_memory
-from .space import _Space
+from .space import FactorSpace
 from .spectrum import _dense_bottom, _dense_shifted, _gershgorin
 
 # ----------------------------------------------------------------------- verified lambda_min
@@ -47,7 +47,7 @@ class _PSDCheck:
     reason: str = ""
 
 
-def _verify_psd_shift(space: _Space, y, nu, mu: float) -> _PSDCheck:
+def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> _PSDCheck:
     """Prove :math:`\\lambda_{\\min}(S(y,\\nu))\\ge\\mu` on :math:`\\mathbf 1^\\perp` by Cholesky.
 
     Forms :math:`\\hat M \\approx PSP + (c/n)\\mathbf 1\\mathbf 1^T - (\\mu+\\delta) I`
@@ -132,7 +132,7 @@ def _verify_psd_shift(space: _Space, y, nu, mu: float) -> _PSDCheck:
                      "" if ok else f"dpotrf info {int(info)} (not positive definite)")
 
 
-def _verified_lambda_min(space: _Space, y, nu, mu_est: float, *, max_steps: int = 4
+def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4
                          ) -> tuple[float | None, str, list[_PSDCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
