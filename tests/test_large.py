@@ -59,13 +59,6 @@ def _three_class_digits(n: int, seed: int):
     return X, y_true, y_obs, graph
 
 
-def _set_limit(monkeypatch, name, value):
-    """Patch a size limit in every lowrank module that reads it."""
-    for mod in (lowrank.spectrum, lowrank.verify, lowrank.certificate, lowrank.repair):
-        if hasattr(mod, name):
-            monkeypatch.setattr(mod, name, value)
-
-
 def _interval_objective(gp, pen, F) -> float:
     """DVU objective of the factor F, recomputed from scratch: <C~, FF^T> + sum_e w_e|D_e - t_e|."""
     D = gp.distances_of_factor(F)
@@ -195,7 +188,7 @@ def test_written_solution_matches_when_problem_is_built(digits):
     np.testing.assert_allclose(G, F @ F.T, atol=1e-8 * np.abs(G).max())
 
 
-def test_lanczos_certificate_matches_dense(digits, monkeypatch):
+def test_lanczos_certificate_matches_dense(digits):
     """The sparse path (deflated Lanczos + 2x2 block bound) vs dense eigenvalues of S on 1-perp.
 
     With U the factor's range and C its complement in 1-perp, the estimate is the smallest
@@ -207,11 +200,10 @@ def test_lanczos_certificate_matches_dense(digits, monkeypatch):
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-5, warm_start=None))
-    space = lowrank.FactorSpace(gp, None)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))  # Lanczos
     S = gp.full_objective().dense() + space.B.T @ (res.y[:, None] * space.B.toarray())
     H = centering_basis(gp.n)
     exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 5)
     est = lowrank.spectrum._lambda_min(space, res.y, 0.0, tol=1e-10, deflate=res.factor)
     Q, _ = np.linalg.qr(np.c_[np.ones((gp.n, 1)), res.factor])
     U, C = Q[:, 1:], scipy.linalg.null_space(Q.T)
@@ -262,7 +254,10 @@ def test_unknown_option_is_an_input_error(digits):
                                  {"time_limit": 0.0}, {"tol": 2.0}, {"max_outer": 0},
                                  {"max_inner": 2.5}, {"max_rank": True},
                                  {"blas_threads": -1}, {"eig_tol": 0.0},
-                                 {"interval_envelope": "equality"}])
+                                 {"interval_envelope": "equality"},
+                                 {"dense_limits": {"eig": 0}},
+                                 {"dense_limits": {"lanczos": 10}},
+                                 {"dense_limits": 800}])
 def test_bad_option_values_are_input_errors(digits, bad):
     _, _, y, graph = digits
     with pytest.raises(InputError, match="LOWRANK"):
@@ -279,10 +274,8 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     # returned optimal_inaccurate with a verified gap of 1.3e-6 > tol on this instance
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 5)
-    # the Lanczos path of interval problems above the lift's size (n > _LIFT_MAX_N)
-    monkeypatch.setattr(lowrank.certificate, "_dense_interval_certificate",
-                        lambda space, pen: False)
+    # the Lanczos path of interval problems above the dense interval certificate's size
+    limits = lowrank.DenseLimits(eig=5, interval=5)
     true_lambda_min = lowrank.spectrum._lambda_min
 
     def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
@@ -293,7 +286,7 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
 
     monkeypatch.setattr(lowrank.certificate, "_lambda_min", missing_negative)
     tol = 1e-6
-    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol))
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol, dense_limits=limits))
     attempts = [e for e in res.history if "lambda_min" in e]
     assert attempts and not any(e.get("estimated_gap", np.inf) <= tol for e in attempts)
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
@@ -530,13 +523,13 @@ def _dense_lambda_min(gp, space, y, nu=0.0):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_cholesky_verification_brackets_the_true_lambda_min(digits120, monkeypatch, seed):
+def test_cholesky_verification_brackets_the_true_lambda_min(digits120, seed):
     """(a) the verified mu is <= the true lambda_min and within 1e-8 ||S|| of it; (b) a mu
     above the true lambda_min (by 1e-9 ||S||, far above the rounding allowance ~1e-12
     ||S||) fails: a success there would contradict the proof."""
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 50)
     gp = digits120
-    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=50))
+    pen = lowrank.DistancePenalty(gp)
     y = np.random.default_rng(seed).uniform(-1, 1, gp.edges.shape[0]) * pen.w
     lam, norm = _dense_lambda_min(gp, space, y)
     est = lowrank.spectrum._lambda_min(space, y, 0.0, tol=1e-10)
@@ -555,25 +548,25 @@ def test_cholesky_verification_brackets_the_true_lambda_min(digits120, monkeypat
     assert mu2 is not None and lam - 1e-8 * norm <= mu2 <= lam
 
 
-def test_verification_is_skipped_honestly_when_too_large(digits120, monkeypatch):
-    _set_limit(monkeypatch, "_VERIFY_MAX_N", 100)
+def test_verification_is_skipped_honestly_when_too_large(digits120):
     gp = digits120
-    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(verify=100))
+    pen = lowrank.DistancePenalty(gp)
     mu, why, checks = lowrank.verify._verified_lambda_min(space, pen.w, 0.0, 0.0)
     assert mu is None and "dense check skipped" in why and not checks
 
 
 @pytest.mark.parametrize("variant", ["equality", "snr"])
-def test_lowrank_final_certificate_is_verified_by_cholesky(digits, monkeypatch, variant):
+def test_lowrank_final_certificate_is_verified_by_cholesky(digits, variant):
     """(c) with the Lanczos path forced (n = 36 > 20) the reported certificate is checked
     by Cholesky; its bound stays below CLARABEL's optimum (+1e-6 relative: CLARABEL's
     own accuracy). (The interval variant takes ~30 outer iterations on this path, where
     the deflated Lanczos bound is loose, see test_lanczos_certificate_matches_dense: too
     slow for this tier.)"""
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 20)
     _, _, y, graph = digits
     kw = DVU_VARIANTS[variant]
-    rep = solve(dvu(graph, y, centroids="eliminated", **kw), solver="LOWRANK", tol=1e-5)
+    rep = solve(dvu(graph, y, centroids="eliminated", **kw), solver="LOWRANK", tol=1e-5,
+                dense_limits=lowrank.DenseLimits(eig=20))
     ref = solve(dvu(graph, y, centroids="eliminated", **kw), solver="CLARABEL")
     assert rep.extra["certificate_check"] == "cholesky", rep.extra["certificate"]
     assert "verified by a Cholesky" in rep.extra["certificate"]
@@ -582,14 +575,12 @@ def test_lowrank_final_certificate_is_verified_by_cholesky(digits, monkeypatch, 
     assert "estimated_gap" not in rep.extra
 
 
-def test_unverified_lanczos_gap_is_not_called_certified(digits, monkeypatch):
+def test_unverified_lanczos_gap_is_not_called_certified(digits):
     """When the dense check cannot run, the Lanczos gap is only an estimate."""
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 20)
-    _set_limit(monkeypatch, "_VERIFY_MAX_N", 30)
     _, _, y, graph = digits
     with pytest.warns(Warning, match="LOWRANK"):
         rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
-                    solver="LOWRANK", tol=1e-5)
+                    solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20, "verify": 30})
     assert rep.extra["certificate_check"] == "lanczos (unverified)"
     assert rep.certified_gap is None and rep.extra["lower_bound"] is None
     assert rep.extra["estimated_gap"] is not None and rep.extra["estimated_gap"] <= 1e-5
@@ -708,7 +699,7 @@ def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
     assert 0.5 * penalty_on < drop < 2.0 * penalty_on
 
 
-def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
+def test_lanczos_estimate_survives_a_poor_deflation(digits):
     """The Lanczos path (forced here on n = 36) splits off the factor's range; when
     that range is far from the null space of S the split bound is loose (it was -1.5e-2
     against a true -7.9e-4 on a USPS MVU iterate). A certificate asked for a bound it
@@ -716,14 +707,14 @@ def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
     lambda_min, never above it by more than rounding."""
     _, _, _, graph = digits
     gp = mvu(graph).meta["gram_problem"]
-    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))  # Lanczos
+    pen = lowrank.DistancePenalty(gp)
     rng = np.random.default_rng(3)
     y = rng.uniform(0.0, 2.0, gp.edges.shape[0]) / gp.target.mean()
     H = centering_basis(gp.n)
     S = H.T @ space.apply_S(H, y, 0.0)
     exact = np.linalg.eigvalsh(0.5 * (S + S.T))[0]
     scale = np.abs(S).max()
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 10)
     W = space.project(rng.standard_normal((gp.n, 5)))
     split = lowrank.certify(space, pen, y, 0.0, factor=W, eig_tol=1e-6)
     assert split.lambda_min < exact - 0.1 * abs(exact)  # the loose case this is about
@@ -876,17 +867,16 @@ def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
     assert cert.bound >= target - 1e-9 * abs(target)
 
 
-def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits,
-                                                                          monkeypatch):
-    """Interval problems with _DENSE_EIG_MAX < n <= _LIFT_MAX_N (here n = 36 with the
-    dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
+def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits):
+    """Interval problems with DenseLimits.eig < n <= DenseLimits.interval (here n = 36
+    with the dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
     is the exact one (to rounding), labelled "eigh (unverified)" until verify_certificate
     checks it by Cholesky (which can only lower the bound), and the bottom eigenpairs
     are kept for the lift, which given them returns the same multipliers as with its own
     eigendecomposition."""
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
-    _set_limit(monkeypatch, "_DENSE_EIG_MAX", 5)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))
     cache = {}
     cert = lowrank.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
     Hb = centering_basis(gp.n)

@@ -152,7 +152,7 @@ best pair reached 9.7e-5 at outer iteration 39 instead of 52 (32 s instead of 46
 How :math:`\\mu` was obtained is ``report.extra["certificate_check"]``, and
 ``report.extra["certificate"]`` says it in words:
 
-* ``"dense"``: n <= 800 (``_DENSE_EIG_MAX``) or a reduced basis: dense
+* ``"dense"``: n <= 800 (``DenseLimits.eig``) or a reduced basis: dense
   ``eigh`` of S on :math:`\\mathbf 1^\\perp`, exact up to rounding.
 * ``"cholesky"``: n > 800. During the solve :math:`\\mu` comes from Lanczos
   (:func:`scipy.sparse.linalg.eigsh`, deflated, minus its residual norm), which
@@ -222,7 +222,13 @@ from .certificate import (
     certify,
     verify_certificate,
 )
-from .options import INNER_SOLVERS, INTERVAL_ENVELOPES, REDUCED_SOLVERS, LowRankOptions
+from .options import (
+    INNER_SOLVERS,
+    INTERVAL_ENVELOPES,
+    REDUCED_SOLVERS,
+    DenseLimits,
+    LowRankOptions,
+)
 from .penalty import DistancePenalty
 from .repair import lift_multipliers, refine_multipliers, restore_feasibility
 from .result import LowRankResult
@@ -230,8 +236,8 @@ from .solve import lowrank_solve
 from .space import FactorSpace
 from .spectrum import EigenEstimate
 
-__all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "FactorSpace", "DistancePenalty",
-           "EigenEstimate", "Certificate", "certify",
+__all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "FactorSpace",
+           "DistancePenalty", "EigenEstimate", "Certificate", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
            "CHECK_DENSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_EIGH"]

@@ -13,19 +13,8 @@ from threadpoolctl import threadpool_limits
 from ..formulations.gram import DiagPlusLowRank, GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .spectrum import _DENSE_EIG_MAX, EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
+from .spectrum import EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
 from .verify import _U, _verified_lambda_min
-
-#: largest n for which :func:`lift_multipliers` runs (dense bottom eigenpairs: 8n² bytes,
-#: about 4n³/3 flops per round, :func:`_dense_bottom`). Measured on all 9,298 USPS digits
-#: (DVU, 2 threads): 39 s per round, peak memory 1.6 GB; there Lanczos had put
-#: lambda_min at -4.6e-9 where the dense value was -2.3e-8, and the Cholesky check of the
-#: final certificate could only verify -2.7e-7 (certified gap 8.5e-3 instead of 1e-5)
-_LIFT_MAX_N = 10_000
-
-#: bottom eigenpairs per lift round (at most; :func:`lift_multipliers`'s ``n_eig``)
-_LIFT_N_EIG = 200
-
 
 #: note prefix of a certificate taken at lifted multipliers
 _LIFTED = "lifted multipliers; "
@@ -37,7 +26,7 @@ CHECK_DENSE = "dense"
 CHECK_CHOLESKY = "cholesky"
 CHECK_LANCZOS = "lanczos (unverified)"
 CHECK_EIGH = "eigh (unverified)"
-#: the checks that still need :func:`verify_certificate` (n > ``_DENSE_EIG_MAX``)
+#: the checks that still need :func:`verify_certificate` (n > ``DenseLimits.eig``)
 _UNVERIFIED = (CHECK_LANCZOS, CHECK_EIGH)
 
 
@@ -46,13 +35,13 @@ class Certificate:
     """A lower bound on the optimum from dual variables (see the module docstring).
 
     ``check`` says how :math:`\\mu\\le\\lambda_{\\min}(S)` was obtained:
-    ``"dense"`` (dense ``eigh``: n <= ``_DENSE_EIG_MAX`` or a reduced basis),
+    ``"dense"`` (dense ``eigh``: n <= ``DenseLimits.eig`` or a reduced basis),
     ``"cholesky"`` (verified: a Cholesky factorisation of the shifted matrix,
     rounding included, :func:`_verify_psd_shift`), ``"lanczos (unverified)"``
     (a Lanczos Ritz value minus its residual norm: a lower bound only if Lanczos
     found the leftmost eigenvalue, which it may miss) or ``"eigh (unverified)"``
-    (dense ``eigh`` for n > ``_DENSE_EIG_MAX``: interval certificates and lifts up
-    to ``_LIFT_MAX_N``, verified like Lanczos values before they are reported).
+    (dense ``eigh`` for n > ``DenseLimits.eig``: interval certificates and lifts up
+    to ``DenseLimits.interval``, verified like Lanczos values before they are reported).
     Only the first two make ``bound`` a certified lower bound (:attr:`verified`).
     """
 
@@ -121,13 +110,13 @@ def _eig_check(space: FactorSpace, eig: EigenEstimate) -> str:
     """The :class:`Certificate` ``check`` of an eigenvalue before any verification."""
     if eig.method != "dense":
         return CHECK_LANCZOS
-    return CHECK_DENSE if space.Q is not None or space.dim <= _DENSE_EIG_MAX else CHECK_EIGH
+    return CHECK_DENSE if space.Q is not None or space.dim <= space.limits.eig else CHECK_EIGH
 
 
 def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
     """Whether :func:`certify` takes :math:`\\lambda_{\\min}` from :func:`_dense_bottom`
-    instead of Lanczos: ``"interval"`` in the full space with ``_DENSE_EIG_MAX`` < n <=
-    ``_LIFT_MAX_N``, where a certificate that misses ``tol`` is followed by a lift that
+    instead of Lanczos: ``"interval"`` in the full space with ``limits.eig`` < n <=
+    ``limits.interval``, where a certificate that misses ``tol`` is followed by a lift that
     needs the same eigenpairs. Lanczos is slow exactly there, near the optimum: it must
     resolve :math:`\\lambda_{\\min}` below the cluster of near-zero eigenvalues on the
     factor's range; measured on USPS DVU n = 2,500 at the (only) certificate attempts of
@@ -135,7 +124,7 @@ def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> boo
     undeflated runs, see :func:`certify`), against 0.7 s per dense eigendecomposition
     on 2 threads, whose eigenpairs the lift then reuses."""
     return pen.mode == "interval" and space.Q is None \
-        and _DENSE_EIG_MAX < space.dim <= _LIFT_MAX_N
+        and space.limits.eig < space.dim <= space.limits.interval
 
 
 def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig_tol=1e-6,
@@ -144,10 +133,10 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
 
     ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
     iteration (see :func:`_lambda_min`); the bound does not depend on it.
-    ``"interval"`` in the full space with ``_DENSE_EIG_MAX`` < n <= ``_LIFT_MAX_N``
+    ``"interval"`` in the full space with ``limits.eig`` < n <= ``limits.interval``
     takes the bottom eigenpairs densely instead (:func:`_dense_interval_certificate`)
     and keeps them in ``cache["eigenpairs"]`` for :func:`_lifted_certificate`.
-    ``verify``: where :math:`\\lambda_{\\min}` is unverified (n > ``_DENSE_EIG_MAX``),
+    ``verify``: where :math:`\\lambda_{\\min}` is unverified (n > ``limits.eig``),
     verify it (and the coercive point's) by :func:`_verified_lambda_min`; costly
     (dense n x n Cholesky), meant for the final certificate only. ``target``: the
     bound wanted; where the deflated Lanczos bound (see :func:`_lambda_min`) falls short
@@ -165,7 +154,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)
     if _dense_interval_certificate(space, pen):
-        lam, X = _dense_bottom(space, y, nu, min(_LIFT_N_EIG, space.dim - 1))
+        lam, X = _dense_bottom(space, y, nu, min(space.limits.block, space.dim - 1))
         # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
         kept = cache.setdefault("eigenpairs", [])
         kept[:] = kept[-1:] + [(np.array(y, dtype=float), nu, lam, X)]

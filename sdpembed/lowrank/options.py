@@ -9,7 +9,8 @@ import numpy as np
 
 from ..exceptions import InputError
 
-__all__ = ["LowRankOptions", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES"]
+__all__ = ["LowRankOptions", "DenseLimits", "INNER_SOLVERS", "REDUCED_SOLVERS",
+           "INTERVAL_ENVELOPES"]
 
 
 def _require_int(where: str, name: str, value, low: int) -> None:
@@ -26,6 +27,47 @@ def _require_kink_tol(where: str, kink_tol) -> None:
     if not (number and np.isfinite(kink_tol) and kink_tol >= 0):
         raise InputError(f"{where} kink_tol must be a finite number >= 0 (relative to the "
                          f"target distance); got {kink_tol!r}")
+
+
+@dataclass(frozen=True)
+class DenseLimits:
+    """Up to which n the eigenvalue steps of the certificate form dense n x n matrices.
+
+    Dense steps are exact (up to rounding) and, below these sizes, cheaper than Lanczos
+    near the optimum; they cost 8n² bytes and O(n³) flops. Above a limit the step runs
+    matrix-free (Lanczos) or not at all.
+
+    Parameters
+    ----------
+    eig : int
+        :math:`\\lambda_{\\min}(S)` on :math:`\\mathbf 1^\\perp` by a dense ``eigh``
+        (exact: the certificate's check is ``"dense"``) for n <= ``eig``; Lanczos above
+        (the check is then verified by Cholesky at the end).
+    interval : int
+        ``distances="interval"`` in the full space with ``eig`` < n <= ``interval``: the
+        certificate takes the bottom ``block`` eigenpairs by a dense ``eigh`` (labelled
+        ``"eigh (unverified)"`` until the Cholesky check) and keeps them for the lift.
+    lift : int
+        Largest n for which :func:`~sdpembed.lowrank.lift_multipliers` runs.
+    verify : int
+        Largest n for which the reported certificate's :math:`\\lambda_{\\min}` is verified
+        by a dense Cholesky factorisation (also limited by free memory).
+    verify_fallback : int
+        Largest n for which a failed verification falls back to a dense ``eigvalsh``.
+    block : int
+        Bottom eigenpairs per dense interval certificate and per lift round (at most).
+    """
+
+    eig: int = 800
+    interval: int = 10_000
+    lift: int = 10_000
+    verify: int = 20_000
+    verify_fallback: int = 5_000
+    block: int = 200
+
+    def __post_init__(self) -> None:
+        for name in ("eig", "interval", "lift", "verify", "verify_fallback", "block"):
+            _require_int("LOWRANK dense_limits", name, getattr(self, name), 1)
 
 
 @dataclass(frozen=True)
@@ -123,6 +165,9 @@ class LowRankOptions:
         labelled, 2-NN + 1 random edge graph), where the optimum keeps every edge on
         the kink with :math:`\\max_e |y_e|/w_e` of 0.007 (n = 500) and 0.0017
         (n = 2,500): see :data:`INTERVAL_ENVELOPES`.
+    dense_limits : DenseLimits or dict
+        Up to which n the certificate's eigenvalue steps are dense (:class:`DenseLimits`;
+        a dict of its fields is accepted).
     """
 
     tol: float = 1e-4
@@ -141,6 +186,7 @@ class LowRankOptions:
     blas_threads: int = 1
     reduced_solver: str = "auto"
     interval_envelope: str = "auto"
+    dense_limits: DenseLimits = DenseLimits()
 
     @classmethod
     def from_options(cls, options: dict) -> LowRankOptions:
@@ -154,6 +200,15 @@ class LowRankOptions:
     def __post_init__(self) -> None:
         # one home for the value checks: solve(..., solver="LOWRANK") and direct
         # lowrank_solve(options=LowRankOptions(...)) calls both come through here
+        if isinstance(self.dense_limits, dict):
+            unknown = set(self.dense_limits) - set(DenseLimits.__dataclass_fields__)
+            if unknown:
+                raise InputError(f"unknown LOWRANK dense_limits field(s) {sorted(unknown)}; "
+                                 f"known: {sorted(DenseLimits.__dataclass_fields__)}")
+            object.__setattr__(self, "dense_limits", DenseLimits(**self.dense_limits))
+        if not isinstance(self.dense_limits, DenseLimits):
+            raise InputError("LOWRANK dense_limits must be a DenseLimits or a dict of its "
+                             f"fields; got {self.dense_limits!r}")
         if not (0 < self.tol < 1) or not (0 < self.feas_tol < 1):
             raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
         if self.rank is not None and self.rank < 1:

@@ -315,7 +315,7 @@ class _OuterLoop:
         certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate
-        # n > _DENSE_EIG_MAX: a Lanczos (unverified) gap unless it closed (then verified)
+        # n > limits.eig: a Lanczos (unverified) gap unless it closed (then verified)
         entry.update({"lambda_min": certificate.lambda_min,
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
@@ -350,7 +350,7 @@ class _OuterLoop:
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
-        (Lanczos, or for n > ``_DENSE_EIG_MAX`` a lifted dense eigenvalue) and would prove
+        (Lanczos, or for n > ``DenseLimits.eig`` a lifted dense eigenvalue) and would prove
         ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
         leftmost eigenvalue by more than the gap allows (USPS DVU n = 2,500: estimated
         8.5e-5, verified 2.2e-4); checked here (a dense Cholesky, 0.2 s at n = 2,500), a

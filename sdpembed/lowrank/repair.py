@@ -10,8 +10,6 @@ import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError
 from .certificate import (
-    _LIFT_MAX_N,
-    _LIFT_N_EIG,
     _LIFTED,
     _certificate_from_eig,
     _shift_theta,
@@ -126,7 +124,7 @@ def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float) -
 
 
 def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
-                     floor: float | None = None, n_eig: int = _LIFT_N_EIG,
+                     floor: float | None = None, n_eig: int | None = None,
                      n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None
@@ -142,7 +140,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     Each round (a cutting plane on the dual SDP, cf. Helmberg & Rendl's spectral
     bundle method) takes the bottom eigenpairs :math:`(\Lambda, X)` of :math:`S` on
     :math:`\mathbf 1^\perp` (dense; the negative ones and 16 more, at least
-    ``min_block`` and at most ``n_eig``: a small block lets the coupling with the rest
+    ``min_block`` and at most ``n_eig``, default ``DenseLimits.block``: a small block
+    lets the coupling with the rest
     recreate negative eigenvalues, whose later rounds cost more than lifting them
     together; measured 6 rounds with at least 24 against 4 with at least 80, and on
     two states of 2,500-digit DVU solves at their first certificate attempt, lift
@@ -197,8 +196,11 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     if pen.mode != "interval" or space.Q is not None:
         raise InputError("lift_multipliers works on distances='interval' in the full space")
     n = space.dim
-    if n > _LIFT_MAX_N:
-        raise InputError(f"lift_multipliers needs dense eigenpairs: n = {n} > {_LIFT_MAX_N}")
+    if n > space.limits.lift:
+        raise InputError(f"lift_multipliers needs dense eigenpairs: n = {n} > "
+                         f"{space.limits.lift} (DenseLimits.lift)")
+    if n_eig is None:
+        n_eig = space.limits.block
     y = np.asarray(y, dtype=float)
     if y.shape != pen.t.shape:
         raise InputError(f"lift_multipliers needs one multiplier per edge: y of shape "
@@ -340,7 +342,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
                         p_best):
     r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
 
-    Tried (``"interval"``, full space, n <= ``_LIFT_MAX_N``) when the certificate
+    Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
     misses ``tol`` because :math:`\lambda_{\min} < 0` and a candidate's own bound
     :math:`\beta = -\varphi^*(y)` (which lifting can only lower) is above ``best_bound``,
     the best bound so far, so that the lift can improve it. ``None`` where it is not
@@ -352,7 +354,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     ones 1.5e-5 below; lifting the former certified 5.5e-3. The lift stops once the
     shifted bound proves half of ``tol`` against ``p_best`` (its ``target``).
     """
-    if (pen.mode != "interval" or space.Q is not None or space.dim > _LIFT_MAX_N
+    if (pen.mode != "interval" or space.Q is not None or space.dim > space.limits.lift
             or (gap is not None and gap <= opts.tol) or certificate.lambda_min is None
             or certificate.lambda_min >= 0):
         return None

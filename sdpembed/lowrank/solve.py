@@ -90,7 +90,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         raise InputError("solver='LOWRANK' does not support the ratio constraint (eq. 11) "
                          "yet; use a conic backend (SCS, CLARABEL) or drop ratio=")
     t0 = time.perf_counter()
-    space = FactorSpace(gp, basis)
+    space = FactorSpace(gp, basis, limits=opts.dense_limits)
     pen = DistancePenalty(gp)
     alm = _ALM(space, pen, opts)
     alm.deadline = t0 + opts.time_limit
@@ -149,7 +149,8 @@ def _starting_factor(space: FactorSpace, opts: LowRankOptions, cache: dict) -> n
         Q = laplacian_basis(gp.edges, gp.n, opts.warm_basis_rank)
         sub = lowrank_solve(gp, basis=Q, options=LowRankOptions(
             tol=max(opts.tol, 1e-3), feas_tol=max(opts.feas_tol, 1e-4), warm_start=None,
-            max_outer=50, random_state=opts.random_state, time_limit=opts.time_limit / 10))
+            max_outer=50, random_state=opts.random_state, time_limit=opts.time_limit / 10,
+            dense_limits=opts.dense_limits))
         if sub.status.startswith("optimal"):
             W = space.project(sub.factor)
             cache["warm"] = {"seconds": sub.seconds, "objective": sub.objective}

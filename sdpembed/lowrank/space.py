@@ -10,6 +10,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..formulations.gram import GramProblem
+from .options import DenseLimits
 
 __all__ = ["FactorSpace"]
 
@@ -37,11 +38,16 @@ class FactorSpace:
         The eliminated-centroid problem.
     Q : ndarray (n, r) or None
         Reduced basis, or ``None`` for the full space.
+    limits : DenseLimits, optional
+        Up to which n the eigenvalue steps on this space are dense (default
+        ``DenseLimits()``).
     """
 
-    def __init__(self, gp: GramProblem, Q: np.ndarray | None):
+    def __init__(self, gp: GramProblem, Q: np.ndarray | None = None, *,
+                 limits: DenseLimits | None = None):
         self.gp = gp
         self.Q = Q
+        self.limits = DenseLimits() if limits is None else limits
         n, m = gp.n, gp.edges.shape[0]
         i, j = gp.edges.T
         B = sp.csr_matrix((np.r_[np.ones(m), -np.ones(m)], (np.r_[np.arange(m), np.arange(m)],

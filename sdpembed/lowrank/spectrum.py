@@ -13,10 +13,6 @@ from threadpoolctl import threadpool_limits
 from ..formulations.gram import DiagPlusLowRank, centering_basis
 from .space import FactorSpace
 
-# ----------------------------------------------------------------------- eigenvalues
-#: below this size the certificate uses dense eigenvalues (exact, cheap)
-_DENSE_EIG_MAX = 800
-
 
 @dataclass
 class EigenEstimate:
@@ -64,7 +60,7 @@ def _lambda_min(space: FactorSpace, y, nu, *, tol: float, deflate: np.ndarray | 
         w, U = sla.eigh(space.dense_S(y, nu), subset_by_index=[0, 0])
         return EigenEstimate(float(w[0]), U[:, 0], float(w[0]), 0.0, "dense")
     n = space.dim
-    if n <= _DENSE_EIG_MAX:
+    if n <= space.limits.eig:
         # small n: exact dense eigenvalues of S on 1-perp (Householder basis)
         Hb = centering_basis(n)
         SH = space.apply_S(Hb, y, nu)

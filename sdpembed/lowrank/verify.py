@@ -9,16 +9,11 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..exceptions import InputError
-from ..formulations.gram import available_memory
+from ..formulations import gram
 from .space import FactorSpace
 from .spectrum import _dense_bottom, _dense_shifted, _gershgorin
 
 # ----------------------------------------------------------------------- verified lambda_min
-#: largest n for which the final certificate's lambda_min is verified by a dense
-#: Cholesky factorisation (8 n^2 bytes: 3.2 GB at 20,000; also limited by free memory)
-_VERIFY_MAX_N = 20_000
-#: largest n for which a failed verification falls back to a dense eigvalsh (4/3 n^3 flops)
-_VERIFY_DENSE_FALLBACK_MAX = 5_000
 _U = 2.0 ** -53          # unit roundoff of IEEE double
 _ETA = 2.0 ** -1074      # smallest positive (subnormal) double
 
@@ -139,7 +134,7 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps:
     Tries :func:`_verify_psd_shift` at the Lanczos estimate ``mu_est``, then
     four rounding allowances below it (an accurate Ritz value whose residual is
     below the allowance); if that fails too (Lanczos missed the leftmost
-    eigenvalue), then for n <= ``_VERIFY_DENSE_FALLBACK_MAX`` a dense
+    eigenvalue), then for n <= ``space.limits.verify_fallback`` a dense
     eigendecomposition (:func:`_dense_bottom`, one eigenpair) gives a new estimate, checked again
     below it by a few times the rounding allowance; for larger n the estimate is
     lowered geometrically (``max_steps`` tries, factors 100). Returns
@@ -149,9 +144,9 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps:
 
     n = space.dim
     need = 8 * n * n * 1.25
-    if n > _VERIFY_MAX_N:
-        return None, f"n = {n} > {_VERIFY_MAX_N} (dense check skipped)", []
-    if need > available_memory():
+    if n > space.limits.verify:
+        return None, f"n = {n} > {space.limits.verify} (dense check skipped)", []
+    if need > gram.available_memory():  # looked up here: tests patch it
         return None, f"not enough memory for the dense check ({need / 2**30:.1f} GiB)", []
     checks: list[_PSDCheck] = []
     try:
@@ -170,7 +165,7 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps:
     if chk.verified:
         return chk.mu, "", checks
     g = _gershgorin(space, y, nu)
-    if n <= _VERIFY_DENSE_FALLBACK_MAX:
+    if n <= space.limits.verify_fallback:
         lam = float(_dense_bottom(space, y, nu, 1)[0][0])
         # eigh is backward stable: its error is ~ n u ||M||; step below it by more
         c = 2.0 * max(g, abs(mu_est), 1e-300) + 1.0
