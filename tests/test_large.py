@@ -292,7 +292,7 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
     assert caught and all(e["lambda_min"] < 0 for e in caught)  # the verified value
     assert res.status == "optimal" and res.certified_gap <= tol
-    assert res.info["certificate"].check == lowrank.CHECK_CHOLESKY
+    assert res.certificate.check == lowrank.CHECK_CHOLESKY
     ref = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
@@ -877,7 +877,7 @@ def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))
-    cache = {}
+    cache = lowrank.CertificateCache()
     cert = lowrank.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
     Hb = centering_basis(gp.n)
     SH = space.apply_S(Hb, y_noisy, res.nu)
@@ -889,7 +889,7 @@ def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits
     assert checked.check == lowrank.CHECK_CHOLESKY and checked.verified
     assert checked.lambda_min <= exact and checked.bound <= cert.bound
     assert "eigh estimate" in checked.check_note
-    [(y_kept, nu_kept, lam, X)] = cache["eigenpairs"]
+    [(y_kept, nu_kept, lam, X)] = cache.eigenpairs
     np.testing.assert_array_equal(y_kept, y_noisy)
     y_a, eig_a = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam, X))
     y_b, eig_b = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
@@ -970,3 +970,31 @@ def test_former_modules_reexport_the_lowrank_names():
     assert large.LowRankOptions is lowrank.LowRankOptions and large.certify is lowrank.certify
     assert reduced.interval_ipm is lowrank.reduced_ipm.interval_ipm
     assert reduced.rank_one_lmi_lp is lowrank.lmi_lp.rank_one_lmi_lp
+
+
+def test_result_fields_are_typed_and_the_penalty_holds_no_solver_state(digits):
+    # the solve's shared state (certificate cache, warm start, reduced IPM record) is
+    # typed and only documented fields reach the result; the envelope the augmented
+    # Lagrangian minimises belongs to it, not to the (stateless) penalty
+    _, _, y, graph = digits
+    gp = dvu_problem(graph, y)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-4))
+    assert not hasattr(res, "info")
+    assert isinstance(res.certificate, lowrank.Certificate) and res.certificate.verified
+    assert res.function_evaluations > 0 and res.rank == res.factor.shape[1]
+    assert res.interval_envelope == "kink" and not res.unverified
+    pen = lowrank.DistancePenalty(gp)
+    before = dict(vars(pen))
+    alm = lowrank.alm._ALM(lowrank.FactorSpace(gp), pen, lowrank.LowRankOptions())
+    assert alm.kind == "equality" and alm.on_kink
+    alm.leave_kink()
+    assert alm.kind == "interval" and not alm.on_kink
+    assert vars(pen).keys() == before.keys()
+    # the Farkas operator: the same space with the objective removed
+    space = lowrank.FactorSpace(gp)
+    farkas = space.without_objective()
+    y_ = np.random.default_rng(0).standard_normal(gp.edges.shape[0])
+    V = np.random.default_rng(1).standard_normal((gp.n, 3))
+    assert np.all(farkas.apply_C(V) == 0.0)
+    np.testing.assert_array_equal(farkas.apply_S(V, y_, 0.0),
+                                  space.ET @ (y_[:, None] * (space.E @ V)))

@@ -219,6 +219,7 @@ from .certificate import (
     CHECK_EIGH,
     CHECK_LANCZOS,
     Certificate,
+    CertificateCache,
     certify,
     verify_certificate,
 )
@@ -237,7 +238,7 @@ from .space import FactorSpace
 from .spectrum import EigenEstimate
 
 __all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "FactorSpace",
-           "DistancePenalty", "EigenEstimate", "Certificate", "certify",
+           "DistancePenalty", "EigenEstimate", "Certificate", "CertificateCache", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
            "CHECK_DENSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_EIGH"]

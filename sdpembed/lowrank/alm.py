@@ -12,12 +12,32 @@ from .space import FactorSpace
 
 # ----------------------------------------------------------------------- the solver
 class _ALM:
-    """Augmented-Lagrangian Burer–Monteiro iterations on a :class:`FactorSpace`."""
+    """Augmented-Lagrangian Burer–Monteiro iterations on a :class:`FactorSpace`.
+
+    ``kind`` is the penalty whose envelope the subproblems minimise: the distance
+    mode, except for ``"interval"`` with ``interval_envelope="kink"`` (``"auto"`` in the
+    full space), which starts on the envelope of the kink (``"equality"``) and moves to
+    the Huber envelope (``"interval"``) for good at :meth:`leave_kink`.
+    """
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
         self.space, self.pen, self.opts = space, pen, opts
         self.nfev = 0
         self.deadline = np.inf
+        self.kind = pen.mode
+        if pen.mode == "interval":
+            kink = opts.interval_envelope == "kink" or (
+                opts.interval_envelope == "auto" and space.Q is None)
+            self.kind = "equality" if kink else "interval"
+
+    @property
+    def on_kink(self) -> bool:
+        """Whether ``"interval"`` runs on the envelope of its kink."""
+        return self.kind != self.pen.mode
+
+    def leave_kink(self) -> None:
+        """From now on, the Huber envelope of the ``"interval"`` penalty itself."""
+        self.kind = "interval"
 
     def objective_parts(self, W):
         sp_ = self.space
@@ -35,6 +55,7 @@ class _ALM:
 
     def subproblem(self, y, nu, sigma, sigma_h):
         sp_, pen = self.space, self.pen
+        kind = self.kind
         shape = None
 
         def fun(x):
@@ -43,7 +64,7 @@ class _ALM:
             CW = sp_.apply_C(W)
             Z = sp_.diffs(W)
             D = np.einsum("ij,ij->i", Z, Z)
-            val, g = pen.envelope(D, y, sigma)
+            val, g = pen.envelope(D, y, sigma, kind)
             val += float(np.sum(W * CW))
             grad = CW + sp_.ET @ (g[:, None] * Z)
             if sp_.H is not None:
@@ -60,8 +81,8 @@ class _ALM:
             W = sp_.project(x.reshape(shape))
             Z = sp_.diffs(W)
             D = np.einsum("ij,ij->i", Z, Z)
-            _, g = pen.envelope(D, y, sigma)
-            d2 = pen.second_derivative(D, y, sigma)
+            _, g = pen.envelope(D, y, sigma, kind)
+            d2 = pen.second_derivative(D, y, sigma, kind)
             if sp_.H is not None:
                 HW = sp_.apply_H(W)
                 gs = max(0.0, nu + sigma_h * float(np.sum(W * HW)))
@@ -117,7 +138,7 @@ class _ALM:
 
     def multipliers(self, W, y, nu, sigma, sigma_h):
         quad, D, h = self.objective_parts(W)
-        _, g = self.pen.envelope(D, y, sigma)
+        _, g = self.pen.envelope(D, y, sigma, self.kind)
         gs = max(0.0, nu + sigma_h * h) if self.space.H is not None else 0.0
         return g, gs, quad, D, h
 
@@ -142,7 +163,7 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
     hv = float(vec @ sp_.apply_H(vec[:, None])[:, 0]) if sp_.H is not None else 0.0
 
     def slope(t):
-        _, g = pen.envelope(D + t * dv, y, sigma)
+        _, g = pen.envelope(D + t * dv, y, sigma, alm.kind)
         out = cv + float(g @ dv)
         if sp_.H is not None:
             out += max(0.0, nu + sigma_h * (h + t * hv)) * hv

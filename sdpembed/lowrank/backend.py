@@ -11,7 +11,6 @@ import numpy as np
 from ..exceptions import InputError
 from ..formulations.gram import GramFormulation, GramProblem
 from ..solvers import SolveReport, register_backend
-from .certificate import Certificate
 from .options import LowRankOptions
 from .solve import lowrank_solve
 
@@ -77,7 +76,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if verbose:
         logging.getLogger(__package__).setLevel(logging.INFO)  # every lowrank module
     result = lowrank_solve(gp, basis=basis, options=opts)
-    cert: Certificate = result.info.get("certificate")
+    cert = result.certificate
     extra: dict[str, Any] = {
         "rank": result.factor.shape[1],
         "lower_bound": result.bound,
@@ -85,10 +84,10 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "certificate_check": (cert.check if cert is not None and cert.bound is not None
                               else None),
         "outer_iterations": result.iterations,
-        "function_evaluations": result.info.get("function_evaluations"),
+        "function_evaluations": result.function_evaluations,
         "reduced_basis_rank": None if basis is None else basis.shape[1],
-        "reduced_solver": result.info.get("reduced_solver"),
-        "interval_envelope": result.info.get("interval_envelope"),
+        "reduced_solver": result.reduced_solver,
+        "interval_envelope": result.interval_envelope,
         "history": result.history,
     }
     if result.status in ("unbounded", "infeasible"):
@@ -97,14 +96,14 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
                            solver_version=_version(), options=dict(options),
                            compile_seconds=0.0, solve_seconds=result.seconds,
                            iterations=result.iterations, extra=extra)
-    if "estimated_gap" in result.info:
-        extra["estimated_gap"] = result.info["estimated_gap"]
-        extra["estimated_lower_bound"] = result.info["estimated_bound"]
-    if "verify_seconds" in result.info:
-        extra["verify_seconds"] = result.info["verify_seconds"]
+    if result.unverified:
+        extra["estimated_gap"] = result.estimated_gap
+        extra["estimated_lower_bound"] = result.estimated_bound
+    if result.verify_seconds is not None:
+        extra["verify_seconds"] = result.verify_seconds
     if result.status != "optimal" and result.certified_gap is None:
-        if result.info.get("estimated_gap") is not None:
-            extra["message"] = (f"gap {result.info['estimated_gap']:.2g} estimated, not "
+        if result.estimated_gap is not None:
+            extra["message"] = (f"gap {result.estimated_gap:.2g} estimated, not "
                                 "certified (" + extra["certificate"] + ")")
         else:
             extra["message"] = ("stopped without a certificate (" + extra["certificate"]
@@ -124,7 +123,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         compile_seconds=time.perf_counter() - t1,
         solve_seconds=result.seconds, iterations=result.iterations,
         gap=(result.certified_gap if result.certified_gap is not None
-             else result.info.get("estimated_gap")),
+             else result.estimated_gap),
         certified_gap=result.certified_gap,
         primal_infeasibility=result.infeasibility, extra=extra)
 

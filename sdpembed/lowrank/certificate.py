@@ -10,11 +10,11 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import dijkstra
 from threadpoolctl import threadpool_limits
 
-from ..formulations.gram import DiagPlusLowRank, GramProblem
+from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
 from .spectrum import EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
-from .verify import _U, _verified_lambda_min
+from .verify import _U, PSDCheck, _verified_lambda_min
 
 #: note prefix of a certificate taken at lifted multipliers
 _LIFTED = "lifted multipliers; "
@@ -78,6 +78,43 @@ class Certificate:
         return head + "; " + how + (f" [{self.check_note}]" if self.check_note else "")
 
 
+@dataclass
+class CertificateCache:
+    """What the certificates of one solve share (pass one to :func:`certify` to reuse it).
+
+    Attributes
+    ----------
+    lanczos_start : ndarray or None
+        The last Lanczos eigenvector: the next call starts there (the multipliers change
+        little between calls).
+    eigenpairs : list of (y, nu, eigenvalues, eigenvectors)
+        The bottom eigenpairs of the last two dense interval certificates, which the
+        lift reuses for its first round.
+    verify_threads : int or None
+        BLAS threads of the Cholesky verifications (``None``: the caller's setting).
+    verify_checks : list of PSDCheck
+        Every Cholesky factorisation tried.
+    curvature : float or None
+        The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
+    trace_bound : float or None
+        :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, full space).
+    mu0 : float or None
+        :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
+    mu0_verified : (float or None, str) or None
+        ``mu0`` verified by Cholesky, or ``None`` and the reason.
+    """
+
+    lanczos_start: np.ndarray | None = None
+    eigenpairs: list[tuple[np.ndarray, float, np.ndarray, np.ndarray]] = field(
+        default_factory=list)
+    verify_threads: int | None = None
+    verify_checks: list[PSDCheck] = field(default_factory=list)
+    curvature: float | None = None
+    trace_bound: float | None = None
+    mu0: float | None = None
+    mu0_verified: tuple[float | None, str] | None = None
+
+
 def _trace_bound_equality(gp: GramProblem) -> float:
     """:math:`T = \\min_r \\sum_i \\mathrm{sp}(r,i)^2 \\ge \\mathrm{tr}\\,G` for feasible G."""
     n = gp.n
@@ -128,14 +165,15 @@ def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> boo
 
 
 def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig_tol=1e-6,
-            cache=None, verify: bool = False, target: float | None = None) -> Certificate:
+            cache: CertificateCache | None = None, verify: bool = False,
+            target: float | None = None) -> Certificate:
     """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
 
     ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
     iteration (see :func:`_lambda_min`); the bound does not depend on it.
     ``"interval"`` in the full space with ``limits.eig`` < n <= ``limits.interval``
     takes the bottom eigenpairs densely instead (:func:`_dense_interval_certificate`)
-    and keeps them in ``cache["eigenpairs"]`` for :func:`_lifted_certificate`.
+    and keeps them in ``cache.eigenpairs`` for :func:`_lifted_certificate`.
     ``verify``: where :math:`\\lambda_{\\min}` is unverified (n > ``limits.eig``),
     verify it (and the coercive point's) by :func:`_verified_lambda_min`; costly
     (dense n x n Cholesky), meant for the final certificate only. ``target``: the
@@ -148,7 +186,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
     lambda_min just below the cluster of the factor's near-zero eigenvalues), hence only
     on demand.
     """
-    cache = {} if cache is None else cache
+    cache = CertificateCache() if cache is None else cache
     phi = pen.conjugate(y)
     if not np.isfinite(phi):
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
@@ -156,18 +194,17 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
     if _dense_interval_certificate(space, pen):
         lam, X = _dense_bottom(space, y, nu, min(space.limits.block, space.dim - 1))
         # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
-        kept = cache.setdefault("eigenpairs", [])
-        kept[:] = kept[-1:] + [(np.array(y, dtype=float), nu, lam, X)]
+        cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu, lam, X)]
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
         return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
-                          start=cache.get("lanczos_start"))
+                          start=cache.lanczos_start)
     except spla.ArpackNoConvergence:
         return Certificate(None, None, "none", "Lanczos did not converge", y=y, nu=nu)
     lanczos = eig.method == "lanczos"
     if lanczos:
-        cache["lanczos_start"] = eig.vector
+        cache.lanczos_start = eig.vector
     cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
     if not (lanczos and factor is not None and target is not None and eig.value < 0
             and (cert.bound is None or cert.bound < target)):
@@ -180,12 +217,12 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
         return cert
     if eig_f.value <= eig.value:
         return cert
-    cache["lanczos_start"] = eig_f.vector
+    cache.lanczos_start = eig_f.vector
     return _certificate_from_eig(space, pen, y, nu, eig_f, cache, eig_tol, verify)
 
 
-def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *, eig_tol=1e-6,
-                       cache=None) -> Certificate:
+def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *,
+                       eig_tol=1e-6, cache: CertificateCache | None = None) -> Certificate:
     """``cert`` with its Lanczos :math:`\\lambda_{\\min}` verified (or marked unverified).
 
     Dense and already verified certificates, and those without a bound, are
@@ -197,7 +234,7 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
     if cert.bound is None or cert.check not in _UNVERIFIED or cert.eig is None \
             or cert.y is None:
         return cert
-    cache = {} if cache is None else cache
+    cache = CertificateCache() if cache is None else cache
     out = _certificate_from_eig(space, pen, cert.y, cert.nu, cert.eig, cache, eig_tol, True)
     for prefix in ("refined multipliers; ", _LIFTED):
         if cert.note.startswith(prefix):
@@ -205,15 +242,15 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
     return out
 
 
-def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache, eig_tol,
-                          verify) -> Certificate:
+def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: CertificateCache,
+                          eig_tol, verify) -> Certificate:
     phi = pen.conjugate(y)
     check, check_note = _eig_check(space, eig), ""
     mu = eig.value
     if verify and check in _UNVERIFIED:
-        with threadpool_limits(limits=cache.get("verify_threads")):
+        with threadpool_limits(limits=cache.verify_threads):
             mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
-        cache.setdefault("verify_checks", []).extend(checks)
+        cache.verify_checks.extend(checks)
         if mu_v is not None:
             check = CHECK_CHOLESKY
             source = "Lanczos" if eig.method == "lanczos" else "eigh"
@@ -228,9 +265,9 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache, eig_tol,
         return Certificate(-phi, mu, "dual-feasible", eig=eig, check=check,
                            check_note=check_note, y=y, nu=nu)
     if pen.mode == "equality":
-        if "curvature" not in cache:
-            cache["curvature"] = _objective_curvature(space)
-        c = cache["curvature"]
+        if cache.curvature is None:
+            cache.curvature = _objective_curvature(space)
+        c = cache.curvature
         best = None
         if c > 0:
             # C <= -c I: S(s y, s nu) >= (s (mu - eps) + (s - 1) c) I = 0 at s = c / (c + mu - eps)
@@ -241,9 +278,9 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache, eig_tol,
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
                                    check=check, check_note=check_note, y=y, nu=nu)
         if space.Q is None:
-            if "trace_bound" not in cache:
-                cache["trace_bound"] = _trace_bound_equality(space.gp)
-            T = cache["trace_bound"]
+            if cache.trace_bound is None:
+                cache.trace_bound = _trace_bound_equality(space.gp)
+            T = cache.trace_bound
             if best is None or -phi + mu * T > best.bound:
                 best = Certificate(-phi + mu * T, mu, "trace-bound",
                                    f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
@@ -254,20 +291,20 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache, eig_tol,
                                check=check, y=y, nu=nu)
         return best
     y0 = pen.coercive_point()
-    if "mu0" not in cache:
+    if cache.mu0 is None:
         try:
-            cache["mu0"] = _lambda_min(space, y0, 0.0, tol=eig_tol).value
+            cache.mu0 = _lambda_min(space, y0, 0.0, tol=eig_tol).value
         except spla.ArpackNoConvergence:
-            cache["mu0"] = -np.inf
-    mu0 = cache["mu0"]
+            cache.mu0 = -np.inf
+    mu0 = cache.mu0
     if check == CHECK_CHOLESKY and np.isfinite(mu0) and mu0 > 0:
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
-        if "mu0_verified" not in cache:
-            with threadpool_limits(limits=cache.get("verify_threads")):
+        if cache.mu0_verified is None:
+            with threadpool_limits(limits=cache.verify_threads):
                 mu0_v, why0, checks0 = _verified_lambda_min(space, y0, 0.0, mu0)
-            cache.setdefault("verify_checks", []).extend(checks0)
-            cache["mu0_verified"] = (mu0_v, why0)
-        mu0_v, why0 = cache["mu0_verified"]
+            cache.verify_checks.extend(checks0)
+            cache.mu0_verified = (mu0_v, why0)
+        mu0_v, why0 = cache.mu0_verified
         if mu0_v is None:
             check = _eig_check(space, eig)
             check_note += f"; lambda_min at y0 unverified: {why0}"
@@ -355,11 +392,6 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
     yh = y / max(np.linalg.norm(y), 1e-300)
     if yh @ pen.t >= -1e-6 * np.linalg.norm(pen.t):
         return "optimal_inaccurate"
-    zero = DiagPlusLowRank.zeros(space.gp.n)
-    farkas = FactorSpace.__new__(FactorSpace)
-    farkas.__dict__.update(space.__dict__)
-    farkas.C = zero
-    if space.Q is not None:
-        farkas.Cq = np.zeros_like(space.Cq)
-    eig = _lambda_min(farkas, yh, nu / max(np.linalg.norm(y), 1e-300), tol=opts.eig_tol)
+    eig = _lambda_min(space.without_objective(), yh, nu / max(np.linalg.norm(y), 1e-300),
+                      tol=opts.eig_tol)
     return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

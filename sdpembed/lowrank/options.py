@@ -144,7 +144,7 @@ class LowRankOptions:
         interior-point method of :mod:`sdpembed.reduced` for
         ``distances="interval"`` (with or without the SNR constraint), falling
         back to the augmented Lagrangian (recorded in
-        ``info["reduced_solver"]``) if it fails or its certified gap exceeds
+        ``LowRankResult.reduced_solver``) if it fails or its certified gap exceeds
         ``tol``; the augmented Lagrangian for ``"equality"`` and
         ``"quadratic"``. ``"ipm"``: the interior-point method only (an
         ``InputError`` for other distance modes; no fallback). ``"alm"``: the
@@ -159,7 +159,7 @@ class LowRankOptions:
         in the box is an interval optimum (they are a subgradient of the penalty at
         :math:`D = \bar D`), and the certificate is the interval one throughout. The
         first iterate whose multipliers leave the box switches the solve to
-        ``"huber"`` (``info["interval_envelope"]`` says where). ``"auto"`` (default):
+        ``"huber"`` (``LowRankResult.interval_envelope`` says where). ``"auto"`` (default):
         ``"kink"`` in the full space, ``"huber"`` on a reduced basis, whose smooth
         vectors cannot hold the local distances. Measured on USPS DVU (80 %
         labelled, 2-NN + 1 random edge graph), where the optimum keeps every edge on

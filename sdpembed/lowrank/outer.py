@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from .certificate import (
 from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
-from .result import LowRankResult
+from .result import LowRankResult, _SolveState
 from .space import FactorSpace
 from .spectrum import _verify_threads
 
@@ -110,20 +109,17 @@ class _OuterLoop:
     """
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
-                 cache: dict, t0: float, W: np.ndarray):
-        self.space, self.pen, self.alm, self.opts, self.cache, self.t0 = \
-            space, pen, alm, opts, cache, t0
+                 state: _SolveState, t0: float, W: np.ndarray):
+        self.space, self.pen, self.alm, self.opts, self.state, self.t0 = \
+            space, pen, alm, opts, state, t0
+        self.cache = state.certificates
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = 0.0
         quad, _, _ = alm.objective_parts(W)
-        if pen.mode == "interval":
-            kink = opts.interval_envelope == "kink" or (
-                opts.interval_envelope == "auto" and space.Q is None)
-            pen.split = "equality" if kink else "interval"
-        # info["interval_envelope"]: which augmented Lagrangian ran (None: not "interval")
+        # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
         self.envelope = None if pen.mode != "interval" else (
-            "kink" if pen.split != pen.mode else "huber")
+            "kink" if alm.on_kink else "huber")
         self._start_penalty()
         self.obj_scale = max(abs(quad), 1e-12)
         self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
@@ -140,17 +136,17 @@ class _OuterLoop:
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
-        pen = self.pen
-        if pen.split == "interval":  # Huber
+        pen, kind = self.pen, self.alm.kind
+        if kind == "interval":  # Huber
             sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
-        elif pen.split == "equality":  # equality, or the kink of "interval"
+        elif kind == "equality":  # equality, or the kink of "interval"
             sigma = 10.0 / max(np.mean(pen.t), 1e-300)
             if pen.mode == "interval":
                 sigma *= _SIGMA_KINK
         else:  # "quadratic": no splitting
             sigma = 1.0
         self.sigma = self.sigma0 = sigma
-        self.sigma_cap = _SIGMA_MAX_INTERVAL if pen.split == "interval" else _SIGMA_MAX
+        self.sigma_cap = _SIGMA_MAX_INTERVAL if kind == "interval" else _SIGMA_MAX
         self.prev_res = np.inf
 
     def _leave_kink(self, g: np.ndarray) -> np.ndarray:
@@ -159,7 +155,7 @@ class _OuterLoop:
         known to solve the interval one); returns ``g`` clipped to the box, the Huber
         multipliers the solve goes on from at the Huber envelope's first penalty."""
         pen = self.pen
-        pen.split = "interval"
+        self.alm.leave_kink()
         self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
         self._start_penalty()
         return np.clip(g, -pen.w, pen.w)
@@ -207,10 +203,10 @@ class _OuterLoop:
         res, trimmed = self.solve_subproblem()
         W = self.W
         g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
-        r = pen.residual(D, g, self.y, self.sigma)
+        r = pen.residual(D, g, self.y, self.sigma, self.alm.kind)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
         h_viol = space.snr_violation(h, quad)
-        left_kink = pen.split != pen.mode and not pen.in_box(g)
+        left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
             g = self._leave_kink(g)
         self.y = g
@@ -439,37 +435,34 @@ class _OuterLoop:
         if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
         # here and not in the outer loop: a dense n x n Cholesky
-        info: dict[str, Any] = {}
-        if self.envelope is not None:
-            info["interval_envelope"] = self.envelope
+        verify_seconds = None
         if certificate.check in _UNVERIFIED and certificate.bound is not None:
             t_v = time.perf_counter()
-            cache["verify_threads"] = _verify_threads()
+            cache.verify_threads = _verify_threads()
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
-            info["verify_seconds"] = time.perf_counter() - t_v
+            verify_seconds = time.perf_counter() - t_v
         gap = _rel_gap(p, certificate.bound)
         bound = certificate.bound
+        estimated_gap = estimated_bound = None
         if not certificate.verified:
             # an unverified (Lanczos) bound is an estimate, never reported as certified
-            info.update(estimated_gap=gap, estimated_bound=bound)
+            estimated_gap, estimated_bound = gap, bound
             gap = bound = None
             if status == "optimal" and certificate.bound is not None:
                 status = "optimal_inaccurate"
         elif status == "optimal" and gap > opts.tol:
             # verification lowered the bound below the target (Lanczos missed an eigenvalue)
             status = "optimal_inaccurate"
-        checks = cache.pop("verify_checks", [])
-        cache.pop("verify_threads", None)
-        cache.pop("lanczos_start", None)
-        cache.pop("eigenpairs", None)
-        if checks:
-            info["verify_factorisations"] = [
-                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
-                 "verified": c.verified} for c in checks]
         return LowRankResult(
             factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
             y=self.y, nu=self.nu, status=status, iterations=self.it,
             seconds=time.perf_counter() - self.t0, history=self.history,
-            info={"certificate": certificate, "rank": F.shape[1],
-                  "function_evaluations": alm.nfev, **info, **cache})
+            certificate=certificate, function_evaluations=alm.nfev,
+            interval_envelope=self.envelope, unverified=not certificate.verified,
+            estimated_gap=estimated_gap, estimated_bound=estimated_bound,
+            verify_seconds=verify_seconds,
+            verify_factorisations=[
+                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
+                 "verified": c.verified} for c in cache.verify_checks],
+            reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start)

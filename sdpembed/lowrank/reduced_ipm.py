@@ -94,7 +94,7 @@ from .ipm_common import (
 )
 from .options import LowRankOptions
 from .penalty import DistancePenalty
-from .result import LowRankResult
+from .result import LowRankResult, _SolveState
 from .space import FactorSpace
 
 __all__ = ["ReducedIPMResult", "interval_ipm"]
@@ -403,14 +403,14 @@ _IPM_TOL = 1e-9
 
 
 def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
-                 t0: float, cache: dict) -> LowRankResult | None:
+                 t0: float, state: _SolveState) -> LowRankResult | None:
     """Reduced interval problem by :func:`sdpembed.reduced.interval_ipm`, then certified.
 
     The factor is :math:`W = Y^{1/2}` (negligible eigenvalues dropped), the
     objective is the true one at :math:`F = QW` and the bound comes from
     :func:`certify` at the IPM's multipliers, exactly as for the augmented
     Lagrangian. Returns ``None`` (after recording why in
-    ``cache["reduced_solver"]``) when ``reduced_solver="auto"`` should fall
+    ``state.reduced_solver``) when ``reduced_solver="auto"`` should fall
     back to the augmented Lagrangian.
     """
     try:
@@ -420,12 +420,13 @@ def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowR
         if opts.reduced_solver == "ipm":
             raise
         logger.warning("reduced IPM failed (%s); falling back to the augmented Lagrangian", exc)
-        cache["reduced_solver"] = {"solver": "alm", "fallback_from": "ipm",
-                                   "reason": f"{type(exc).__name__}: {exc}"}
+        state.reduced_solver = {"solver": "alm", "fallback_from": "ipm",
+                                "reason": f"{type(exc).__name__}: {exc}"}
         return None
     W = factor_from_gram(res.Y, rel_tol=1e-10)
     p = alm.true_objective(W)
-    certificate = _best_certificate(space, pen, W, [(res.y, res.nu)], opts, cache)
+    certificate = _best_certificate(space, pen, W, [(res.y, res.nu)], opts,
+                                    state.certificates)
     gap = _rel_gap(p, certificate.bound)
     quad, _, h = alm.objective_parts(W)
     infeas = space.snr_violation(h, quad)
@@ -436,12 +437,12 @@ def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowR
     if not ok and opts.reduced_solver == "auto":
         logger.warning("reduced IPM stopped (%s) with certified gap %s > tol; falling back to "
                        "the augmented Lagrangian", res.status, gap)
-        cache["reduced_solver"] = {"solver": "alm", "fallback_from": record}
+        state.reduced_solver = {"solver": "alm", "fallback_from": record}
         return None
     return LowRankResult(
         factor=space.points(W), objective=p, bound=certificate.bound, certified_gap=gap,
         infeasibility=infeas, y=certificate.y, nu=certificate.nu,
         status="optimal" if ok else "optimal_inaccurate",
         iterations=res.iterations, seconds=time.perf_counter() - t0, history=res.history,
-        info={"certificate": certificate, "rank": W.shape[1], "function_evaluations": 0,
-              "reduced_solver": record, **cache})
+        certificate=certificate, function_evaluations=0, reduced_solver=record,
+        warm_start=state.warm_start)

@@ -11,6 +11,7 @@ import scipy.sparse.linalg as spla
 from ..exceptions import InputError
 from .certificate import (
     _LIFTED,
+    CertificateCache,
     _certificate_from_eig,
     _shift_theta,
 )
@@ -338,8 +339,8 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     return best
 
 
-def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts, cache,
-                        p_best):
+def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts,
+                        cache: CertificateCache, p_best):
     r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
 
     Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
@@ -363,14 +364,14 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     if best_bound is not None and not own[k] > best_bound:
         return None
     y_s, nu_s = candidates[k]
-    pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.get("eigenpairs", ())
+    pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
                   if nu_c == nu_s and np.array_equal(y_c, y_s)), None)
     if pairs is not None and np.any(np.abs(y_s) > pen.w):
         pairs = None  # the lift clips y into the box first: other eigenpairs
     # stop lifting once the shift proves half the gap tolerance (a margin for the check)
     y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound, eigenpairs=pairs,
                                 target=p_best - 0.5 * opts.tol * abs(p_best),
-                                mu0=cache.get("mu0", -np.inf))
+                                mu0=-np.inf if cache.mu0 is None else cache.mu0)
     cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
     cert.note = _LIFTED + cert.note
     return cert

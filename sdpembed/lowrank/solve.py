@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -15,7 +14,7 @@ from .options import LowRankOptions
 from .outer import _OuterLoop
 from .penalty import DistancePenalty
 from .reduced_ipm import _reduced_ipm
-from .result import LowRankResult
+from .result import LowRankResult, _SolveState
 from .space import FactorSpace
 from .spectrum import _lambda_min
 
@@ -46,7 +45,7 @@ def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
     LowRankResult
         ``status`` is ``"optimal"`` (certified gap ≤ ``tol``), ``"optimal_inaccurate"``
         (stopped by a limit with a larger or unavailable certified gap, or a gap
-        only estimated by Lanczos: ``info["estimated_gap"]``, see the module
+        only estimated by Lanczos: ``estimated_gap``, see the module
         docstring),
         ``"unbounded"`` or ``"infeasible"``.
     """
@@ -94,22 +93,22 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     pen = DistancePenalty(gp)
     alm = _ALM(space, pen, opts)
     alm.deadline = t0 + opts.time_limit
-    cache: dict[str, Any] = {}
+    state = _SolveState()
     unbounded = _unbounded_at_slack_weight(space, pen, opts)
     if unbounded is not None:
         return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, unbounded[0], 0.0,
                              "unbounded", 0, time.perf_counter() - t0,
-                             info={"lambda_min_at_slack_weight": unbounded[1]})
+                             lambda_min_at_slack_weight=unbounded[1])
     if basis is not None and opts.reduced_solver != "alm":
         if pen.mode == "interval":
-            done = _reduced_ipm(space, pen, alm, opts, t0, cache)
+            done = _reduced_ipm(space, pen, alm, opts, t0, state)
             if done is not None:
                 return done
         elif opts.reduced_solver == "ipm":
             raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
                              f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
-    W = _starting_factor(space, opts, cache)
-    loop = _OuterLoop(space, pen, alm, opts, cache, t0, W)
+    W = _starting_factor(space, opts, state)
+    loop = _OuterLoop(space, pen, alm, opts, state, t0, W)
     loop.run()
     return loop.result()
 
@@ -130,7 +129,8 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
     return None
 
 
-def _starting_factor(space: FactorSpace, opts: LowRankOptions, cache: dict) -> np.ndarray:
+def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveState
+                     ) -> np.ndarray:
     """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
     padded with small random columns up to the initial rank."""
     gp, basis = space.gp, space.Q
@@ -153,7 +153,7 @@ def _starting_factor(space: FactorSpace, opts: LowRankOptions, cache: dict) -> n
             dense_limits=opts.dense_limits))
         if sub.status.startswith("optimal"):
             W = space.project(sub.factor)
-            cache["warm"] = {"seconds": sub.seconds, "objective": sub.objective}
+            state.warm_start = {"seconds": sub.seconds, "objective": sub.objective}
     if W is None:
         return _initial_factor(space, k0, rng)
     if W.shape[1] < k0:

@@ -9,7 +9,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ..formulations.gram import GramProblem
+from ..formulations.gram import DiagPlusLowRank, GramProblem
 from .options import DenseLimits
 
 __all__ = ["FactorSpace"]
@@ -41,10 +41,12 @@ class FactorSpace:
     limits : DenseLimits, optional
         Up to which n the eigenvalue steps on this space are dense (default
         ``DenseLimits()``).
+    objective : DiagPlusLowRank, optional
+        :math:`\\tilde C` instead of ``gp.full_objective()`` (see :meth:`without_objective`).
     """
 
     def __init__(self, gp: GramProblem, Q: np.ndarray | None = None, *,
-                 limits: DenseLimits | None = None):
+                 limits: DenseLimits | None = None, objective: DiagPlusLowRank | None = None):
         self.gp = gp
         self.Q = Q
         self.limits = DenseLimits() if limits is None else limits
@@ -54,7 +56,7 @@ class FactorSpace:
                                                            np.r_[i, j])), shape=(m, n))
         self.B = B
         self._ones_n = np.full(n, 1.0 / n)
-        self.C = gp.full_objective()
+        self.C = gp.full_objective() if objective is None else objective
         self.H = None
         if gp.snr is not None:
             self.H = gp.icv.scaled(gp.snr) + gp.bcv.scaled(-1.0)
@@ -68,6 +70,13 @@ class FactorSpace:
             self.ET = self.E.T
             self.Cq = self.C.congruence(Q)
             self.Hq = None if self.H is None else self.H.congruence(Q)
+
+    def without_objective(self) -> FactorSpace:
+        r"""The same space and constraints with :math:`\tilde C = 0`, where
+        :math:`S(y, \nu) = \mathcal A^Ty + \nu H`: the operator of the Farkas test of
+        infeasibility."""
+        return FactorSpace(self.gp, self.Q, limits=self.limits,
+                           objective=DiagPlusLowRank.zeros(self.gp.n))
 
     # factor -> point coordinates (n x k)
     def points(self, W: np.ndarray) -> np.ndarray:

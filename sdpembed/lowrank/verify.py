@@ -24,7 +24,7 @@ def _gamma(k: int) -> float:
 
 
 @dataclass
-class _PSDCheck:
+class PSDCheck:
     """Outcome of :func:`_verify_psd_shift`.
 
     ``verified``: the claim :math:`\\lambda_{\\min}(S)\\ge` ``mu`` on
@@ -42,7 +42,7 @@ class _PSDCheck:
     reason: str = ""
 
 
-def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> _PSDCheck:
+def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> PSDCheck:
     """Prove :math:`\\lambda_{\\min}(S(y,\\nu))\\ge\\mu` on :math:`\\mathbf 1^\\perp` by Cholesky.
 
     Forms :math:`\\hat M \\approx PSP + (c/n)\\mathbf 1\\mathbf 1^T - (\\mu+\\delta) I`
@@ -109,26 +109,26 @@ def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> _PSDCheck:
     delta *= 1.0 + 1e-6                             # round the allowance up
     shift = mu + delta
     if not (c - shift > 0):
-        return _PSDCheck(False, mu, delta, -1, time.perf_counter() - t0,
+        return PSDCheck(False, mu, delta, -1, time.perf_counter() - t0,
                          "shift above the centring constant")
     M[np.diag_indices(n)] -= shift
     # a posteriori: the diagonal actually factorised is within the trace used for delta
     if math.fsum(M[np.diag_indices(n)]) > trace_mu:
-        return _PSDCheck(False, mu, delta, -1, time.perf_counter() - t0,
+        return PSDCheck(False, mu, delta, -1, time.perf_counter() - t0,
                          "trace bound violated (rounding)")
     if np.any(M[np.diag_indices(n)] <= 0):
-        return _PSDCheck(False, mu, delta, 1 + int(np.argmax(M[np.diag_indices(n)] <= 0)),
+        return PSDCheck(False, mu, delta, 1 + int(np.argmax(M[np.diag_indices(n)] <= 0)),
                          time.perf_counter() - t0, "non-positive diagonal")
     # M is symmetric: its transpose is the Fortran-ordered same matrix, factorised in place
     _, info = sla.lapack.dpotrf(M.T, lower=1, clean=0, overwrite_a=1)
     del M
     ok = int(info) == 0
-    return _PSDCheck(ok, mu, delta, int(info), time.perf_counter() - t0,
+    return PSDCheck(ok, mu, delta, int(info), time.perf_counter() - t0,
                      "" if ok else f"dpotrf info {int(info)} (not positive definite)")
 
 
 def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4
-                         ) -> tuple[float | None, str, list[_PSDCheck]]:
+                         ) -> tuple[float | None, str, list[PSDCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
     Tries :func:`_verify_psd_shift` at the Lanczos estimate ``mu_est``, then
@@ -148,7 +148,7 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps:
         return None, f"n = {n} > {space.limits.verify} (dense check skipped)", []
     if need > gram.available_memory():  # looked up here: tests patch it
         return None, f"not enough memory for the dense check ({need / 2**30:.1f} GiB)", []
-    checks: list[_PSDCheck] = []
+    checks: list[PSDCheck] = []
     try:
         chk = _verify_psd_shift(space, y, nu, mu_est)
     except TypeError as exc:
