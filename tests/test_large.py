@@ -998,3 +998,24 @@ def test_result_fields_are_typed_and_the_penalty_holds_no_solver_state(digits):
     assert np.all(farkas.apply_C(V) == 0.0)
     np.testing.assert_array_equal(farkas.apply_S(V, y_, 0.0),
                                   space.ET @ (y_[:, None] * (space.E @ V)))
+
+
+def test_lowrank_imports_nothing_above_it():
+    # one-way layering: the lowrank backend returns a report.SolveReport and solvers
+    # dispatches to it (solvers.TOOLKIT_BACKENDS); nothing in lowrank imports solvers,
+    # the estimators, the experiments or the package __init__
+    import ast
+    from pathlib import Path
+
+    import sdpembed.solvers as solvers_mod
+
+    above = {"solvers", "estimators", "experiments", "sequential", "cli", "plotting"}
+    for path in Path(lowrank.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                top = (node.module or "").split(".")[0]
+                assert top and top not in above, (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                assert not any(a.name == "sdpembed" or a.name.startswith("sdpembed.")
+                               for a in node.names), path.name
+    assert solvers_mod.TOOLKIT_BACKENDS["LOWRANK"] is lowrank.backend.BACKEND

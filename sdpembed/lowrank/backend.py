@@ -10,7 +10,7 @@ import numpy as np
 
 from ..exceptions import InputError
 from ..formulations.gram import GramFormulation, GramProblem
-from ..solvers import SolveReport, register_backend
+from ..report import Backend, SolveReport
 from .options import LowRankOptions
 from .solve import lowrank_solve
 
@@ -134,4 +134,5 @@ def _version() -> str:
     return f"sdpembed {__version__}"
 
 
-register_backend(BACKEND_NAME, _solve_backend, version=_version)
+#: the entry of :data:`sdpembed.solvers.TOOLKIT_BACKENDS`
+BACKEND = Backend(BACKEND_NAME, _solve_backend, version=_version)
