@@ -88,8 +88,8 @@ class _ALM:
                 gs = max(0.0, nu + sigma_h * float(np.sum(W * HW)))
 
             # the distance term's products, the bulk of the work of a Newton-CG step, run
-            # in single precision: they are memory-bound (USPS MVU n = 2,500, rank 28:
-            # 0.91 -> 0.57 ms per product, relative error 1e-7, far below CG's tolerance)
+            # in single precision: they are memory-bound, and the relative error (about
+            # 1e-7) is far below CG's tolerance
             E32, ET32 = sp_.E_single
             Z32 = Z.astype(np.float32)
             d2x2 = (2.0 * d2).astype(np.float32)

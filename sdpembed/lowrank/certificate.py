@@ -156,10 +156,8 @@ def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> boo
     ``limits.interval``, where a certificate that misses ``tol`` is followed by a lift that
     needs the same eigenpairs. Lanczos is slow exactly there, near the optimum: it must
     resolve :math:`\\lambda_{\\min}` below the cluster of near-zero eigenvalues on the
-    factor's range; measured on USPS DVU n = 2,500 at the (only) certificate attempts of
-    seeds 1 and 2, standalone: 21.1 + 3.8 s and 1.4 + 8.1 s for the two candidates (the
-    undeflated runs, see :func:`certify`), against 0.7 s per dense eigendecomposition
-    on 2 threads, whose eigenpairs the lift then reuses."""
+    factor's range, where one dense eigendecomposition is cheaper and its eigenpairs
+    serve the lift too."""
     return pen.mode == "interval" and space.Q is None \
         and space.limits.eig < space.dim <= space.limits.interval
 
@@ -180,11 +178,9 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
     bound wanted; where the deflated Lanczos bound (see :func:`_lambda_min`) falls short
     of it, Lanczos is run again on all of :math:`\\mathbf 1^\\perp` at ``eig_tol / 100``
     and the better certificate kept. The split bound is loose when :math:`S` does not
-    yet nearly annihilate the factor's range; measured on USPS MVU (n = 2,500, two outer
-    iterations before certification): split -1.5e-2, undeflated -7.90e-4, dense
-    -7.88e-4. The undeflated run is slower (0.6-2 s there against 0.1 s: it must resolve
-    lambda_min just below the cluster of the factor's near-zero eigenvalues), hence only
-    on demand.
+    yet nearly annihilate the factor's range; the undeflated run is slower (it must
+    resolve lambda_min just below the cluster of the factor's near-zero eigenvalues),
+    hence only on demand.
     """
     cache = CertificateCache() if cache is None else cache
     phi = pen.conjugate(y)
@@ -210,8 +206,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
             and (cert.bound is None or cert.bound < target)):
         return cert
     try:
-        # ncv 30: the same n = 2,500 state took 0.6 s against 2.2 s with 60, and the
-        # whole solve 93 s against 148 s (long restarts are wasted on the cluster at 0)
+        # ncv 30: long restarts are wasted on the cluster at 0
         eig_f = _lambda_min(space, y, nu, tol=0.01 * eig_tol, start=eig.vector, ncv=30)
     except spla.ArpackNoConvergence:
         return cert

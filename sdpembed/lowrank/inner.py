@@ -115,8 +115,8 @@ def _two_loop(g, S, Y, rho, alpha, head: int, used: int, gamma: float, M) -> np.
     newest pairs of the ring buffers ``S``, ``Y`` (``float32``; ``head`` is the next slot),
     with :math:`H_k^0 = \gamma M^{-1}`. The recursion runs in single precision (the
     preconditioner and the result in double): it is memory-bound, and halving the bytes
-    read halves its time (0.92 -> 0.50 ms per iteration at N = 35,000, ``memory=20``, one
-    thread), for a direction within about 2e-7 of the double-precision one."""
+    read halves its time, for a direction within about 2e-7 (relative) of the
+    double-precision one."""
     memory = S.shape[0]
     q = g.astype(np.float32)
     order = [(head - 1 - i) % memory for i in range(used)]  # newest first
@@ -148,15 +148,9 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     ``20 * maxiter + 100``), or at the ``deadline`` (a :func:`time.perf_counter` value).
 
     The pairs live in two ``(memory, N)`` single-precision arrays (:func:`_two_loop`)
-    and every vector operation is one BLAS call (``sdot``, in-place ``saxpy``). With
-    double-precision pairs (``ddot``, ``daxpy``) it measured, at N = 95,000 and
-    ``memory=20`` on a diagonal quadratic (single thread), 4.1 ms per iteration
-    against 10.8 ms for :func:`scipy.optimize.minimize` with L-BFGS-B, whose
-    bound handling the unconstrained subproblems never use. On USPS MVU
-    n = 2,500 the L-BFGS phase (outer iterations 1-5) fell from 25 s to 10 s.
-    ``memory=10`` halves the two-loop work but did not pay on USPS DVU: n = 500,
-    seeds 0-2, 16.6/20.6/23.0 s against 14.2/28.7/27.3 s; n = 2,500, seeds 0-1,
-    certified gap after 240 s 1.2e-3/7.6e-4 against 1.1e-4/7.3e-4.
+    and every vector operation is one BLAS call (``sdot``, in-place ``saxpy``): faster
+    than :func:`scipy.optimize.minimize` with L-BFGS-B, whose bound handling the
+    unconstrained subproblems never use.
     """
     x = np.array(x0, dtype=float)
     N = x.size

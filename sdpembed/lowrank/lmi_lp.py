@@ -29,7 +29,7 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     """Solve :math:`\\min c^Td` s.t. :math:`A_0 + \\sum_e d_e b_eb_e^T\\succeq 0`,
     :math:`lo\\le d\\le hi` (``b_e = B[e]``, ``lo < hi`` finite).
 
-    The dual-repair step of the large-n certificate (:func:`sdpembed.large.lift_multipliers`):
+    The dual-repair step of the large-n certificate (:func:`sdpembed.lowrank.lift_multipliers`):
     :math:`A_0` is :math:`\\Lambda - \\eta I` on the bottom eigenspace of the dual
     slack matrix, :math:`b_e` the edges' coordinates there, ``c`` their targets.
     An infeasible primal-dual path-following method with the HKM direction
@@ -46,7 +46,7 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
 
     so an iteration costs :math:`O(m^2K + m^3)` for ``B`` of shape ``(m, K)``
     (a general conic solver works in the :math:`K(K+1)/2`-dimensional svec space,
-    :math:`O(K^6)`: minutes at K = 80). The data are scaled to unit size first.
+    :math:`O(K^6)`). The data are scaled to unit size first.
     Stops when the relative gap and the residuals are below ``tol``; the caller
     checks the LMI independently, so a loose stop costs accuracy, never validity.
     For the same reason a factorisation that fails (the Newton system, or :math:`X`

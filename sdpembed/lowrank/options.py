@@ -94,25 +94,14 @@ class LowRankOptions:
         ``None`` (default): a random factor scaled to the target distances;
         ``"basis"``: first solve the problem on a reduced Laplacian basis of
         ``warm_basis_rank`` vectors of the problem's own graph and start from
-        its solution; an (n, k) array: start from that factor. Measured on
-        USPS (DVU, 2-NN + 1 random edge graph), the reduced optima are far from
-        the full one (objective 716 at n = 500 and 5,067 at n = 2,500 against
-        about -1.04: a smooth basis cannot hold the local distances), and with
-        the SNR constraint the basis start stalled the solver (objective 997,
-        no progress) where the random start certified 7e-3 in 34 s; hence the
-        default.
+        its solution; an (n, k) array: start from that factor. ``None`` is the
+        default because the reduced optima can be far from the full one (a smooth
+        basis cannot hold the local distances; ``docs/tuning.md``).
     max_outer, max_inner, max_newton : int
         Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
-        truncated Newton–CG iterations per subproblem. A multiplier update after a
-        subproblem cut off by ``max_inner`` helps little, and the penalty it raises
-        stiffens the next one: on all 9,298 USPS digits (DVU, ``tol=1e-3``, 540 s, one
-        thread, two solves side by side) with 2,000 every subproblem hit the cap, the
-        penalty rose to 27 times its start and the gap was 0.17 at the end; with 6,000
-        the first three subproblems took 6,000, 6,000 and 5,489 iterations, the penalty
-        never rose, later subproblems took tens to hundreds, and the solve certified
-        7.6e-4 in 495 s (1.0e-3 in 360 s with the dense certificate of
-        ``_LIFT_MAX_N``). DVU n = 2,500 (seed 0): 52 s against 62 s; MVU n = 2,500 and
-        9,298: the same iterates (no subproblem reaches 2,000).
+        truncated Newton–CG iterations per subproblem. ``max_inner`` is generous: a
+        multiplier update after a subproblem cut off by it helps little, and the penalty
+        it raises stiffens the next one.
     inner : {"auto", "lbfgs", "plbfgs", "newton"}
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
         below 1e-2, then truncated Newton–CG with exact (generalized)
@@ -129,19 +118,20 @@ class LowRankOptions:
         only when no certificate can be computed, with the reason). The same holds
         when ``max_outer`` ends the solve. The limit is checked
         inside the subproblem solves; a lift of the multipliers under way
-        (:func:`lift_multipliers`, 2.5-4.4 s on USPS DVU n = 2,500), the final
-        certificate, and for n > 800 its dense Cholesky verification, come on top.
+        (:func:`lift_multipliers`), the final certificate, and for
+        n > ``DenseLimits.eig`` its dense Cholesky verification, come on top.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
     random_state : int or None
         Seeds the initial factor.
     blas_threads : int
         BLAS threads while solving (the work is many small products). The dense
-        n x n steps (interval certificates and lifts for 800 < n <= 10,000, the final
+        n x n steps (interval certificates and lifts for ``DenseLimits.eig`` < n <=
+        ``DenseLimits.interval``, the final
         Cholesky check) use all usable cores, at most 8.
     reduced_solver : {"auto", "ipm", "alm"}
         Solver on a reduced basis. ``"auto"`` (default): the primal-dual
-        interior-point method of :mod:`sdpembed.reduced` for
+        interior-point method of :mod:`sdpembed.lowrank.reduced_ipm` for
         ``distances="interval"`` (with or without the SNR constraint), falling
         back to the augmented Lagrangian (recorded in
         ``LowRankResult.reduced_solver``) if it fails or its certified gap exceeds
@@ -161,10 +151,7 @@ class LowRankOptions:
         first iterate whose multipliers leave the box switches the solve to
         ``"huber"`` (``LowRankResult.interval_envelope`` says where). ``"auto"`` (default):
         ``"kink"`` in the full space, ``"huber"`` on a reduced basis, whose smooth
-        vectors cannot hold the local distances. Measured on USPS DVU (80 %
-        labelled, 2-NN + 1 random edge graph), where the optimum keeps every edge on
-        the kink with :math:`\\max_e |y_e|/w_e` of 0.007 (n = 500) and 0.0017
-        (n = 2,500): see :data:`INTERVAL_ENVELOPES`.
+        vectors cannot hold the local distances.
     dense_limits : DenseLimits or dict
         Up to which n the certificate's eigenvalue steps are dense (:class:`DenseLimits`;
         a dict of its fields is accepted).
@@ -240,10 +227,5 @@ INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
 REDUCED_SOLVERS = ("auto", "ipm", "alm")
 
 #: augmented Lagrangians of ``distances="interval"``, :class:`LowRankOptions`
-#: ``interval_envelope``. Measured on USPS DVU (one BLAS thread, tol = 1e-4): n = 500,
-#: certified in 4.4 s with "kink" against 10.9 s with "huber" (standalone); n = 2,500,
-#: seeds 0-3, two solves side by side: 62, 59, 63, 54 s, certified gaps 4e-7 to 4e-6,
-#: against 147, 216, 202, 225 s with "huber" (gaps 5.5e-5 to 8.0e-5). The kink envelope
-#: with the equality problem's penalty (``_SIGMA_KINK`` = 1) and a lift margin of 1e-8
-#: took 108, 90, 81, 136 s.
+#: ``interval_envelope``
 INTERVAL_ENVELOPES = ("auto", "kink", "huber")

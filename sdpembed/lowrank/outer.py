@@ -27,30 +27,18 @@ from .spectrum import _verify_threads
 logger = logging.getLogger(__name__)
 
 
-#: largest augmented-Lagrangian penalty, relative to the starting one. The penalty is
-#: tripled while the residual stalls. Measured on USPS MVU n = 2,500 (seconds to a
-#: certified 1e-4, by the largest penalty reached): 27 -> 94 s (the multipliers
-#: converge too slowly), 81 -> 70 s, 243 -> 74 s, 2187 (the earlier cap 1e3) -> 96 s
-#: (Newton-CG cannot solve the stiffer subproblems accurately: lambda_min(S) stalls
-#: at -9e-5). With feasibility restoration before certifying, the ALM no longer has to
-#: drive the residual down alone.
+#: largest augmented-Lagrangian penalty, relative to the starting one (the penalty is
+#: tripled while the residual stalls): lower caps leave the multipliers converging too
+#: slowly, higher ones give subproblems Newton-CG cannot solve accurately; restoration
+#: (:func:`restore_feasibility`) does the last of the primal work
 _SIGMA_MAX = 81.0
 
-#: the same cap for ``distances="interval"`` (DVU). Measured on USPS DVU n = 2,500
-#: (certified gap after 240 s, standalone runs; seeds 0 and 1): 27 -> 1.1e-4 and 7.3e-4
-#: (1.5e-4 for seed 0 in an earlier run), 81 -> 1.7e-4 and 2.1e-3; 9 never reached a
-#: certificate attempt (2.9e-2). At n = 500 (seeds 0-4) the penalty stays within 27 times
-#: its start, so those solves are unchanged.
+#: the same cap for ``distances="interval"`` (DVU)
 _SIGMA_MAX_INTERVAL = 27.0
 
-#: the kink envelope's first penalty relative to the equality problem's 10/mean(D̄).
-#: The DVU objective is small (about -1 on USPS, against a trace near 700), so a
-#: smaller penalty leaves it more weight in the subproblems. Measured on USPS DVU
-#: n = 2,500, seeds 0-3, two solves side by side: with 0.1 the primal was within 1e-4
-#: of its final value at 42-52 s (67-80 s with 1), Newton-CG started at 11-12 s
-#: (35-58 s) and the refined multipliers had lambda_min(S) of -7e-9 to -8e-8 (-2e-6 to
-#: -4e-6), which the lift turns into certified gaps of 4e-7 to 3e-6 (with
-#: ``_LIFT_MARGIN``).
+#: the kink envelope's first penalty relative to the equality problem's 10/mean(D̄):
+#: the DVU objective is a small difference of large terms, and a smaller penalty leaves
+#: it more weight in the subproblems
 _SIGMA_KINK = 0.1
 
 
@@ -62,11 +50,8 @@ def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
     a global optimum (Burer & Monteiro 2005), so a negative eigenvalue of
     :math:`S(y)` there comes from inexact multipliers and inner solves, not
     from a missing dimension: adding a column would only perturb a nearly
-    converged point (measured on 2,500 USPS digits, MVU: when the first rank
-    increase came, 15 of the factor's 38 singular values were at rounding level,
-    1e-16 of the largest, and each increase sent the estimated gap from 1.1e-4
-    to between 0.04 and 0.96). The default ``rtol`` leaves DVU's small but
-    genuine singular values (4e-4 of the largest at n = 500) alone.
+    converged point. The default ``rtol`` leaves DVU's small but genuine singular
+    values (about 1e-4 of the largest and above) alone.
     """
     s = np.linalg.svd(W, compute_uv=False)
     return bool(s[-1] <= rtol * s[0])
@@ -81,11 +66,7 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
     stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
     trims only when at least a quarter of the columns go. Every inner iteration
     costs in proportion to the rank, and null columns do not come back by themselves
-    (their gradient :math:`2S(y)w` vanishes with :math:`w`). Measured on USPS MVU
-    (tol 1e-4): at n = 2,500 the default start (rank 38) was trimmed to 28 at outer
-    iteration 4, and the certificate came at 92 s instead of 147 s; at n = 9,298
-    the start (rank 73) kept 39 columns below 1e-6 of the largest, and each Newton
-    outer iteration took 140-150 s against about 70 s at rank 36.
+    (their gradient :math:`2S(y)w` vanishes with :math:`w`).
     """
     U, s, _ = np.linalg.svd(W, full_matrices=False)
     k = int(np.sum(s > rtol * s[0])) + margin
@@ -249,20 +230,16 @@ class _OuterLoop:
                 entry.update(restored_objective=p_c)
                 # the multipliers must close the gap to both points before they are tried:
                 # the restored objective alone can fall just below their own bound by
-                # coincidence (DVU n = 500: a futile lift, 5 s of 22 s), and the iterate's
-                # alone can match it while the restored point is 1e-3 lower (DVU n = 300,
-                # trace="min": a futile lift and two more outer iterations)
+                # coincidence, and the iterate's alone can match it while the restored
+                # point is lower (either way a futile lift)
                 gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
         new_best = certifiable and (self.best_primal is None or p_c < self.best_primal[0])
         if new_best:
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
-        # "interval": refined only at a new best point. On USPS DVU n = 2,500 (15 solves,
-        # 167 refinements) every refinement that closed the gap was at one, and those at
-        # other points (0.7-1.4 s each) all gave a refined gap near 1. Not for
-        # "equality", whose restored points are not comparable that way (DVU n = 400: a
-        # refinement at a point no better than an earlier one certified it two outer
-        # iterations sooner)
+        # "interval": refined only at a new best point (the refinements that closed the
+        # gap were all there). Not for "equality", whose restored points are not
+        # comparable that way
         if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
             y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
@@ -348,10 +325,9 @@ class _OuterLoop:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
         (Lanczos, or for n > ``DenseLimits.eig`` a lifted dense eigenvalue) and would prove
         ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
-        leftmost eigenvalue by more than the gap allows (USPS DVU n = 2,500: estimated
-        8.5e-5, verified 2.2e-4); checked here (a dense Cholesky, 0.2 s at n = 2,500), a
-        failed estimate lets the solve go on (a lift, more iterations) instead of ending
-        it at ``optimal_inaccurate``."""
+        leftmost eigenvalue by more than the gap allows; checked here (one dense
+        Cholesky), a failed estimate lets the solve go on (a lift, more iterations)
+        instead of ending it at ``optimal_inaccurate``."""
         if cert is None or cert.verified or cert.bound is None \
                 or _rel_gap(p, cert.bound) > self.opts.tol:
             return cert
@@ -423,7 +399,8 @@ class _OuterLoop:
 
     def result(self) -> LowRankResult:
         """The :class:`LowRankResult`: final point, its infeasibility, and the reported
-        certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for n > 800)."""
+        certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for
+        n > ``DenseLimits.eig``)."""
         space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
         W, p = self.final_point()
         F = space.points(W)

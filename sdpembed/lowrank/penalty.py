@@ -66,7 +66,7 @@ class DistancePenalty:
         if kind == "interval":
             # Huber in r = D + y/sigma - t with g = clip(sigma r, -w, w): sigma r^2/2
             # where |g| < w, w|r| - w^2/(2 sigma) elsewhere; both equal g r - g^2/(2 sigma),
-            # so the value is three dot products (0.28 -> 0.22 ms at m = 6,367)
+            # so the value is three dot products
             r = D + y / sigma - self.t
             g = np.clip(sigma * r, -self.w, self.w)
             return float(g @ r - (g @ g + y @ y) / (2 * sigma)), g

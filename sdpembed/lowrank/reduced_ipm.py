@@ -27,7 +27,7 @@ with :math:`\\mathcal A(Y)_e = \\langle q_eq_e^T, Y\\rangle`, and its dual
     \\max\\ \\bar D^T u\\quad\\text{s.t.}\\quad Z = C - \\mathcal A^T u - \\eta H \\succeq 0,
     \\quad z^\\pm = w \\pm u \\ge 0,\\quad z_h = -\\eta \\ge 0.
 
-In the convention of :func:`sdpembed.large.certify` the multipliers are
+In the convention of :func:`sdpembed.lowrank.certify` the multipliers are
 :math:`y = -u`, :math:`\\nu = -\\eta \\ge 0`, so that
 :math:`Z = S(y,\\nu) = C + \\sum_e y_e q_eq_e^T + \\nu H`, :math:`|y|\\le w`, and
 the dual objective is :math:`-\\bar D^Ty`.
@@ -109,7 +109,7 @@ _END_GAME = 1e-5
 # ----------------------------------------------------------------------- result
 @dataclass
 class ReducedIPMResult:
-    """Outcome of :func:`interval_ipm` (multipliers in :func:`sdpembed.large.certify`'s sign)."""
+    """Outcome of :func:`interval_ipm` (multipliers in :func:`sdpembed.lowrank.certify`'s sign)."""
 
     Y: np.ndarray
     y: np.ndarray
@@ -404,7 +404,7 @@ _IPM_TOL = 1e-9
 
 def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
                  t0: float, state: _SolveState) -> LowRankResult | None:
-    """Reduced interval problem by :func:`sdpembed.reduced.interval_ipm`, then certified.
+    """Reduced interval problem by :func:`interval_ipm`, then certified.
 
     The factor is :math:`W = Y^{1/2}` (negligible eigenvalues dropped), the
     objective is the true one at :math:`F = QW` and the bound comes from

@@ -104,12 +104,10 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     return y_new, (float(x[-1]) if HW is not None else nu)
 
 
-#: the lift's eigenvalue target relative to a Gershgorin bound on ||S||. The bottom block
+#: the lift's eigenvalue target relative to a Gershgorin bound on ||S||: the bottom block
 #: holds S's near-zero eigenvalues on the factor's range (S V = 0 at the optimum), and
-#: raising them to the target costs bound: measured on a USPS DVU n = 2,500 state with
-#: lambda_min(S) = -6e-8 (||S|| bound 0.097), lifted gaps 1.4e-4 with 1e-8, 3.1e-7 with
-#: 1e-10, 2.9e-7 with 1e-12, each verified by Cholesky. The lifted point is only a
-#: candidate: its certificate is computed and verified like any other.
+#: raising them to the target costs bound. The lifted point is only a candidate: its
+#: certificate is computed and verified like any other.
 _LIFT_MARGIN = 1e-10
 
 
@@ -142,16 +140,10 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     bundle method) takes the bottom eigenpairs :math:`(\Lambda, X)` of :math:`S` on
     :math:`\mathbf 1^\perp` (dense; the negative ones and 16 more, at least
     ``min_block`` and at most ``n_eig``, default ``DenseLimits.block``: a small block
-    lets the coupling with the rest
-    recreate negative eigenvalues, whose later rounds cost more than lifting them
-    together; measured 6 rounds with at least 24 against 4 with at least 80, and on
-    two states of 2,500-digit DVU solves at their first certificate attempt, lift
-    costs of 1.7e-4 and 7.3e-4 relative with at least 80, 1.4e-4 and 5.8e-4 with at
-    least 160 (10 s each), and 1.35e-4 and 5.7e-4 with at least 240 (10 and 14 s);
-    the default ``None`` is :math:`\min(160, \max(80, \lfloor n/15\rfloor))`, because
-    at n = 500 the smaller block lifted as far in less time, DVU seeds 0-2 solving in
-    11.1/8.7/15.4 s against 13.8/9.4/18.6 s, and at n = 1,000 the two were even,
-    39/53/68 s against 40/54/62 s), the ``n_edges`` edges with room
+    lets the coupling with the rest recreate negative eigenvalues, whose later rounds
+    cost more than lifting them together; the default ``min_block=None`` is
+    :math:`\min(160, \max(80, \lfloor n/15\rfloor))`, smaller for small n, where it
+    lifts as far in less time), the ``n_edges`` edges with room
     (:math:`y_e < w_e`) that reach the negative eigenvectors best per unit of
     :math:`\bar D_e`, and solves
 
@@ -161,7 +153,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         + \textstyle\sum_e \delta_e (X^Ta_e)(X^Ta_e)^T\succeq 0,\quad
         0\le\delta\le w - y
 
-    (:func:`sdpembed.reduced.rank_one_lmi_lp`, :math:`\eta` = ``_LIFT_MARGIN`` times a
+    (:func:`~sdpembed.lowrank.lmi_lp.rank_one_lmi_lp`, :math:`\eta` = ``_LIFT_MARGIN`` times a
     Gershgorin bound on :math:`\|S\|`).
     Coupling with the eigenspace left out can leave new, smaller negative
     eigenvalues; the next round takes those. Stops when :math:`\lambda_{\min}\ge 0`,
@@ -170,23 +162,17 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     :math:`\lambda_{\min}` at the coercive point :math:`y_0 = w`), once the shifted
     bound :math:`-\varphi^*((1-\theta)y + \theta y_0)`,
     :math:`\theta = -\lambda_{\min}/(\mu_0 - \lambda_{\min})`, reaches ``target``:
-    the rest of the way to a PSD :math:`S` is not worth its rounds (on all 9,298 USPS
-    digits, DVU, 39 s each: :math:`\lambda_{\min}` -2.3e-8, then -1.3e-9 and
-    -4.3e-10 after one and two rounds; the certificate is computed afterwards as for
-    any other dual point). ``y`` is first clipped into the box :math:`|y_e|\le w_e` (the
-    domain of :math:`\varphi^*`; the solve's candidates already lie in it) and the
-    caller's array is not modified. ``eigenpairs``: the bottom ``(Λ, X)`` of
-    :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (at least ``n_eig`` of them, or
-    n - 1), already computed for this ``y`` (:func:`certify` keeps them), used for the
-    first round instead of a new eigendecomposition. Returns the new multipliers and
-    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`). The result is only
-    a candidate: the certificate treats it like any other dual point (and verifies it for n > 800).
-
-    Measured on 2,500 USPS digits (DVU, the state after 240 s, cheap gap 5.6e-5):
-    :math:`S(y)` had 62 negative eigenvalues, the smallest -3.0e-6; four rounds
-    (1,000 edges, 10.6 s on one thread) made it PSD at a cost of 5.6e-5 relative in
-    the bound (certified gap 1.1e-4), where the shift towards :math:`y_0` gave 3e-2.
-    With 300 edges the same lift cost 1.5e-4; with 2,000 no less than with 1,000.
+    the rest of the way to a PSD :math:`S` is not worth its rounds at large n (the
+    certificate is computed afterwards as for any other dual point). ``y`` is first
+    clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
+    solve's candidates already lie in it) and the caller's array is not modified.
+    ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
+    (at least ``n_eig`` of them, or n - 1), already computed for this ``y``
+    (:func:`certify` keeps them), used for the first round instead of a new
+    eigendecomposition. Returns the new multipliers and
+    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`). The result
+    is only a candidate: the certificate treats it like any other dual point (and
+    verifies it for n > ``DenseLimits.eig``).
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
@@ -285,11 +271,7 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     much as the gap wanted. So the edges on the kink
     (:math:`|D_e-\bar D_e|\le` ``kink_tol`` :math:`\bar D_e`, the set of
     :func:`refine_multipliers`) are moved onto it, the others left free; the
-    residual is taken over those edges. Measured on USPS DVU, n = 2,500 (the best
-    factors of two 240 s solves): all 6,367 edges were on the kink (median
-    :math:`|D_e-\bar D_e|/\bar D_e` 3e-10, 20 above 1e-6), the objective fell by
-    1.1e-4 and 9.0e-5 relative, and refinement plus lift then certified 3.6e-5 and
-    1.3e-5 instead of 1.4e-4 and 1.0e-4.
+    residual is taken over those edges.
 
     ``InputError`` for ``"quadratic"`` (no equalities, no kink), a factor of the
     wrong shape, or a ``kink_tol`` that is not a finite number >= 0.
@@ -350,9 +332,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     tried. A candidate whose :math:`\beta` exceeds the best objective ``p_best`` must
     lose at least :math:`\beta - p_{\mathrm{best}}` in the lift, so candidates are
     ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
-    Measured on USPS DVU, n = 2,500 (seed 0, first attempt at 129 s): the augmented
-    Lagrangian's multipliers had :math:`\beta` 8e-4 above ``p_best`` and the refined
-    ones 1.5e-5 below; lifting the former certified 5.5e-3. The lift stops once the
+    The lift stops once the
     shifted bound proves half of ``tol`` against ``p_best`` (its ``target``).
     """
     if (pen.mode != "interval" or space.Q is not None or space.dim > space.limits.lift

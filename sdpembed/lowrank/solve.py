@@ -51,7 +51,7 @@ def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
     """
     opts = options or LowRankOptions()
     # the work is many small BLAS calls (n x k matrices): threads only add
-    # synchronisation (measured 70x slower L-BFGS steps on a loaded 2-core machine)
+    # synchronisation
     with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
         return _lowrank_solve(gp, basis, opts)
 
@@ -64,14 +64,8 @@ def _initial_rank(gp: GramProblem) -> int:
     :math:`r(r+1)/2 \le m` (``m`` distance constraints; some optimal solution
     has rank at most :math:`r_{BP}`), and at least 16. Growing the rank one
     escape direction at a time is slow, so starting above the solution's rank
-    is what pays. Measured on USPS MVU (tol 1e-4, one thread): n = 500
-    (r_BP = 49) certified in 91 s from rank 8, 10-14 s from ranks 14-24 (the
-    optimum has rank 13); n = 2,500 (r_BP = 111): gap 0.375 after 240 s from
-    rank 8, 0.058 from 16, 8.9e-4 from 32 (the factor grew to 42). For DVU
-    larger starts were slower (n = 500: 34 s from 14, 45 s from 20, 80 s from 24),
-    and so were smaller ones: n = 2,500, seed 0, certified gap after 240 s of
-    1.1e-4 from rank 14, 1.5e-2 from 11, 0.78 from 24 (the solution's factor has
-    9 large singular values and 5 near 5 % of the largest).
+    is what pays for MVU; for DVU both larger and smaller starts were slower
+    (``docs/tuning.md``).
     """
     if gp.icv is not None and hasattr(gp.icv, "U"):
         return gp.icv.U.shape[1] + 4

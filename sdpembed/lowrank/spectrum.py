@@ -165,9 +165,7 @@ def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.nda
     :math:`\\mathbf 1^\\perp` (full space), by ``eigh`` of :func:`_dense_shifted`'s matrix
     with the constant direction moved above :math:`\\|S\\|` (:math:`c = 2g + 1`, g the
     Gershgorin bound): 8n² bytes, about 4n³/3 flops, on all usable cores (the solve's
-    other work runs on ``blas_threads``). Measured at n = 2,500: 0.7 s on 2 threads,
-    1.2 s on one; n = 5,000: 4.5 s and 8 s; n = 9,298: about 39 s on 2 threads (a lift
-    round); the block size hardly matters (k = 1 and 200 within 10 %)."""
+    other work runs on ``blas_threads``); the cost hardly depends on ``k``."""
     c = 2.0 * _gershgorin(space, y, nu) + 1.0
     M, _ = _dense_shifted(space, y, nu, c)
     with threadpool_limits(limits=_verify_threads(), user_api="blas"):
