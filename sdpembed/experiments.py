@@ -809,9 +809,8 @@ def _validate_params(info: MethodInfo, params: dict, where: str) -> None:
 
 
 def _known_solvers() -> set[str]:
-    from .solvers import _CUSTOM_BACKENDS, CVXPY_SDP_SOLVERS, _load_plugins
+    from .solvers import _CUSTOM_BACKENDS, CVXPY_SDP_SOLVERS
 
-    _load_plugins()
     return set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(_CUSTOM_BACKENDS)
 
 

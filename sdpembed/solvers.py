@@ -5,7 +5,8 @@ Backends are chosen by name with ``solver=``:
 * every installed cvxpy conic solver that accepts PSD cones
   (``"SCS"``, ``"CLARABEL"``, ``"CVXOPT"``, ``"SDPA"``, ``"MOSEK"`` when licensed);
 * ``"CSDP"``, the DVU paper's solver, through an SDPA file (:mod:`sdpembed._csdp`);
-* backends registered with :func:`register_backend` (the toolkit's large-n solver).
+* the toolkit's own backends (``TOOLKIT_BACKENDS``: ``"LOWRANK"``, the large-n solver of
+  :mod:`sdpembed.lowrank`) and any registered with :func:`register_backend`.
 
 A status other than optimal raises a typed error from :mod:`sdpembed.exceptions`;
 ``optimal_inaccurate`` warns with :class:`~sdpembed.exceptions.InaccurateSolutionWarning`.
@@ -20,7 +21,6 @@ import logging
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import cvxpy as cp
@@ -39,6 +39,8 @@ from .exceptions import (
     UnboundedError,
 )
 from .formulation import Formulation
+from .lowrank.backend import BACKEND as _LOWRANK
+from .report import Backend, SolveReport
 
 __all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
            "INSTALL_HINTS"]
@@ -71,60 +73,18 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass
-class SolveReport:
-    """What a solve did and how well.
-
-    ``objective`` is the optimal value of the formulation's objective as posed.
-    ``gap`` and the residuals are the backend's own numbers (relative where the
-    backend reports relative numbers); ``certified_gap`` is set only by
-    backends that compute a duality certificate themselves (the large-n solver)
-    and is ``None`` otherwise: an uncertified gap is never reported as certified.
-    ``selection`` says why ``solver="auto"`` chose the backend (``None`` when the caller
-    named it).
-    """
-
-    status: str
-    objective: float | None
-    solver: str
-    solver_version: str
-    options: dict[str, Any]
-    compile_seconds: float
-    solve_seconds: float
-    iterations: int | None = None
-    primal_residual: float | None = None
-    dual_residual: float | None = None
-    gap: float | None = None
-    certified_gap: float | None = None
-    primal_infeasibility: float | None = None
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
-    selection: str | None = None
-
-    @property
-    def wall_seconds(self) -> float:
-        return self.compile_seconds + self.solve_seconds
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["extra"] = {k: v for k, v in d["extra"].items()
-                      if isinstance(v, (int, float, str, bool, type(None)))}
-        return d
-
-    def __str__(self) -> str:
-        def fmt(v):
-            return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
-        return (f"SolveReport({self.solver} {self.solver_version}: {self.status}, "
-                f"objective={fmt(self.objective)}, compile={self.compile_seconds:.2f}s, "
-                f"solve={self.solve_seconds:.2f}s, iterations={fmt(self.iterations)}, "
-                f"gap={fmt(self.gap)})")
-
-
 # --------------------------------------------------------------------- registry
-_CUSTOM_BACKENDS: dict[str, Callable[..., SolveReport]] = {}
-_CUSTOM_AVAILABLE: dict[str, Callable[[], bool]] = {}
-_CUSTOM_VERSIONS: dict[str, Callable[[], str]] = {}
-_CUSTOM_REFUSALS: dict[str, Callable[[Formulation], str | None]] = {}
+#: the toolkit's own backends, by name (declarative; more through :func:`register_backend`)
+TOOLKIT_BACKENDS: dict[str, Backend] = {b.name: b for b in (_LOWRANK,)}
+
+_CUSTOM_BACKENDS: dict[str, Callable[..., SolveReport]] = {
+    k: b.solve for k, b in TOOLKIT_BACKENDS.items()}
+_CUSTOM_AVAILABLE: dict[str, Callable[[], bool]] = {
+    k: b.available for k, b in TOOLKIT_BACKENDS.items()}
+_CUSTOM_VERSIONS: dict[str, Callable[[], str]] = {
+    k: b.version for k, b in TOOLKIT_BACKENDS.items()}
+_CUSTOM_REFUSALS: dict[str, Callable[[Formulation], str | None]] = {
+    k: b.refusal for k, b in TOOLKIT_BACKENDS.items()}
 
 
 def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
@@ -162,18 +122,8 @@ def available_solvers() -> list[str]:
     names = [s for s in CVXPY_SDP_SOLVERS if s in installed and (s != "MOSEK" or _mosek_licensed())]
     if _csdp.csdp_executable() is not None:
         names.append("CSDP")
-    _load_plugins()
     names += [k for k, ok in _CUSTOM_AVAILABLE.items() if ok()]
     return names
-
-
-def _load_plugins() -> None:
-    """Import modules that register toolkit backends (optional, may not exist yet)."""
-    for module in ("sdpembed.large",):
-        try:
-            __import__(module)
-        except ImportError:
-            pass
 
 
 def solver_version(name: str) -> str:
@@ -316,7 +266,6 @@ def _available_memory() -> int:
 
 def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -> SolveReport:
     name = str(solver).upper()
-    _load_plugins()
     if name in _CUSTOM_BACKENDS:
         if not _CUSTOM_AVAILABLE[name]():
             raise SolverMissingError(f"backend {name} is not usable here")

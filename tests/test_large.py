@@ -13,7 +13,7 @@ import pytest
 import scipy.linalg
 
 import sdpembed.formulations.gram as gram_mod
-import sdpembed.large as large
+import sdpembed.lowrank as lowrank
 from sdpembed.estimators.gram import DVU, MVU
 from sdpembed.exceptions import (
     InfeasibleError,
@@ -128,11 +128,11 @@ def test_interval_envelopes_match_clarabel(digits, envelope):
     # the certified multipliers lie in the interval penalty's box |y_e| <= w_e and give
     # the reported bound through the interval conjugate
     gp = make().meta["gram_problem"]
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=TOL,
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=TOL,
                                                                interval_envelope=envelope))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     assert np.all(np.abs(res.y) <= pen.w * (1 + 1e-12))
-    assert large.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
+    assert lowrank.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
 
 
 def test_kink_envelope_switches_to_huber_where_the_optimum_leaves_the_kink():
@@ -155,14 +155,14 @@ def test_default_initial_rank(digits):
     """DVU starts at n_classes + 4; MVU at a third of the Barvinok-Pataki rank (>= 16)."""
     X, _, y, graph = digits
     gp = dvu(graph, y, centroids="eliminated").meta["gram_problem"]
-    assert large._initial_rank(gp) == 3 + 4
+    assert lowrank.solve._initial_rank(gp) == 3 + 4
     dense = knn_graph(X, n_neighbors=12, n_random=0)
     gp = mvu(dense).meta["gram_problem"]
     m = gp.edges.shape[0]
     r_bp = max(r for r in range(1, m + 1) if r * (r + 1) // 2 <= m)
-    assert large._initial_rank(gp) == max(16, -(-r_bp // 3))
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-4))
-    assert res.history[0]["rank"] == min(large._initial_rank(gp), gp.n - 1)
+    assert lowrank.solve._initial_rank(gp) == max(16, -(-r_bp // 3))
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-4))
+    assert res.history[0]["rank"] == min(lowrank.solve._initial_rank(gp), gp.n - 1)
 
 
 def test_reduced_basis_matches_clarabel_and_bounds_full_problem(digits):
@@ -188,7 +188,7 @@ def test_written_solution_matches_when_problem_is_built(digits):
     np.testing.assert_allclose(G, F @ F.T, atol=1e-8 * np.abs(G).max())
 
 
-def test_lanczos_certificate_matches_dense(digits, monkeypatch):
+def test_lanczos_certificate_matches_dense(digits):
     """The sparse path (deflated Lanczos + 2x2 block bound) vs dense eigenvalues of S on 1-perp.
 
     With U the factor's range and C its complement in 1-perp, the estimate is the smallest
@@ -199,13 +199,12 @@ def test_lanczos_certificate_matches_dense(digits, monkeypatch):
     Lanczos."""
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-5, warm_start=None))
-    space = large._Space(gp, None)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-5, warm_start=None))
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))  # Lanczos
     S = gp.full_objective().dense() + space.B.T @ (res.y[:, None] * space.B.toarray())
     H = centering_basis(gp.n)
     exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
-    est = large._lambda_min(space, res.y, 0.0, tol=1e-10, deflate=res.factor)
+    est = lowrank.spectrum._lambda_min(space, res.y, 0.0, tol=1e-10, deflate=res.factor)
     Q, _ = np.linalg.qr(np.c_[np.ones((gp.n, 1)), res.factor])
     U, C = Q[:, 1:], scipy.linalg.null_space(Q.T)
     l11, l22 = np.linalg.eigvalsh(U.T @ S @ U)[0], np.linalg.eigvalsh(C.T @ S @ C)[0]
@@ -217,7 +216,7 @@ def test_lanczos_certificate_matches_dense(digits, monkeypatch):
     y_rand = np.random.default_rng(0).uniform(-1, 1, size=gp.edges.shape[0])
     S = gp.full_objective().dense() + space.B.T @ (y_rand[:, None] * space.B.toarray())
     exact = np.linalg.eigvalsh(H.T @ S @ H)[0]
-    est = large._lambda_min(space, y_rand, 0.0, tol=1e-10)
+    est = lowrank.spectrum._lambda_min(space, y_rand, 0.0, tol=1e-10)
     assert est.value == pytest.approx(exact, abs=1e-7)
 
 
@@ -255,13 +254,16 @@ def test_unknown_option_is_an_input_error(digits):
                                  {"time_limit": 0.0}, {"tol": 2.0}, {"max_outer": 0},
                                  {"max_inner": 2.5}, {"max_rank": True},
                                  {"blas_threads": -1}, {"eig_tol": 0.0},
-                                 {"interval_envelope": "equality"}])
+                                 {"interval_envelope": "equality"},
+                                 {"dense_limits": {"eig": 0}},
+                                 {"dense_limits": {"lanczos": 10}},
+                                 {"dense_limits": 800}])
 def test_bad_option_values_are_input_errors(digits, bad):
     _, _, y, graph = digits
     with pytest.raises(InputError, match="LOWRANK"):
         solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", **bad)
     with pytest.raises(InputError, match="LOWRANK"):  # direct lowrank_solve callers too
-        large.LowRankOptions(**bad)
+        lowrank.LowRankOptions(**bad)
 
 
 def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, monkeypatch):
@@ -272,26 +274,25 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     # returned optimal_inaccurate with a verified gap of 1.3e-6 > tol on this instance
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
-    # the Lanczos path of interval problems above the lift's size (n > _LIFT_MAX_N)
-    monkeypatch.setattr(large, "_dense_interval_certificate", lambda space, pen: False)
-    true_lambda_min = large._lambda_min
+    # the Lanczos path of interval problems above the dense interval certificate's size
+    limits = lowrank.DenseLimits(eig=5, interval=5)
+    true_lambda_min = lowrank.spectrum._lambda_min
 
     def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
         eig = true_lambda_min(space, y_, nu, tol=tol, deflate=deflate, **kw)
         if deflate is not None and eig.value < 0:
-            return large._Eig(0.0, eig.vector, 0.0, 0.0)
+            return lowrank.EigenEstimate(0.0, eig.vector, 0.0, 0.0)
         return eig
 
-    monkeypatch.setattr(large, "_lambda_min", missing_negative)
+    monkeypatch.setattr(lowrank.certificate, "_lambda_min", missing_negative)
     tol = 1e-6
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=tol))
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol, dense_limits=limits))
     attempts = [e for e in res.history if "lambda_min" in e]
     assert attempts and not any(e.get("estimated_gap", np.inf) <= tol for e in attempts)
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
     assert caught and all(e["lambda_min"] < 0 for e in caught)  # the verified value
     assert res.status == "optimal" and res.certified_gap <= tol
-    assert res.info["certificate"].check == large.CHECK_CHOLESKY
+    assert res.certificate.check == lowrank.CHECK_CHOLESKY
     ref = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
@@ -413,7 +414,7 @@ def test_interval_envelope_is_the_moreau_envelope_of_the_slack_penalty():
     m, sigma = 40, 7.0
     t = rng.uniform(0.5, 2.0, m)
     gp = SimpleNamespace(distances="interval", target=t, slack_weight=0.3)
-    pen = large._Penalty(gp)
+    pen = lowrank.DistancePenalty(gp)
     y = rng.uniform(-1.0, 1.0, m) * pen.w
     y[:3] = pen.w[:3] * np.array([-1.0, 1.0, 0.0])
     D = t + rng.uniform(-0.3, 0.3, m)
@@ -444,18 +445,18 @@ def test_refined_multipliers_repair_an_inexact_dual(digits, variant):
     gp = dvu_problem(graph, y_obs, **kw)
     # tol 1e-8, feas_tol 1e-10: a factor near stationarity (the certified point at
     # tol 1e-6 is a feasibility-restored one, 1e-6 off the stationary iterate)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8, feas_tol=1e-10,
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-8, feas_tol=1e-10,
                                                                warm_start=None))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     W = res.factor - res.factor.mean(axis=0)
     noise = 1e-3 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
     y_noisy = res.y + noise
     if variant != "equality":
         y_noisy = np.clip(y_noisy, -pen.w, pen.w)
-    raw = large.certify(space, pen, y_noisy, res.nu, factor=W)
-    y2, nu2 = large.refine_multipliers(space, pen, W, y_noisy, res.nu)
+    raw = lowrank.certify(space, pen, y_noisy, res.nu, factor=W)
+    y2, nu2 = lowrank.refine_multipliers(space, pen, W, y_noisy, res.nu)
     assert np.isfinite(pen.conjugate(y2)) and nu2 >= 0  # in the domain of phi*
-    refined = large.certify(space, pen, y2, nu2, factor=W)
+    refined = lowrank.certify(space, pen, y2, nu2, factor=W)
     opt = solve(dvu(graph, y_obs, centroids="eliminated", **kw), solver="CLARABEL").objective
     assert refined.bound <= opt + BOUND_SLACK * abs(opt)
     assert (opt - refined.bound) <= 1e-5 * abs(opt)
@@ -469,16 +470,17 @@ def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
     _, _, _, graph = digits
     f = mvu(graph)
     gp = f.meta["gram_problem"]
-    space, pen = large._Space(gp, None), large._Penalty(gp)
-    assert large._objective_curvature(space) == 1.0
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-6))
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
+    assert lowrank.certificate._objective_curvature(space) == 1.0
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-6))
     y = res.y + 1e-3 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(
         res.y).max()
-    cert = large.certify(space, pen, y, 0.0, factor=res.factor)
+    cert = lowrank.certify(space, pen, y, 0.0, factor=res.factor)
     assert cert.lambda_min < 0 and cert.method == "scaled" and cert.verified
     opt = solve(mvu(graph), solver="CLARABEL").objective
     assert cert.bound <= opt + BOUND_SLACK * abs(opt)
-    trace_bound = -pen.conjugate(y) + cert.lambda_min * large._trace_bound_equality(gp)
+    trace_bound = -pen.conjugate(y) \
+        + cert.lambda_min * lowrank.certificate._trace_bound_equality(gp)
     assert cert.bound > trace_bound
     # the scaled bound is exactly -phi*(y) / (1 + mu) up to the rounding margin
     assert cert.bound == pytest.approx(-pen.conjugate(y) / (1 + cert.lambda_min), rel=1e-9)
@@ -486,15 +488,15 @@ def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
 
 def test_objective_curvature_is_only_claimed_when_known(digits):
     _, _, y_obs, graph = digits
-    space = large._Space(dvu_problem(graph, y_obs), None)
+    space = lowrank.FactorSpace(dvu_problem(graph, y_obs), None)
     C = space.C
     expected = -float(C.diag.max()) if not np.any(C.s > 0) else 0.0
-    assert large._objective_curvature(space) == expected
+    assert lowrank.certificate._objective_curvature(space) == expected
     # on a basis: -lambda_max(Q^T C Q), compared with a dense computation
     Q = laplacian_basis(space.gp.edges, space.gp.n, 6)
-    reduced = large._Space(space.gp, Q)
+    reduced = lowrank.FactorSpace(space.gp, Q)
     dense = np.linalg.eigvalsh(Q.T @ C.dense() @ Q)[-1]
-    assert large._objective_curvature(reduced) == pytest.approx(-dense, abs=1e-10)
+    assert lowrank.certificate._objective_curvature(reduced) == pytest.approx(-dense, abs=1e-10)
 
 
 # ----------------------------------------------------------------------- verified lambda_min
@@ -521,50 +523,50 @@ def _dense_lambda_min(gp, space, y, nu=0.0):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_cholesky_verification_brackets_the_true_lambda_min(digits120, monkeypatch, seed):
+def test_cholesky_verification_brackets_the_true_lambda_min(digits120, seed):
     """(a) the verified mu is <= the true lambda_min and within 1e-8 ||S|| of it; (b) a mu
     above the true lambda_min (by 1e-9 ||S||, far above the rounding allowance ~1e-12
     ||S||) fails: a success there would contradict the proof."""
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 50)
     gp = digits120
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=50))
+    pen = lowrank.DistancePenalty(gp)
     y = np.random.default_rng(seed).uniform(-1, 1, gp.edges.shape[0]) * pen.w
     lam, norm = _dense_lambda_min(gp, space, y)
-    est = large._lambda_min(space, y, 0.0, tol=1e-10)
-    mu, why, checks = large._verified_lambda_min(space, y, 0.0, est.value)
+    est = lowrank.spectrum._lambda_min(space, y, 0.0, tol=1e-10)
+    mu, why, checks = lowrank.verify._verified_lambda_min(space, y, 0.0, est.value)
     assert mu is not None, why
     assert checks[-1].verified and checks[-1].info == 0
     assert checks[-1].delta <= 1e-10 * norm        # the allowance is small at n = 120
     assert mu <= lam
     assert lam - mu <= 1e-8 * norm
-    above = large._verify_psd_shift(space, y, 0.0, lam + 1e-9 * norm)
+    above = lowrank.verify._verify_psd_shift(space, y, 0.0, lam + 1e-9 * norm)
     assert not above.verified and above.info != 0
     # a Lanczos value far too high (as if it had missed the leftmost eigenvalue) is
     # corrected by the dense fallback, never reported as verified
-    mu2, _, checks2 = large._verified_lambda_min(space, y, 0.0, lam + 1e-2 * norm)
+    mu2, _, checks2 = lowrank.verify._verified_lambda_min(space, y, 0.0, lam + 1e-2 * norm)
     assert not checks2[0].verified
     assert mu2 is not None and lam - 1e-8 * norm <= mu2 <= lam
 
 
-def test_verification_is_skipped_honestly_when_too_large(digits120, monkeypatch):
-    monkeypatch.setattr(large, "_VERIFY_MAX_N", 100)
+def test_verification_is_skipped_honestly_when_too_large(digits120):
     gp = digits120
-    space, pen = large._Space(gp, None), large._Penalty(gp)
-    mu, why, checks = large._verified_lambda_min(space, pen.w, 0.0, 0.0)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(verify=100))
+    pen = lowrank.DistancePenalty(gp)
+    mu, why, checks = lowrank.verify._verified_lambda_min(space, pen.w, 0.0, 0.0)
     assert mu is None and "dense check skipped" in why and not checks
 
 
 @pytest.mark.parametrize("variant", ["equality", "snr"])
-def test_lowrank_final_certificate_is_verified_by_cholesky(digits, monkeypatch, variant):
+def test_lowrank_final_certificate_is_verified_by_cholesky(digits, variant):
     """(c) with the Lanczos path forced (n = 36 > 20) the reported certificate is checked
     by Cholesky; its bound stays below CLARABEL's optimum (+1e-6 relative: CLARABEL's
     own accuracy). (The interval variant takes ~30 outer iterations on this path, where
     the deflated Lanczos bound is loose, see test_lanczos_certificate_matches_dense: too
     slow for this tier.)"""
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 20)
     _, _, y, graph = digits
     kw = DVU_VARIANTS[variant]
-    rep = solve(dvu(graph, y, centroids="eliminated", **kw), solver="LOWRANK", tol=1e-5)
+    rep = solve(dvu(graph, y, centroids="eliminated", **kw), solver="LOWRANK", tol=1e-5,
+                dense_limits=lowrank.DenseLimits(eig=20))
     ref = solve(dvu(graph, y, centroids="eliminated", **kw), solver="CLARABEL")
     assert rep.extra["certificate_check"] == "cholesky", rep.extra["certificate"]
     assert "verified by a Cholesky" in rep.extra["certificate"]
@@ -573,14 +575,12 @@ def test_lowrank_final_certificate_is_verified_by_cholesky(digits, monkeypatch, 
     assert "estimated_gap" not in rep.extra
 
 
-def test_unverified_lanczos_gap_is_not_called_certified(digits, monkeypatch):
+def test_unverified_lanczos_gap_is_not_called_certified(digits):
     """When the dense check cannot run, the Lanczos gap is only an estimate."""
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 20)
-    monkeypatch.setattr(large, "_VERIFY_MAX_N", 30)
     _, _, y, graph = digits
     with pytest.warns(Warning, match="LOWRANK"):
         rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
-                    solver="LOWRANK", tol=1e-5)
+                    solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20, "verify": 30})
     assert rep.extra["certificate_check"] == "lanczos (unverified)"
     assert rep.certified_gap is None and rep.extra["lower_bound"] is None
     assert rep.extra["estimated_gap"] is not None and rep.extra["estimated_gap"] <= 1e-5
@@ -599,11 +599,11 @@ def test_rank_growth_is_refused_for_a_rank_deficient_factor():
     genuine (DVU, ~4e-4 of the largest) may still grow."""
     rng = np.random.default_rng(0)
     W = rng.standard_normal((200, 6))
-    assert not large._rank_deficient(W)
+    assert not lowrank.outer._rank_deficient(W)
     W[:, 5] = W[:, :5] @ rng.standard_normal(5)  # rank 5 in 6 columns
-    assert large._rank_deficient(W)
+    assert lowrank.outer._rank_deficient(W)
     U, s, Vt = np.linalg.svd(rng.standard_normal((200, 6)), full_matrices=False)
-    assert not large._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
+    assert not lowrank.outer._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
 
 
 def test_trim_rank_drops_null_directions_and_keeps_the_gram_matrix():
@@ -614,16 +614,16 @@ def test_trim_rank_drops_null_directions_and_keeps_the_gram_matrix():
     U, _, Vt = np.linalg.svd(rng.standard_normal((300, 12)), full_matrices=False)
     s = np.r_[np.linspace(3.0, 1.0, 5), 1e-9 * np.ones(7)]
     W = U @ np.diag(s) @ Vt
-    T = large._trim_rank(W)
+    T = lowrank.outer._trim_rank(W)
     assert T.shape == (300, 5 + 2)
     # exact up to the dropped sigma_i^2 = 1e-18 and rounding of the SVD (~1e-15 relative)
     assert np.linalg.norm(T @ T.T - W @ W.T) <= 1e-13 * np.linalg.norm(W @ W.T)
-    assert large._rank_deficient(T)
+    assert lowrank.outer._rank_deficient(T)
     # 9 genuine of 12: trimming would drop only 1 column, not worth a restart
     s2 = np.r_[np.linspace(3.0, 1.0, 9), 1e-9 * np.ones(3)]
-    assert large._trim_rank(U @ np.diag(s2) @ Vt) is None
+    assert lowrank.outer._trim_rank(U @ np.diag(s2) @ Vt) is None
     # a full-rank factor is never trimmed
-    assert large._trim_rank(rng.standard_normal((300, 12))) is None
+    assert lowrank.outer._trim_rank(rng.standard_normal((300, 12))) is None
 
 
 def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
@@ -633,7 +633,7 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     perturbed from (the least-norm step), up to second-order terms."""
     X, _, _, graph = digits
     gp = mvu(graph).meta["gram_problem"]
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)  # feasible once scaled: the targets are its squared edge
     Z = space.diffs(F)      # lengths over a common scale
     F = F * np.sqrt(pen.t[0] / np.sum(Z[0] ** 2))
@@ -644,7 +644,7 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     Z = space.diffs(W)
     r0 = np.linalg.norm(np.einsum("ij,ij->i", Z, Z) - pen.t) / np.linalg.norm(pen.t)
     assert r0 > 1e-5
-    W_r, r = large.restore_feasibility(space, pen, W, tol=1e-12)
+    W_r, r = lowrank.restore_feasibility(space, pen, W, tol=1e-12)
     Z = space.diffs(W_r)
     assert r == pytest.approx(
         np.linalg.norm(np.einsum("ij,ij->i", Z, Z) - pen.t) / np.linalg.norm(pen.t))
@@ -652,16 +652,16 @@ def test_restore_feasibility_projects_onto_the_distance_equalities(digits):
     assert np.abs(W_r.mean(axis=0)).max() <= 1e-12 * np.abs(W_r).max()
     assert np.linalg.norm(W_r - W) <= 1.01 * np.linalg.norm(W - F)
     # an already feasible factor is returned as it is
-    W_same, r_same = large.restore_feasibility(space, pen, F, tol=1e-12)
+    W_same, r_same = lowrank.restore_feasibility(space, pen, F, tol=1e-12)
     assert W_same is F and r_same <= 1e-12
     # misuse is rejected before any work: a wrong shape, a mode without equalities
     with pytest.raises(InputError, match="shape"):
-        large.restore_feasibility(space, pen, F[:-1], tol=1e-12)
+        lowrank.restore_feasibility(space, pen, F[:-1], tol=1e-12)
     _, _, y_obs, _ = digits
     gp_q = dvu_problem(graph, y_obs, distances="quadratic")
     with pytest.raises(InputError, match="distances='quadratic'"):
-        large.restore_feasibility(large._Space(gp_q, None), large._Penalty(gp_q), F,
-                                  tol=1e-12)
+        lowrank.restore_feasibility(lowrank.FactorSpace(gp_q, None), lowrank.DistancePenalty(gp_q),
+                                    F, tol=1e-12)
 
 
 def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
@@ -674,7 +674,7 @@ def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
     change, but stay of the order of kink_tol)."""
     X, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)
     Z = space.diffs(F)
     F = F * np.sqrt(pen.t[0] / np.sum(Z[0] ** 2))
@@ -685,21 +685,21 @@ def test_restore_feasibility_moves_interval_edges_onto_the_kink(digits):
     kink_tol = float(np.median(rel))
     on, off = rel <= kink_tol, rel > kink_tol
     assert on.sum() >= 10 and off.sum() >= 10
-    W_r, r = large.restore_feasibility(space, pen, W, tol=1e-12, kink_tol=kink_tol)
+    W_r, r = lowrank.restore_feasibility(space, pen, W, tol=1e-12, kink_tol=kink_tol)
     Z = space.diffs(W_r)
     rel_r = np.abs(np.einsum("ij,ij->i", Z, Z) - pen.t) / pen.t
     assert r <= 1e-10
     assert r == pytest.approx(np.linalg.norm((rel_r * pen.t)[on]) / np.linalg.norm(pen.t[on]))
     assert np.min(rel_r[off]) > 1e-2 * kink_tol  # moved, but not projected onto the kink
     assert np.abs(W_r.mean(axis=0)).max() <= 1e-12 * np.abs(W_r).max()
-    alm = large._ALM(space, pen, large.LowRankOptions())
+    alm = lowrank.alm._ALM(space, pen, lowrank.LowRankOptions())
     penalty_on = float(pen.w[on] @ (rel[on] * pen.t[on]))
     assert float(pen.w[on] @ (rel_r[on] * pen.t[on])) <= 1e-8 * penalty_on
     drop = alm.true_objective(W) - alm.true_objective(W_r)
     assert 0.5 * penalty_on < drop < 2.0 * penalty_on
 
 
-def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
+def test_lanczos_estimate_survives_a_poor_deflation(digits):
     """The Lanczos path (forced here on n = 36) splits off the factor's range; when
     that range is far from the null space of S the split bound is loose (it was -1.5e-2
     against a true -7.9e-4 on a USPS MVU iterate). A certificate asked for a bound it
@@ -707,18 +707,18 @@ def test_lanczos_estimate_survives_a_poor_deflation(digits, monkeypatch):
     lambda_min, never above it by more than rounding."""
     _, _, _, graph = digits
     gp = mvu(graph).meta["gram_problem"]
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))  # Lanczos
+    pen = lowrank.DistancePenalty(gp)
     rng = np.random.default_rng(3)
     y = rng.uniform(0.0, 2.0, gp.edges.shape[0]) / gp.target.mean()
     H = centering_basis(gp.n)
     S = H.T @ space.apply_S(H, y, 0.0)
     exact = np.linalg.eigvalsh(0.5 * (S + S.T))[0]
     scale = np.abs(S).max()
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 10)
     W = space.project(rng.standard_normal((gp.n, 5)))
-    split = large.certify(space, pen, y, 0.0, factor=W, eig_tol=1e-6)
+    split = lowrank.certify(space, pen, y, 0.0, factor=W, eig_tol=1e-6)
     assert split.lambda_min < exact - 0.1 * abs(exact)  # the loose case this is about
-    full = large.certify(space, pen, y, 0.0, factor=W, eig_tol=1e-6, target=np.inf)
+    full = lowrank.certify(space, pen, y, 0.0, factor=W, eig_tol=1e-6, target=np.inf)
     assert full.bound > split.bound
     assert full.lambda_min <= exact + 1e-12 * scale
     assert full.lambda_min >= exact - 1e-6 * scale
@@ -740,7 +740,7 @@ def test_lbfgs_reaches_the_minimiser(preconditioned):
     # preconditioned variant with a fixed diagonal M^{-1} must converge as well
     x0 = np.tile([-1.2, 1.0], 100)
     pc = (lambda v: v / 200.0) if preconditioned else None
-    res = large._lbfgs(_rosenbrock, x0, gtol=1e-8, maxiter=5000, precond=pc, ftol=0.0,
+    res = lowrank.inner._lbfgs(_rosenbrock, x0, gtol=1e-8, maxiter=5000, precond=pc, ftol=0.0,
                        stop_norm=2)
     assert res.gnorm <= 1e-8
     assert np.max(np.abs(res.x - 1.0)) < 1e-7
@@ -759,7 +759,7 @@ def test_lbfgs_agrees_with_scipy_on_a_quadratic():
     def fun(x):
         return 0.5 * float(x @ (d * x)) - float(b @ x), d * x - b
 
-    ours = large._lbfgs(fun, np.zeros(300), gtol=1e-5, maxiter=5000, ftol=0.0)
+    ours = lowrank.inner._lbfgs(fun, np.zeros(300), gtol=1e-5, maxiter=5000, ftol=0.0)
     ref = sopt.minimize(fun, np.zeros(300), jac=True, method="L-BFGS-B",
                         options={"gtol": 1e-5, "ftol": 0.0, "maxiter": 5000, "maxcor": 20})
     assert np.max(np.abs(fun(ours.x)[1])) <= 1e-5
@@ -777,7 +777,7 @@ def test_wolfe_step_satisfies_both_conditions():
     for scale in (1e-1, 1e-6):
         d = -scale * g
         slope = float(g @ d)
-        xn, fn, gn = large._wolfe(_rosenbrock, x, f, d, slope)
+        xn, fn, gn = lowrank.inner._wolfe(_rosenbrock, x, f, d, slope)
         t = float((xn - x) @ d / (d @ d))
         assert fn <= f + 1e-4 * t * slope
         assert float(gn @ d) >= 0.9 * slope
@@ -791,12 +791,12 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
     # CLARABEL's optimum
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-6))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-6))
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = res.factor
     obj = _interval_objective(gp, pen, F)
     assert abs(obj - res.objective) <= 1e-10 * abs(res.objective)
-    cert = large.certify(space, pen, res.y, res.nu, factor=F)
+    cert = lowrank.certify(space, pen, res.y, res.nu, factor=F)
     assert cert.bound == pytest.approx(res.bound, rel=1e-9)
     per_iteration = [e["certified_gap"] for e in res.history if "certified_gap" in e]
     assert per_iteration and res.certified_gap <= min(per_iteration) * (1 + 1e-12)
@@ -807,8 +807,8 @@ def test_reported_pair_is_the_best_primal_with_the_best_bound(digits):
 def _perturbed_optimal_multipliers(gp):
     """A tight LOWRANK solve of ``gp`` and its multipliers perturbed by 1e-4 of their
     largest magnitude (kept in the box), where S(y) has small negative eigenvalues."""
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(tol=1e-8))
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-8))
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
     return gp, res, space, pen, np.clip(res.y + noise, -pen.w, pen.w)
 
@@ -822,9 +822,9 @@ def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     _, _, y_obs, graph = digits
     kw = {"interval": {}, "snr": {"snr": 4.0}}[variant]
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs, **kw))
-    shifted = large.certify(space, pen, y_noisy, res.nu, factor=res.factor)
+    shifted = lowrank.certify(space, pen, y_noisy, res.nu, factor=res.factor)
     assert shifted.method == "shifted"
-    y_l, eig = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    y_l, eig = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
     Hb = centering_basis(gp.n)
     SH = space.apply_S(Hb, y_l, res.nu)
     lam = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
@@ -843,73 +843,72 @@ def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
     at no more lifting cost than the lift to a PSD S."""
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
-    mu0 = large._lambda_min(space, pen.w, 0.0, tol=1e-10).value
-    mu = large._lambda_min(space, y_noisy, res.nu, tol=1e-10).value
+    mu0 = lowrank.spectrum._lambda_min(space, pen.w, 0.0, tol=1e-10).value
+    mu = lowrank.spectrum._lambda_min(space, y_noisy, res.nu, tol=1e-10).value
     assert mu < 0 < mu0
-    start = large._shifted_bound(pen, y_noisy, mu, mu0)
-    y_full, eig_full = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    start = lowrank.repair._shifted_bound(pen, y_noisy, mu, mu0)
+    y_full, eig_full = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
     full = -pen.conjugate(y_full)
     assert eig_full.value >= 0 and full > start
 
-    y_t, eig_t = large.lift_multipliers(space, pen, y_noisy, res.nu, target=start, mu0=mu0)
+    y_t, eig_t = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, target=start, mu0=mu0)
     np.testing.assert_array_equal(y_t, y_noisy)
     assert eig_t.value == pytest.approx(mu, rel=1e-6)
 
-    y_t, _ = large.lift_multipliers(space, pen, y_noisy, res.nu, target=np.inf, mu0=mu0)
+    y_t, _ = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, target=np.inf, mu0=mu0)
     np.testing.assert_array_equal(y_t, y_full)
 
     target = 0.5 * (start + full)
-    y_t, eig_t = large.lift_multipliers(space, pen, y_noisy, res.nu, target=target, mu0=mu0)
+    y_t, eig_t = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, target=target, mu0=mu0)
     assert np.any(y_t > y_noisy)
-    assert large._shifted_bound(pen, y_t, min(eig_t.value, 0.0), mu0) >= target
+    assert lowrank.repair._shifted_bound(pen, y_t, min(eig_t.value, 0.0), mu0) >= target
     assert pen.t @ (y_t - y_noisy) <= pen.t @ (y_full - y_noisy) * (1 + 1e-12)
-    cert = large.certify(space, pen, y_t, res.nu)
+    cert = lowrank.certify(space, pen, y_t, res.nu)
     assert cert.bound >= target - 1e-9 * abs(target)
 
 
-def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits,
-                                                                          monkeypatch):
-    """Interval problems with _DENSE_EIG_MAX < n <= _LIFT_MAX_N (here n = 36 with the
-    dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
+def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits):
+    """Interval problems with DenseLimits.eig < n <= DenseLimits.interval (here n = 36
+    with the dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
     is the exact one (to rounding), labelled "eigh (unverified)" until verify_certificate
     checks it by Cholesky (which can only lower the bound), and the bottom eigenpairs
     are kept for the lift, which given them returns the same multipliers as with its own
     eigendecomposition."""
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
-    monkeypatch.setattr(large, "_DENSE_EIG_MAX", 5)
-    cache = {}
-    cert = large.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))
+    cache = lowrank.CertificateCache()
+    cert = lowrank.certify(space, pen, y_noisy, res.nu, factor=res.factor, cache=cache)
     Hb = centering_basis(gp.n)
     SH = space.apply_S(Hb, y_noisy, res.nu)
     exact = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
     assert exact < 0 and cert.lambda_min == pytest.approx(exact, abs=1e-12)
-    assert cert.check == large.CHECK_EIGH and not cert.verified
+    assert cert.check == lowrank.CHECK_EIGH and not cert.verified
     assert "UNVERIFIED" in cert.describe()
-    checked = large.verify_certificate(space, pen, cert, cache=cache)
-    assert checked.check == large.CHECK_CHOLESKY and checked.verified
+    checked = lowrank.verify_certificate(space, pen, cert, cache=cache)
+    assert checked.check == lowrank.CHECK_CHOLESKY and checked.verified
     assert checked.lambda_min <= exact and checked.bound <= cert.bound
     assert "eigh estimate" in checked.check_note
-    [(y_kept, nu_kept, lam, X)] = cache["eigenpairs"]
+    [(y_kept, nu_kept, lam, X)] = cache.eigenpairs
     np.testing.assert_array_equal(y_kept, y_noisy)
-    y_a, eig_a = large.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam, X))
-    y_b, eig_b = large.lift_multipliers(space, pen, y_noisy, res.nu)
+    y_a, eig_a = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam, X))
+    y_b, eig_b = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
     np.testing.assert_array_equal(y_a, y_b)
     assert eig_a.value == eig_b.value >= 0
     with pytest.raises(InputError, match="eigenpairs"):
-        large.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam[:3], X[:, :3]))
+        lowrank.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam[:3], X[:, :3]))
 
 
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs, distances="equality")
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     with pytest.raises(InputError, match="interval"):
-        large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0]), 0.0)
+        lowrank.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0]), 0.0)
     gp = dvu_problem(graph, y_obs)
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     with pytest.raises(InputError, match="one multiplier per edge"):
-        large.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)
+        lowrank.lift_multipliers(space, pen, np.zeros(gp.edges.shape[0] + 1), 0.0)
     y0 = np.zeros(gp.edges.shape[0])
     for bad, match in [({"min_block": 0}, "min_block must be a positive integer"),
                        ({"n_eig": 2.5}, "n_eig must be a positive integer"),
@@ -917,19 +916,19 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
                        ({"rounds": -1}, "rounds must be an integer >= 0"),
                        ({"target": -1.0}, "target needs mu0")]:
         with pytest.raises(InputError, match=match):
-            large.lift_multipliers(space, pen, y0, 0.0, **bad)
+            lowrank.lift_multipliers(space, pen, y0, 0.0, **bad)
 
 
 @pytest.mark.parametrize("kink_tol", [-1e-4, np.nan, np.inf, "1e-4", True])
 def test_kink_tolerance_must_be_a_finite_nonnegative_number(digits, kink_tol):
     X, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs)
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     F = X - X.mean(axis=0)
     with pytest.raises(InputError, match="kink_tol must be a finite number >= 0"):
-        large.restore_feasibility(space, pen, F, tol=1e-12, kink_tol=kink_tol)
+        lowrank.restore_feasibility(space, pen, F, tol=1e-12, kink_tol=kink_tol)
     with pytest.raises(InputError, match="kink_tol must be a finite number >= 0"):
-        large.refine_multipliers(space, pen, F, np.zeros(gp.edges.shape[0]), 0.0,
+        lowrank.refine_multipliers(space, pen, F, np.zeros(gp.edges.shape[0]), 0.0,
                                  kink_tol=kink_tol)
 
 
@@ -944,17 +943,79 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     _, _, y_obs, graph = _three_class_digits(120, seed=0)
     gp = dvu_problem(graph, y_obs)
     opts = {"tol": 1e-9, "interval_envelope": "huber"}
-    longer = large.lowrank_solve(gp, options=large.LowRankOptions(max_outer=20, **opts))
+    longer = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(max_outer=20, **opts))
     path = [e["objective"] for e in longer.history]
     stop = next(i + 1 for i in range(1, len(path)) if path[i] > min(path[:i]))
-    res = large.lowrank_solve(gp, options=large.LowRankOptions(max_outer=stop, **opts))
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(max_outer=stop, **opts))
     objectives = [e["objective"] for e in res.history]
     assert objectives == path[:stop]
     assert res.status == "optimal_inaccurate" and len(objectives) == stop
     assert not any("lambda_min" in e for e in res.history)  # no certificate attempt
     assert objectives[-1] > min(objectives)  # the path under test: the last is not the best
     assert res.objective == pytest.approx(min(objectives), rel=1e-12)
-    space, pen = large._Space(gp, None), large._Penalty(gp)
+    space, pen = lowrank.FactorSpace(gp, None), lowrank.DistancePenalty(gp)
     assert _interval_objective(gp, pen, res.factor) == pytest.approx(res.objective, rel=1e-10)
     assert res.bound is not None and res.bound <= res.objective
-    assert large.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
+    assert lowrank.certify(space, pen, res.y, res.nu).bound == pytest.approx(res.bound, rel=1e-9)
+
+
+def test_former_modules_reexport_the_lowrank_names():
+    # sdpembed.large and sdpembed.reduced are kept for one release as re-exports
+    import sdpembed.large as large
+    import sdpembed.reduced as reduced
+
+    for name in large.__all__:
+        assert hasattr(large, name), name
+    assert large.lowrank_solve is lowrank.lowrank_solve
+    assert large.LowRankOptions is lowrank.LowRankOptions and large.certify is lowrank.certify
+    assert reduced.interval_ipm is lowrank.reduced_ipm.interval_ipm
+    assert reduced.rank_one_lmi_lp is lowrank.lmi_lp.rank_one_lmi_lp
+
+
+def test_result_fields_are_typed_and_the_penalty_holds_no_solver_state(digits):
+    # the solve's shared state (certificate cache, warm start, reduced IPM record) is
+    # typed and only documented fields reach the result; the envelope the augmented
+    # Lagrangian minimises belongs to it, not to the (stateless) penalty
+    _, _, y, graph = digits
+    gp = dvu_problem(graph, y)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-4))
+    assert not hasattr(res, "info")
+    assert isinstance(res.certificate, lowrank.Certificate) and res.certificate.verified
+    assert res.function_evaluations > 0 and res.rank == res.factor.shape[1]
+    assert res.interval_envelope == "kink" and not res.unverified
+    pen = lowrank.DistancePenalty(gp)
+    before = dict(vars(pen))
+    alm = lowrank.alm._ALM(lowrank.FactorSpace(gp), pen, lowrank.LowRankOptions())
+    assert alm.kind == "equality" and alm.on_kink
+    alm.leave_kink()
+    assert alm.kind == "interval" and not alm.on_kink
+    assert vars(pen).keys() == before.keys()
+    # the Farkas operator: the same space with the objective removed
+    space = lowrank.FactorSpace(gp)
+    farkas = space.without_objective()
+    y_ = np.random.default_rng(0).standard_normal(gp.edges.shape[0])
+    V = np.random.default_rng(1).standard_normal((gp.n, 3))
+    assert np.all(farkas.apply_C(V) == 0.0)
+    np.testing.assert_array_equal(farkas.apply_S(V, y_, 0.0),
+                                  space.ET @ (y_[:, None] * (space.E @ V)))
+
+
+def test_lowrank_imports_nothing_above_it():
+    # one-way layering: the lowrank backend returns a report.SolveReport and solvers
+    # dispatches to it (solvers.TOOLKIT_BACKENDS); nothing in lowrank imports solvers,
+    # the estimators, the experiments or the package __init__
+    import ast
+    from pathlib import Path
+
+    import sdpembed.solvers as solvers_mod
+
+    above = {"solvers", "estimators", "experiments", "sequential", "cli", "plotting"}
+    for path in Path(lowrank.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                top = (node.module or "").split(".")[0]
+                assert top and top not in above, (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                assert not any(a.name == "sdpembed" or a.name.startswith("sdpembed.")
+                               for a in node.names), path.name
+    assert solvers_mod.TOOLKIT_BACKENDS["LOWRANK"] is lowrank.backend.BACKEND

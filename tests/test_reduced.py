@@ -1,4 +1,4 @@
-"""The reduced-basis interior-point method (sdpembed.reduced) behind solver="LOWRANK".
+"""The reduced-basis interior-point method (sdpembed.lowrank.reduced_ipm) behind solver="LOWRANK".
 
 Reference: CLARABEL on the same reduced cvxpy formulation (interior point,
 about 1e-8 relative accuracy on these instances). Tolerances:
@@ -18,12 +18,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import sdpembed.large as large
 from sdpembed.exceptions import InputError
 from sdpembed.formulations.dvu import dvu
 from sdpembed.formulations.mvu import mvu
 from sdpembed.graphs import knn_graph
-from sdpembed.reduced import _skron, factor_from_gram, smat, svec, svec_outer_rows
+from sdpembed.lowrank import LowRankOptions
+from sdpembed.lowrank.ipm_common import _skron, factor_from_gram, smat, svec, svec_outer_rows
 from sdpembed.solvers import solve
 
 TOL = 1e-6
@@ -94,7 +94,7 @@ def test_alm_still_works_on_a_basis(digits):
 
 def test_reduced_solver_option_is_validated(digits):
     with pytest.raises(InputError, match="reduced_solver"):
-        large.LowRankOptions(reduced_solver="newton")
+        LowRankOptions(reduced_solver="newton")
     with pytest.raises(InputError, match="reduced_solver"):
         solve(_builder("dvu", digits, 5)(), solver="LOWRANK", reduced_solver="cg")
     y_obs, graph, bg = digits
@@ -133,7 +133,7 @@ def test_rank_one_lmi_lp_matches_clarabel():
     """
     import cvxpy as cp
 
-    from sdpembed.reduced import rank_one_lmi_lp
+    from sdpembed.lowrank.lmi_lp import rank_one_lmi_lp
 
     rng = np.random.default_rng(1)
     for K, m in ((5, 20), (20, 100), (30, 200)):
@@ -159,9 +159,9 @@ def test_rank_one_lmi_lp_stops_inside_the_box_when_newton_fails(monkeypatch, whe
     DVU lifts: the Newton system, and the Cholesky factor of X in the step length)
     ends the iteration at the last iterate instead of crashing the solve: the step is
     finite and inside the box, and the status says what happened."""
-    import sdpembed.reduced as reduced
+    import sdpembed.lowrank.lmi_lp as lmi_lp
 
-    real, calls = reduced._LiftNewton, []
+    real, calls = lmi_lp._LiftNewton, []
 
     class Failing(real):
         def __init__(self, *args):
@@ -175,20 +175,20 @@ def test_rank_one_lmi_lp_stops_inside_the_box_when_newton_fails(monkeypatch, whe
                 raise np.linalg.LinAlgError("Matrix is not positive definite")
             return super().direction(target)
 
-    monkeypatch.setattr(reduced, "_LiftNewton", Failing)
+    monkeypatch.setattr(lmi_lp, "_LiftNewton", Failing)
     rng = np.random.default_rng(2)
     K, m = 6, 30
     A0 = np.diag(np.r_[-np.ones(2), np.ones(K - 2)] * 1e-6)
     B = rng.standard_normal((m, K))
     lo, hi = np.zeros(m), np.full(m, 1e-5)
-    res = reduced.rank_one_lmi_lp(A0, B, np.ones(m), lo, hi)
+    res = lmi_lp.rank_one_lmi_lp(A0, B, np.ones(m), lo, hi)
     assert res.status == "numerical_failure" and res.iterations == 3
     assert np.all(np.isfinite(res.d)) and np.all(res.d >= lo) and np.all(res.d <= hi)
     assert res.cost == pytest.approx(float(res.d.sum()))
 
 
 def test_rank_one_lmi_lp_rejects_open_boxes_and_mismatched_shapes():
-    from sdpembed.reduced import rank_one_lmi_lp
+    from sdpembed.lowrank.lmi_lp import rank_one_lmi_lp
 
     with pytest.raises(InputError, match="finite bounds"):
         rank_one_lmi_lp(np.eye(2), np.ones((3, 2)), np.ones(3), np.zeros(3), np.full(3, np.inf))

@@ -1,0 +1,183 @@
+"""The augmented Lagrangian of the factorised Gram SDP and its subproblem."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .inner import _lbfgs, _LBFGSResult, _newton_cg
+from .options import LowRankOptions
+from .penalty import DistancePenalty
+from .space import FactorSpace
+
+
+# ----------------------------------------------------------------------- the solver
+class _ALM:
+    """Augmented-Lagrangian Burer–Monteiro iterations on a :class:`FactorSpace`.
+
+    ``kind`` is the penalty whose envelope the subproblems minimise: the distance
+    mode, except for ``"interval"`` with ``interval_envelope="kink"`` (``"auto"`` in the
+    full space), which starts on the envelope of the kink (``"equality"``) and moves to
+    the Huber envelope (``"interval"``) for good at :meth:`leave_kink`.
+    """
+
+    def __init__(self, space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
+        self.space, self.pen, self.opts = space, pen, opts
+        self.nfev = 0
+        self.deadline = np.inf
+        self.kind = pen.mode
+        if pen.mode == "interval":
+            kink = opts.interval_envelope == "kink" or (
+                opts.interval_envelope == "auto" and space.Q is None)
+            self.kind = "equality" if kink else "interval"
+
+    @property
+    def on_kink(self) -> bool:
+        """Whether ``"interval"`` runs on the envelope of its kink."""
+        return self.kind != self.pen.mode
+
+    def leave_kink(self) -> None:
+        """From now on, the Huber envelope of the ``"interval"`` penalty itself."""
+        self.kind = "interval"
+
+    def objective_parts(self, W):
+        sp_ = self.space
+        V = W
+        CV = sp_.apply_C(V)
+        quad = float(np.sum(V * CV))
+        Z = sp_.diffs(V)
+        D = np.einsum("ij,ij->i", Z, Z)
+        h = float(np.sum(V * sp_.apply_H(V))) if sp_.H is not None else 0.0
+        return quad, D, h
+
+    def true_objective(self, W):
+        quad, D, _ = self.objective_parts(W)
+        return quad + self.pen.objective(D)
+
+    def subproblem(self, y, nu, sigma, sigma_h):
+        sp_, pen = self.space, self.pen
+        kind = self.kind
+        shape = None
+
+        def fun(x):
+            self.nfev += 1
+            W = sp_.project(x.reshape(shape))
+            CW = sp_.apply_C(W)
+            Z = sp_.diffs(W)
+            D = np.einsum("ij,ij->i", Z, Z)
+            val, g = pen.envelope(D, y, sigma, kind)
+            val += float(np.sum(W * CW))
+            grad = CW + sp_.ET @ (g[:, None] * Z)
+            if sp_.H is not None:
+                HW = sp_.apply_H(W)
+                h = float(np.sum(W * HW))
+                gs = max(0.0, nu + sigma_h * h)
+                val += (gs * gs - nu * nu) / (2 * sigma_h)
+                grad = grad + gs * HW
+            grad = sp_.project(2.0 * grad)
+            return val, grad.ravel()
+
+        def hess_at(x):
+            """Hessian-vector product at ``x``; the point's quantities are computed once."""
+            W = sp_.project(x.reshape(shape))
+            Z = sp_.diffs(W)
+            D = np.einsum("ij,ij->i", Z, Z)
+            _, g = pen.envelope(D, y, sigma, kind)
+            d2 = pen.second_derivative(D, y, sigma, kind)
+            if sp_.H is not None:
+                HW = sp_.apply_H(W)
+                gs = max(0.0, nu + sigma_h * float(np.sum(W * HW)))
+
+            # the distance term's products, the bulk of the work of a Newton-CG step, run
+            # in single precision: they are memory-bound, and the relative error (about
+            # 1e-7) is far below CG's tolerance
+            E32, ET32 = sp_.E_single
+            Z32 = Z.astype(np.float32)
+            d2x2 = (2.0 * d2).astype(np.float32)
+            gcol = g.astype(np.float32)[:, None]
+
+            def hv(u):
+                # in-place, one temporary per product
+                U = u.reshape(shape)
+                ZU = E32 @ U.astype(np.float32)
+                dg = np.einsum("ij,ij->i", Z32, ZU)
+                dg *= d2x2
+                ZU *= gcol
+                ZU += dg[:, None] * Z32
+                out = np.asarray(ET32 @ ZU, dtype=float)
+                out += sp_.apply_C(U)
+                if sp_.H is not None:
+                    out += gs * sp_.apply_H(U)
+                    if gs > 0:
+                        out += sigma_h * 2.0 * float(np.sum(HW * U)) * HW
+                out = sp_.project(out)
+                out *= 2.0
+                return out.ravel()
+            return hv
+
+        def run(W0, gtol, maxiter, precond):
+            nonlocal shape
+            shape = W0.shape
+            deadline = self.deadline
+
+            def pc(G):
+                return sp_.project(precond(sp_.project(G.reshape(shape)))).ravel()
+            if precond == "newton":
+                res = _newton_cg(fun, hess_at, W0.ravel(), gtol=gtol, maxiter=maxiter,
+                                 deadline=deadline)
+                if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
+                    r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
+                    res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
+            elif precond is None:
+                res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
+                             deadline=deadline)
+            else:
+                res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, precond=pc,
+                             memory=10, stop_norm=2, ftol=0.0, deadline=deadline)
+            return sp_.project(res.x.reshape(shape)), res
+        return run
+
+    def multipliers(self, W, y, nu, sigma, sigma_h):
+        quad, D, h = self.objective_parts(W)
+        _, g = self.pen.envelope(D, y, sigma, self.kind)
+        gs = max(0.0, nu + sigma_h * h) if self.space.H is not None else 0.0
+        return g, gs, quad, D, h
+
+
+def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
+    r"""Append ``alpha * vec`` as a new column, ``alpha`` by exact line search on the AL.
+
+    With :math:`t = \alpha^2` the augmented Lagrangian along the new column,
+    :math:`\phi(t) = L(W) + t\,v^T\tilde Cv + \sum_e[\psi_e(D_e + t\delta_e) - \psi_e(D_e)]
+    (+\ \text{SNR term})`, :math:`\delta_e = (v_i-v_j)^2`, is convex in ``t``
+    (a convex function of an affine map), and :math:`\phi'(0) = v^TS v` at the
+    current multipliers, negative along an escape direction. Its minimiser is
+    found by bisection on the monotone :math:`\phi'`, so a tiny negative
+    eigenvalue gives a small column instead of a jump that undoes the
+    progress of earlier iterations.
+    """
+    sp_, pen = alm.space, alm.pen
+    vec = vec / np.linalg.norm(vec)
+    _, D, h = alm.objective_parts(W)
+    dv = sp_.diffs(vec[:, None])[:, 0] ** 2
+    cv = float(vec @ sp_.apply_C(vec[:, None])[:, 0])
+    hv = float(vec @ sp_.apply_H(vec[:, None])[:, 0]) if sp_.H is not None else 0.0
+
+    def slope(t):
+        _, g = pen.envelope(D + t * dv, y, sigma, alm.kind)
+        out = cv + float(g @ dv)
+        if sp_.H is not None:
+            out += max(0.0, nu + sigma_h * (h + t * hv)) * hv
+        return out
+
+    scale = max(np.sum(W * W), 1e-12) / max(W.shape[1], 1)
+    t_lo, t_hi = 0.0, 1e-6 * scale
+    if slope(0.0) < 0:
+        while slope(t_hi) < 0 and t_hi < 1e3 * scale:
+            t_lo, t_hi = t_hi, 4.0 * t_hi
+        for _ in range(60):
+            mid = 0.5 * (t_lo + t_hi)
+            if slope(mid) < 0:
+                t_lo = mid
+            else:
+                t_hi = mid
+    return np.c_[W, np.sqrt(max(t_lo, 1e-6 * scale)) * vec]

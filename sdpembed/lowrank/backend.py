@@ -1,0 +1,162 @@
+"""The ``"LOWRANK"`` backend of :func:`sdpembed.solve`: formulation in, report out."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+
+from ..exceptions import InputError, UnsupportedProblemError
+from ..formulations.gram import GramFormulation, GramProblem
+from ..report import Backend, SolveReport
+from .options import LowRankOptions
+from .solve import lowrank_solve
+
+BACKEND_NAME = "LOWRANK"
+
+
+def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, bool]:
+    """(points' GramProblem at the current parameter values, with the added constraints;
+    reduced basis or None; lifted explicit form?) of a formulation, or a refusal.
+
+    LOWRANK solves the description, so it takes only the formulations whose cvxpy problem
+    the description generates: those returned by the builders and by
+    :meth:`~sdpembed.formulations.gram.GramFormulation.with_constraints`, unedited."""
+    if not isinstance(formulation, GramFormulation):
+        if isinstance(formulation.meta.get("gram_problem"), GramProblem):
+            raise UnsupportedProblemError(
+                "this Formulation carries a Gram SDP's description but is not one its builder "
+                "returned (a cvxpy problem rebuilt around it?), so LOWRANK cannot know what "
+                "its problem adds or changes. Add constraints on the Gram matrix with "
+                "f.with_constraints([...]) on the builder's formulation, or solve this one with "
+                f"a conic backend ({_CONIC})")
+        raise UnsupportedProblemError(
+            f"solver='LOWRANK' solves the Gram SDPs (DVU, MVU) built by "
+            f"sdpembed.formulations.dvu / mvu; this is a {formulation.method!r} formulation: "
+            f"solve it with a conic backend ({_CONIC})")
+    formulation.check_unchanged()
+    gp = formulation.current_problem()
+    if gp.constraints is not None and gp.constraints.p:
+        raise UnsupportedProblemError(
+            "LOWRANK does not support constraints added with with_constraints yet; solve "
+            f"this formulation with a conic backend ({_CONIC})")
+    return gp, formulation.reduced_basis, "eliminated_problem" in formulation.meta
+
+
+_CONIC = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
+
+
+def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -> bool:
+    """Write the factor into the cvxpy variables when the problem is (or is cheaply) built."""
+    formulation.set_factor(F)
+    if not formulation.variables_built:
+        return False
+    variables = formulation.variables
+    meta = formulation.meta
+    if lifted:
+        lp = meta["gram_problem"]
+        y = gp.meta["y"]
+        K = len(gp.meta["classes"])
+        counts = np.bincount(y[y >= 0], minlength=K).astype(float)
+        A = np.zeros((gp.n, K))
+        idx = np.flatnonzero(y >= 0)
+        A[idx, y[idx]] = 1.0 / counts[y[idx]]
+        cent = F.T @ A                              # centroids (k x K)
+        Ff = np.r_[F, cent.T, cent.mean(axis=1)[None, :]]
+        assert Ff.shape[0] == lp.n
+    else:
+        Ff = F
+    name = "G" if "G" in variables else "Y"
+    var = variables[name]
+    if name == "G":
+        var.value = Ff @ Ff.T
+    else:
+        B = np.asarray(formulation.basis(), dtype=float)
+        P = np.linalg.lstsq(B, Ff, rcond=None)[0] if B.shape[1] < B.shape[0] else B.T @ Ff
+        var.value = P @ P.T
+    if "eps" in variables:
+        D = gp.distances_of_factor(F)
+        variables["eps"].value = np.abs(D - gp.target) / gp.target
+    return True
+
+
+def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport:
+    """``solve(formulation, solver="LOWRANK", **options)``; options: :class:`LowRankOptions`."""
+    opts = LowRankOptions.from_options(options)
+    gp, basis, lifted = _formulation_problem(formulation)
+    if verbose:
+        logging.getLogger(__package__).setLevel(logging.INFO)  # every lowrank module
+    result = lowrank_solve(gp, basis=basis, options=opts)
+    cert = result.certificate
+    extra: dict[str, Any] = {
+        "rank": result.factor.shape[1],
+        "lower_bound": result.bound,
+        "certificate": cert.describe() if cert is not None else "no certificate",
+        "certificate_check": (cert.check if cert is not None and cert.bound is not None
+                              else None),
+        "outer_iterations": result.iterations,
+        "function_evaluations": result.function_evaluations,
+        "reduced_basis_rank": None if basis is None else basis.shape[1],
+        "reduced_solver": result.reduced_solver,
+        "interval_envelope": result.interval_envelope,
+        "history": result.history,
+    }
+    if result.status in ("unbounded", "infeasible"):
+        extra["message"] = f"LOWRANK detected the problem {result.status}"
+        return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
+                           solver_version=_version(), options=dict(options),
+                           compile_seconds=0.0, solve_seconds=result.seconds,
+                           iterations=result.iterations, extra=extra)
+    if result.unverified:
+        extra["estimated_gap"] = result.estimated_gap
+        extra["estimated_lower_bound"] = result.estimated_bound
+    if result.verify_seconds is not None:
+        extra["verify_seconds"] = result.verify_seconds
+    if result.status != "optimal" and result.certified_gap is None:
+        if result.estimated_gap is not None:
+            extra["message"] = (f"gap {result.estimated_gap:.2g} estimated, not "
+                                "certified (" + extra["certificate"] + ")")
+        else:
+            extra["message"] = ("stopped without a certificate (" + extra["certificate"]
+                                + "); raise time_limit/max_outer")
+    t1 = time.perf_counter()
+    wrote = _write_solution(formulation, gp, result.factor, lifted)
+    extra["wrote_variables"] = wrote
+    if not wrote:
+        extra["note"] = ("the cvxpy problem was never built (not needed): the solution is "
+                         "formulation.factor, G = F F^T; formulation.value('gram') forms it")
+    status = "optimal" if result.status == "optimal" else "optimal_inaccurate"
+    return SolveReport(
+        status=status, objective=float(result.objective), solver=BACKEND_NAME,
+        solver_version=_version(), options={**opts.__dict__, "warm_start": str(opts.warm_start)
+                                            if not isinstance(opts.warm_start, np.ndarray)
+                                            else "array"},
+        compile_seconds=time.perf_counter() - t1,
+        solve_seconds=result.seconds, iterations=result.iterations,
+        gap=(result.certified_gap if result.certified_gap is not None
+             else result.estimated_gap),
+        certified_gap=result.certified_gap,
+        primal_infeasibility=result.infeasibility, extra=extra)
+
+
+def _version() -> str:
+    from .._version import __version__
+
+    return f"sdpembed {__version__}"
+
+
+def _refusal(formulation) -> str | None:
+    """Why LOWRANK cannot solve ``formulation`` as posed (``None`` if it can); no solving."""
+    try:
+        gp, _, _ = _formulation_problem(formulation)
+        if gp.ratio is not None:
+            return "the ratio constraint (eq. 11) is not supported"
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
+#: the entry of :data:`sdpembed.solvers.TOOLKIT_BACKENDS`
+BACKEND = Backend(BACKEND_NAME, _solve_backend, version=_version, refusal=_refusal)

@@ -1,0 +1,392 @@
+"""Weak-duality certificates: a lower bound on the optimum from dual variables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.sparse.csgraph import dijkstra
+from threadpoolctl import threadpool_limits
+
+from ..formulations.gram import GramProblem
+from .penalty import DistancePenalty
+from .space import FactorSpace
+from .spectrum import EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
+from .verify import _U, PSDCheck, _verified_lambda_min
+
+#: note prefix of a certificate taken at lifted multipliers
+_LIFTED = "lifted multipliers; "
+
+
+# ----------------------------------------------------------------------- certificate
+#: how :math:`\lambda_{\min}` of a certificate was obtained (``Certificate.check``)
+CHECK_DENSE = "dense"
+CHECK_CHOLESKY = "cholesky"
+CHECK_LANCZOS = "lanczos (unverified)"
+CHECK_EIGH = "eigh (unverified)"
+#: the checks that still need :func:`verify_certificate` (n > ``DenseLimits.eig``)
+_UNVERIFIED = (CHECK_LANCZOS, CHECK_EIGH)
+
+
+@dataclass
+class Certificate:
+    """A lower bound on the optimum from dual variables (see the module docstring).
+
+    ``check`` says how :math:`\\mu\\le\\lambda_{\\min}(S)` was obtained:
+    ``"dense"`` (dense ``eigh``: n <= ``DenseLimits.eig`` or a reduced basis),
+    ``"cholesky"`` (verified: a Cholesky factorisation of the shifted matrix,
+    rounding included, :func:`_verify_psd_shift`), ``"lanczos (unverified)"``
+    (a Lanczos Ritz value minus its residual norm: a lower bound only if Lanczos
+    found the leftmost eigenvalue, which it may miss) or ``"eigh (unverified)"``
+    (dense ``eigh`` for n > ``DenseLimits.eig``: interval certificates and lifts up
+    to ``DenseLimits.interval``, verified like Lanczos values before they are reported).
+    Only the first two make ``bound`` a certified lower bound (:attr:`verified`).
+    """
+
+    bound: float | None
+    lambda_min: float | None
+    method: str
+    note: str = ""
+    eig: EigenEstimate | None = None
+    check: str = CHECK_LANCZOS
+    check_note: str = ""
+    y: np.ndarray | None = field(default=None, repr=False)
+    nu: float = 0.0
+
+    @property
+    def verified(self) -> bool:
+        """Whether ``bound`` is a certified lower bound (λ_min dense or verified)."""
+        return self.bound is not None and self.check in (CHECK_DENSE, CHECK_CHOLESKY)
+
+    def describe(self) -> str:
+        if self.bound is None:
+            return f"no certificate: {self.note}"
+        head = (f"{self.method}: lambda_min(S) >= {self.lambda_min:.3g}"
+                + (f"; {self.note}" if self.note else ""))
+        if self.check == CHECK_DENSE:
+            how = "lambda_min by dense eigh (exact up to rounding)"
+        elif self.check == CHECK_CHOLESKY:
+            how = "lambda_min verified by a Cholesky factorisation at a shift (rounding included)"
+        elif self.check == CHECK_EIGH:
+            how = "lambda_min by dense eigh, UNVERIFIED (no Cholesky check at a shift)"
+        else:
+            res = f" {self.eig.residual:.2g}" if self.eig is not None else ""
+            how = (f"lambda_min by Lanczos minus its residual norm{res}, UNVERIFIED "
+                   "(Lanczos may miss the leftmost eigenvalue)")
+        return head + "; " + how + (f" [{self.check_note}]" if self.check_note else "")
+
+
+@dataclass
+class CertificateCache:
+    """What the certificates of one solve share (pass one to :func:`certify` to reuse it).
+
+    Attributes
+    ----------
+    lanczos_start : ndarray or None
+        The last Lanczos eigenvector: the next call starts there (the multipliers change
+        little between calls).
+    eigenpairs : list of (y, nu, eigenvalues, eigenvectors)
+        The bottom eigenpairs of the last two dense interval certificates, which the
+        lift reuses for its first round.
+    verify_threads : int or None
+        BLAS threads of the Cholesky verifications (``None``: the caller's setting).
+    verify_checks : list of PSDCheck
+        Every Cholesky factorisation tried.
+    curvature : float or None
+        The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
+    trace_bound : float or None
+        :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, full space).
+    mu0 : float or None
+        :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
+    mu0_verified : (float or None, str) or None
+        ``mu0`` verified by Cholesky, or ``None`` and the reason.
+    """
+
+    lanczos_start: np.ndarray | None = None
+    eigenpairs: list[tuple[np.ndarray, float, np.ndarray, np.ndarray]] = field(
+        default_factory=list)
+    verify_threads: int | None = None
+    verify_checks: list[PSDCheck] = field(default_factory=list)
+    curvature: float | None = None
+    trace_bound: float | None = None
+    mu0: float | None = None
+    mu0_verified: tuple[float | None, str] | None = None
+
+
+def _trace_bound_equality(gp: GramProblem) -> float:
+    """:math:`T = \\min_r \\sum_i \\mathrm{sp}(r,i)^2 \\ge \\mathrm{tr}\\,G` for feasible G."""
+    n = gp.n
+    i, j = gp.edges.T
+    A = sp.csr_matrix((np.sqrt(gp.target), (i, j)), shape=(n, n))
+    deg = np.bincount(gp.edges.ravel(), minlength=n)
+    roots = np.unique(np.r_[np.argsort(deg)[-3:], 0])
+    dist = dijkstra(A, directed=False, indices=roots)
+    return float(np.min((dist**2).sum(axis=1)))
+
+
+def _objective_curvature(space: FactorSpace) -> float:
+    r"""The largest :math:`c` with :math:`C \preceq -cI` on the space (``<= 0``: none known).
+
+    Full space: :math:`C = \mathrm{diag}(d) + U\,\mathrm{diag}(s)\,U^T` restricted to
+    :math:`\mathbf 1^\perp`; with every :math:`s_i\le 0`, :math:`c = -\max_i d_i` is
+    valid (a lower bound on the exact value; exact for MVU's :math:`C = -I`).
+    Otherwise 0 (the exact value would need an eigenvalue of :math:`C`). On a
+    basis, :math:`c = -\lambda_{\max}(Q^TCQ)` (dense, :math:`r\times r`).
+    """
+    if space.Q is not None:
+        return -float(np.linalg.eigvalsh(0.5 * (space.Cq + space.Cq.T))[-1])
+    C = space.C
+    if C.s.size and np.any(C.s > 0):
+        return 0.0
+    return -float(np.max(C.diag))
+
+
+def _eig_check(space: FactorSpace, eig: EigenEstimate) -> str:
+    """The :class:`Certificate` ``check`` of an eigenvalue before any verification."""
+    if eig.method != "dense":
+        return CHECK_LANCZOS
+    return CHECK_DENSE if space.Q is not None or space.dim <= space.limits.eig else CHECK_EIGH
+
+
+def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
+    """Whether :func:`certify` takes :math:`\\lambda_{\\min}` from :func:`_dense_bottom`
+    instead of Lanczos: ``"interval"`` in the full space with ``limits.eig`` < n <=
+    ``limits.interval``, where a certificate that misses ``tol`` is followed by a lift that
+    needs the same eigenpairs. Lanczos is slow exactly there, near the optimum: it must
+    resolve :math:`\\lambda_{\\min}` below the cluster of near-zero eigenvalues on the
+    factor's range, where one dense eigendecomposition is cheaper and its eigenpairs
+    serve the lift too."""
+    return pen.mode == "interval" and space.Q is None \
+        and space.limits.eig < space.dim <= space.limits.interval
+
+
+def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig_tol=1e-6,
+            cache: CertificateCache | None = None, verify: bool = False,
+            target: float | None = None) -> Certificate:
+    """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
+
+    ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
+    iteration (see :func:`_lambda_min`); the bound does not depend on it.
+    ``"interval"`` in the full space with ``limits.eig`` < n <= ``limits.interval``
+    takes the bottom eigenpairs densely instead (:func:`_dense_interval_certificate`)
+    and keeps them in ``cache.eigenpairs`` for :func:`_lifted_certificate`.
+    ``verify``: where :math:`\\lambda_{\\min}` is unverified (n > ``limits.eig``),
+    verify it (and the coercive point's) by :func:`_verified_lambda_min`; costly
+    (dense n x n Cholesky), meant for the final certificate only. ``target``: the
+    bound wanted; where the deflated Lanczos bound (see :func:`_lambda_min`) falls short
+    of it, Lanczos is run again on all of :math:`\\mathbf 1^\\perp` at ``eig_tol / 100``
+    and the better certificate kept. The split bound is loose when :math:`S` does not
+    yet nearly annihilate the factor's range; the undeflated run is slower (it must
+    resolve lambda_min just below the cluster of the factor's near-zero eigenvalues),
+    hence only on demand.
+    """
+    cache = CertificateCache() if cache is None else cache
+    phi = pen.conjugate(y)
+    if not np.isfinite(phi):
+        return Certificate(None, None, "none", "multipliers outside the domain of phi*",
+                           y=y, nu=nu)
+    if _dense_interval_certificate(space, pen):
+        lam, X = _dense_bottom(space, y, nu, min(space.limits.block, space.dim - 1))
+        # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
+        cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu, lam, X)]
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+        return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
+    try:
+        eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
+                          start=cache.lanczos_start)
+    except spla.ArpackNoConvergence:
+        return Certificate(None, None, "none", "Lanczos did not converge", y=y, nu=nu)
+    lanczos = eig.method == "lanczos"
+    if lanczos:
+        cache.lanczos_start = eig.vector
+    cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
+    if not (lanczos and factor is not None and target is not None and eig.value < 0
+            and (cert.bound is None or cert.bound < target)):
+        return cert
+    try:
+        # ncv 30: long restarts are wasted on the cluster at 0
+        eig_f = _lambda_min(space, y, nu, tol=0.01 * eig_tol, start=eig.vector, ncv=30)
+    except spla.ArpackNoConvergence:
+        return cert
+    if eig_f.value <= eig.value:
+        return cert
+    cache.lanczos_start = eig_f.vector
+    return _certificate_from_eig(space, pen, y, nu, eig_f, cache, eig_tol, verify)
+
+
+def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *,
+                       eig_tol=1e-6, cache: CertificateCache | None = None) -> Certificate:
+    """``cert`` with its Lanczos :math:`\\lambda_{\\min}` verified (or marked unverified).
+
+    Dense and already verified certificates, and those without a bound, are
+    returned as they are. Otherwise the Lanczos value is checked by
+    :func:`_verified_lambda_min` (lowered if needed) and the bound recomputed
+    from the verified value; if nothing can be verified the certificate keeps
+    the Lanczos bound with ``check == "lanczos (unverified)"`` and the reason.
+    """
+    if cert.bound is None or cert.check not in _UNVERIFIED or cert.eig is None \
+            or cert.y is None:
+        return cert
+    cache = CertificateCache() if cache is None else cache
+    out = _certificate_from_eig(space, pen, cert.y, cert.nu, cert.eig, cache, eig_tol, True)
+    for prefix in ("refined multipliers; ", _LIFTED):
+        if cert.note.startswith(prefix):
+            out.note = prefix + out.note
+    return out
+
+
+def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: CertificateCache,
+                          eig_tol, verify) -> Certificate:
+    phi = pen.conjugate(y)
+    check, check_note = _eig_check(space, eig), ""
+    mu = eig.value
+    if verify and check in _UNVERIFIED:
+        with threadpool_limits(limits=cache.verify_threads):
+            mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
+        cache.verify_checks.extend(checks)
+        if mu_v is not None:
+            check = CHECK_CHOLESKY
+            source = "Lanczos" if eig.method == "lanczos" else "eigh"
+            check_note = (f"{source} estimate {eig.value:.6g}, verified {mu_v:.6g} "
+                          f"(rounding allowance {checks[-1].delta:.2g}, "
+                          f"{len(checks)} factorisation(s), "
+                          f"{sum(c.seconds for c in checks):.3g} s)")
+            mu = mu_v
+        else:
+            check_note = why
+    if mu >= 0:
+        return Certificate(-phi, mu, "dual-feasible", eig=eig, check=check,
+                           check_note=check_note, y=y, nu=nu)
+    if pen.mode == "equality":
+        if cache.curvature is None:
+            cache.curvature = _objective_curvature(space)
+        c = cache.curvature
+        best = None
+        if c > 0:
+            # C <= -c I: S(s y, s nu) >= (s (mu - eps) + (s - 1) c) I = 0 at s = c / (c + mu - eps)
+            eps = 8.0 * _U * (abs(mu) + c + _gershgorin(space, y, nu))
+            if c + mu - eps > 0:
+                scale = c / (c + mu - eps)
+                best = Certificate(-pen.conjugate(scale * y), mu, "scaled",
+                                   f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
+                                   check=check, check_note=check_note, y=y, nu=nu)
+        if space.Q is None:
+            if cache.trace_bound is None:
+                cache.trace_bound = _trace_bound_equality(space.gp)
+            T = cache.trace_bound
+            if best is None or -phi + mu * T > best.bound:
+                best = Certificate(-phi + mu * T, mu, "trace-bound",
+                                   f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
+                                   check_note=check_note, y=y, nu=nu)
+        if best is None:
+            return Certificate(None, mu, "none", "dual slack not PSD on the reduced basis "
+                               "and the objective not negative definite there", eig=eig,
+                               check=check, y=y, nu=nu)
+        return best
+    y0 = pen.coercive_point()
+    if cache.mu0 is None:
+        try:
+            cache.mu0 = _lambda_min(space, y0, 0.0, tol=eig_tol).value
+        except spla.ArpackNoConvergence:
+            cache.mu0 = -np.inf
+    mu0 = cache.mu0
+    if check == CHECK_CHOLESKY and np.isfinite(mu0) and mu0 > 0:
+        # the combination's lambda_min rests on mu0 as well: verify it too (once)
+        if cache.mu0_verified is None:
+            with threadpool_limits(limits=cache.verify_threads):
+                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, 0.0, mu0)
+            cache.verify_checks.extend(checks0)
+            cache.mu0_verified = (mu0_v, why0)
+        mu0_v, why0 = cache.mu0_verified
+        if mu0_v is None:
+            check = _eig_check(space, eig)
+            check_note += f"; lambda_min at y0 unverified: {why0}"
+        else:
+            mu0 = mu0_v
+            check_note += f"; lambda_min at y0 verified {mu0_v:.6g}"
+    if mu0 <= 0:
+        return Certificate(None, mu, "none",
+                           f"no coercive dual point (lambda_min at y0 = {mu0:.3g})", eig=eig,
+                           check=check, y=y, nu=nu)
+    # (1 - theta) mu + theta mu0 = eps > 0: a margin of a few roundings (|y| g u) so the
+    # rounded combination of the multipliers keeps lambda_min >= 0
+    eps = 8.0 * _U * (abs(mu) + mu0 + _gershgorin(space, y, nu))
+    theta = _shift_theta(mu, mu0, eps)
+    bound = -pen.conjugate((1 - theta) * y + theta * y0)
+    note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
+    if check == CHECK_DENSE:
+        # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
+        # concave interpolation s mu0 (the Laplacian L(y0 - y) >= 0 lifts the near-null
+        # directions of S(y)), so the shift costs less; exact eigenvalues only
+        for s_ in _SHIFT_ANCHORS:
+            ys, nus = y + s_ * (y0 - y), (1 - s_) * nu
+            mus = _lambda_min(space, ys, nus, tol=eig_tol).value
+            if mus <= 0:
+                continue
+            th = _shift_theta(mu, mus, eps)
+            b = -pen.conjugate((1 - th) * y + th * ys)
+            if b > bound:
+                bound = b
+                note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
+                        f"(lambda_min there {mus:.3g})")
+    return Certificate(bound, mu, "shifted", note, eig=eig, check=check,
+                       check_note=check_note, y=y, nu=nu)
+
+
+def _shift_theta(mu: float, mu_anchor: float, eps: float = 0.0) -> float:
+    r""":math:`\theta = \min(1, (\epsilon - \mu)/(\mu_a - \mu))`: the step from multipliers
+    with :math:`\lambda_{\min}(S) = \mu < 0` towards an anchor with :math:`\lambda_{\min} =
+    \mu_a > 0` after which, by concavity of :math:`\lambda_{\min}`, it is at least
+    :math:`\epsilon` (the shifted certificate's rounding margin)."""
+    return min(1.0, (eps - mu) / (mu_anchor - mu))
+
+
+#: anchors s of the shifted certificate besides y0 itself (dense eigenvalues only)
+_SHIFT_ANCHORS = (1e-2, 1e-4, 1e-6)
+
+
+def _rel_gap(p, lb):
+    """:math:`|p - \\ell| / \\max(|p|, |\\ell|)` (``p`` may fall below a valid bound only through
+    the infeasibility of an equality-constrained factor, reported separately); ``inf`` for a
+    non-finite bound (multipliers outside the domain of :math:`\\varphi^*`)."""
+    if lb is None or p is None:
+        return None
+    if not np.isfinite(lb):
+        return np.inf
+    return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
+
+
+def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
+    """The certificate with the highest bound over candidate dual points (it carries its
+    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`)."""
+    best = None
+    for k, (y, nu) in enumerate(candidates):
+        cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
+                       target=target)
+        if k > 0:
+            cert.note = "refined multipliers; " + cert.note
+        if best is None or (cert.bound is not None
+                            and (best.bound is None or cert.bound > best.bound)):
+            best = cert
+        if target is not None and best.bound is not None and best.bound >= target:
+            break  # good enough: the other candidates would only cost eigenvalue solves
+    return best
+
+
+def _higher_bound(best: Certificate | None, cert: Certificate) -> Certificate | None:
+    """``cert`` if its bound exceeds ``best``'s (or ``best`` is ``None``), else ``best``."""
+    if cert.bound is not None and (best is None or cert.bound > best.bound):
+        return cert
+    return best
+
+
+def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
+    """Farkas test: :math:`\\mathcal A^T\\hat y \\succeq 0` and :math:`\\hat y^T\\bar D<0`."""
+    yh = y / max(np.linalg.norm(y), 1e-300)
+    if yh @ pen.t >= -1e-6 * np.linalg.norm(pen.t):
+        return "optimal_inaccurate"
+    eig = _lambda_min(space.without_objective(), yh, nu / max(np.linalg.norm(y), 1e-300),
+                      tol=opts.eig_tol)
+    return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

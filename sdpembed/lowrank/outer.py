@@ -1,0 +1,445 @@
+"""The outer loop of the augmented Lagrangian: multipliers, penalties, certificates, rank."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from .alm import _ALM, _escape
+from .certificate import (
+    _UNVERIFIED,
+    Certificate,
+    _best_certificate,
+    _higher_bound,
+    _infeasible_or_failed,
+    _rel_gap,
+    verify_certificate,
+)
+from .options import LowRankOptions
+from .penalty import DistancePenalty
+from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
+from .result import LowRankResult, _SolveState
+from .space import FactorSpace
+from .spectrum import _verify_threads
+
+logger = logging.getLogger(__name__)
+
+
+#: largest augmented-Lagrangian penalty, relative to the starting one (the penalty is
+#: tripled while the residual stalls): lower caps leave the multipliers converging too
+#: slowly, higher ones give subproblems Newton-CG cannot solve accurately; restoration
+#: (:func:`restore_feasibility`) does the last of the primal work
+_SIGMA_MAX = 81.0
+
+#: the same cap for ``distances="interval"`` (DVU)
+_SIGMA_MAX_INTERVAL = 27.0
+
+#: the kink envelope's first penalty relative to the equality problem's 10/mean(D̄):
+#: the DVU objective is a small difference of large terms, and a smaller penalty leaves
+#: it more weight in the subproblems
+_SIGMA_KINK = 0.1
+
+
+def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
+    r"""Whether the factor has a numerically null column direction,
+    :math:`\sigma_{\min}(W) \le` ``rtol`` :math:`\sigma_{\max}(W)`.
+
+    A rank-deficient second-order critical point of the factorised problem is
+    a global optimum (Burer & Monteiro 2005), so a negative eigenvalue of
+    :math:`S(y)` there comes from inexact multipliers and inner solves, not
+    from a missing dimension: adding a column would only perturb a nearly
+    converged point. The default ``rtol`` leaves DVU's small but genuine singular
+    values (about 1e-4 of the largest and above) alone.
+    """
+    s = np.linalg.svd(W, compute_uv=False)
+    return bool(s[-1] <= rtol * s[0])
+
+
+def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
+    r"""The factor without its numerically null directions, or ``None`` to keep it.
+
+    With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up
+    to :math:`\sum_{i>k}\sigma_i^2 u_iu_i^T`, where :math:`k` counts the singular values
+    above ``rtol`` :math:`\sigma_{\max}` plus ``margin``, so that the trimmed factor
+    stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
+    trims only when at least a quarter of the columns go. Every inner iteration
+    costs in proportion to the rank, and null columns do not come back by themselves
+    (their gradient :math:`2S(y)w` vanishes with :math:`w`).
+    """
+    U, s, _ = np.linalg.svd(W, full_matrices=False)
+    k = int(np.sum(s > rtol * s[0])) + margin
+    if k > 0.75 * W.shape[1]:
+        return None
+    return U[:, :k] * s[:k]
+
+
+class _OuterLoop:
+    r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
+
+    Each iteration (:meth:`step`) solves the subproblem at the current
+    multipliers and penalty, updates the multipliers
+    :math:`y = \nabla\psi(D)`, and, once the cheap gap
+    :math:`(p + \varphi^*(y))/|p|` is small, attempts a certificate
+    (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises
+    the penalties and tightens the subproblem tolerance. Weak duality holds
+    across iterations, so the loop keeps the lowest objective of any
+    certifiable iterate (``best_primal``) and the highest bound of any attempt
+    (``best_dual``), and stops once that pair proves ``tol``.
+    """
+
+    def __init__(self, space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
+                 state: _SolveState, t0: float, W: np.ndarray):
+        self.space, self.pen, self.alm, self.opts, self.state, self.t0 = \
+            space, pen, alm, opts, state, t0
+        self.cache = state.certificates
+        self.W = W
+        self.y = np.zeros(pen.t.shape[0])
+        self.nu = 0.0
+        quad, _, _ = alm.objective_parts(W)
+        # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
+        self.envelope = None if pen.mode != "interval" else (
+            "kink" if alm.on_kink else "huber")
+        self._start_penalty()
+        self.obj_scale = max(abs(quad), 1e-12)
+        self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
+        self.prev_h = np.inf
+        self.gtol = 1e-3
+        self.cheap_prev = np.inf
+        self.rnorm = self.infeas = np.inf  # the last iterate's
+        self.status = "optimal_inaccurate"
+        self.it = 0
+        self.certificate = Certificate(None, None, "none", "not computed")
+        self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
+        self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
+        self.history: list[dict] = []
+
+    def _start_penalty(self) -> None:
+        r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
+        pen, kind = self.pen, self.alm.kind
+        if kind == "interval":  # Huber
+            sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
+        elif kind == "equality":  # equality, or the kink of "interval"
+            sigma = 10.0 / max(np.mean(pen.t), 1e-300)
+            if pen.mode == "interval":
+                sigma *= _SIGMA_KINK
+        else:  # "quadratic": no splitting
+            sigma = 1.0
+        self.sigma = self.sigma0 = sigma
+        self.sigma_cap = _SIGMA_MAX_INTERVAL if kind == "interval" else _SIGMA_MAX
+        self.prev_res = np.inf
+
+    def _leave_kink(self, g: np.ndarray) -> np.ndarray:
+        r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
+        leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
+        known to solve the interval one); returns ``g`` clipped to the box, the Huber
+        multipliers the solve goes on from at the Huber envelope's first penalty."""
+        pen = self.pen
+        self.alm.leave_kink()
+        self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
+        self._start_penalty()
+        return np.clip(g, -pen.w, pen.w)
+
+    # ------------------------------------------------------------------ iterations
+    def run(self) -> None:
+        """Outer iterations until certified, out of time or iterations, or diverging."""
+        for it in range(1, self.opts.max_outer + 1):
+            self.it = it
+            entry, step = self.step()
+            self.history.append(entry)
+            if self.status == "optimal":
+                break
+            logger.info("LOWRANK outer %d: %s", self.it, entry)
+            if time.perf_counter() - self.t0 > self.opts.time_limit:
+                break
+            self.schedule(**step)
+            # divergence: the factor grows without bound -> unbounded
+            if np.sum(self.W * self.W) > 1e12 * max(self.space.gp.target.sum(), 1.0):
+                self.status = "unbounded"
+                break
+
+    def solve_subproblem(self):
+        """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
+        cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
+        and whether the rank was trimmed."""
+        opts, W = self.opts, self.W
+        run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
+        if opts.inner == "plbfgs":
+            # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
+            om = self.pen.curvature_weights(self.sigma) / W.shape[1]
+            inner = self.space.preconditioner(om)
+        else:
+            inner = "newton" if newton else None
+        W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
+                     opts.max_newton if newton else opts.max_inner, inner)
+        trimmed = _trim_rank(W)
+        self.W = W if trimmed is None else trimmed
+        return res, trimmed is not None
+
+    def step(self) -> tuple[dict, dict]:
+        """One outer iteration. Returns its history entry and what :meth:`schedule` needs."""
+        space, pen, opts = self.space, self.pen, self.opts
+        res, trimmed = self.solve_subproblem()
+        W = self.W
+        g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
+        r = pen.residual(D, g, self.y, self.sigma, self.alm.kind)
+        rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
+        h_viol = space.snr_violation(h, quad)
+        left_kink = self.alm.on_kink and not pen.in_box(g)
+        if left_kink:
+            g = self._leave_kink(g)
+        self.y = g
+        if space.H is not None:
+            self.nu = gs
+        p = quad + pen.objective(D)
+        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol)
+        self.rnorm, self.infeas = rnorm, infeas
+        lb_cheap = -pen.conjugate(self.y)
+        cheap_gap = _rel_gap(p, lb_cheap)
+        self.cheap_prev = cheap_gap
+        entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
+                 "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
+                 "cheap_gap": cheap_gap, "seconds": time.perf_counter() - self.t0}
+        if trimmed:
+            entry["trimmed_rank"] = W.shape[1]
+        if left_kink:
+            entry["left_kink"] = True
+        feas_target = max(opts.feas_tol, 1e-2 * opts.tol)
+        converged_primal = infeas <= opts.feas_tol and (rnorm <= feas_target
+                                                          or pen.mode != "equality")
+        # the point the certificate is taken at: the iterate, or (equality) the iterate
+        # moved onto the constraints when only its residual keeps it from certification,
+        # or (interval) the iterate with its edges near the kink moved onto it
+        W_c, p_c, infeas_c, certifiable = W, p, infeas, converged_primal
+        gate_gap = cheap_gap
+        if (not converged_primal and pen.mode == "equality" and rnorm <= _RESTORE_MAX
+                and h_viol <= opts.feas_tol and cheap_gap <= 100 * opts.tol):
+            restored = self._onto_constraints(W, quad, feas_target)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
+                certifiable = True
+                cheap_gap = _rel_gap(p_c, lb_cheap)
+                gate_gap = cheap_gap
+                entry.update(restored_residual=infeas_c, restored_objective=p_c)
+        elif certifiable and pen.mode == "interval" and cheap_gap <= 100 * opts.tol:
+            restored = self._onto_kink(W, p)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
+                entry.update(restored_objective=p_c)
+                # the multipliers must close the gap to both points before they are tried:
+                # the restored objective alone can fall just below their own bound by
+                # coincidence, and the iterate's alone can match it while the restored
+                # point is lower (either way a futile lift)
+                gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
+        new_best = certifiable and (self.best_primal is None or p_c < self.best_primal[0])
+        if new_best:
+            self.best_primal = (p_c, W_c.copy(), infeas_c)
+        y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
+        # "interval": refined only at a new best point (the refinements that closed the
+        # gap were all there). Not for "equality", whose restored points are not
+        # comparable that way
+        if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
+            # complementary slackness is fitted at the stationary iterate, not the restored one
+            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
+            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref))
+            entry["refined_cheap_gap"] = refined_gap
+        if certifiable and min(gate_gap, refined_gap) <= opts.tol:
+            candidates = [(self.y, self.nu)] + (
+                [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
+        return entry, {"h_viol": h_viol, "cheap_gap": cheap_gap,
+                       "converged_primal": converged_primal, "inner_iterations": res.nit}
+
+    def _onto_constraints(self, W, quad: float, feas_target: float):
+        """``(W_r, p_r, r_r)``: ``"equality"`` iterate ``W`` moved onto its constraints
+        (:func:`restore_feasibility`) when that reaches ``feas_target`` and keeps the SNR
+        constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term; else ``None``."""
+        space, pen, opts = self.space, self.pen, self.opts
+        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
+            return W_r, quad_r + pen.objective(D_r), r_r
+        return None
+
+    def _onto_kink(self, W, p: float):
+        """``(W_r, p_r, infeas_r)``: ``"interval"`` iterate ``W`` with the edges just off the
+        kink moved onto it (their slack penalty is the cost), when that lowers the objective
+        ``p`` and keeps the SNR constraint within ``feas_tol``; else ``None``."""
+        space, pen = self.space, self.pen
+        W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
+        quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+        p_r = quad_r + pen.objective(D_r)
+        infeas_r = space.snr_violation(h_r, quad_r)
+        if p_r < p and infeas_r <= self.opts.feas_tol:
+            return W_r, p_r, infeas_r
+        return None
+
+    def attempt_certificate(self, entry: dict, candidates: list, p: float, p_c: float,
+                            lb_cheap: float) -> None:
+        """Certify the candidates (and lift the best, see :func:`_lifted_certificate`); stop
+        (status ``"optimal"``) once the best pair proves ``tol``, else grow the rank along the
+        negative eigenvector where that eigenvalue keeps the gap open."""
+        space, pen, opts, cache = self.space, self.pen, self.opts, self.cache
+        p_best = self.best_primal[0]
+        certificate = _best_certificate(
+            space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
+        certificate = self._verified_if_closing(certificate, p_c)
+        gap = _rel_gap(p_c, certificate.bound)
+        self.certificate = certificate
+        # n > limits.eig: a Lanczos (unverified) gap unless it closed (then verified)
+        entry.update({"lambda_min": certificate.lambda_min,
+                      "certified_gap" if certificate.verified else "estimated_gap": gap})
+        self.best_dual = _higher_bound(self.best_dual, certificate)
+        t_lift = time.perf_counter()
+        lifted = _lifted_certificate(space, pen, certificate, gap,
+                                     None if self.best_dual is None else self.best_dual.bound,
+                                     candidates, opts, cache, p_best)
+        if lifted is not None:
+            entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
+                         lift_seconds=time.perf_counter() - t_lift)
+            self.best_dual = _higher_bound(self.best_dual, lifted)
+        best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
+        combined = _rel_gap(p_best, best.bound) if best is not None else None
+        if combined is not None and gap is not None and combined < gap:
+            entry["combined_gap"] = combined
+        if combined is not None and combined <= opts.tol:
+            self.status = "optimal"
+            self.W = self.best_primal[1]
+            self.certificate, self.y, self.nu = best, best.y, best.nu
+            return
+        # grow the rank only where the negative eigenvalue, not the multipliers,
+        # is what keeps the gap open
+        loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
+            if certificate.bound is not None else np.inf
+        if certificate.lambda_min is not None and certificate.lambda_min < 0 \
+                and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
+                and not _rank_deficient(self.W):
+            self.W = _escape(self.alm, self.W, certificate.eig.vector, self.y, self.nu,
+                             self.sigma, self.sigma_h)
+            entry["grew_rank"] = self.W.shape[1]
+        self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
+        """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
+        (Lanczos, or for n > ``DenseLimits.eig`` a lifted dense eigenvalue) and would prove
+        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
+        leftmost eigenvalue by more than the gap allows; checked here (one dense
+        Cholesky), a failed estimate lets the solve go on (a lift, more iterations)
+        instead of ending it at ``optimal_inaccurate``."""
+        if cert is None or cert.verified or cert.bound is None \
+                or _rel_gap(p, cert.bound) > self.opts.tol:
+            return cert
+        return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
+                                  cache=self.cache)
+
+    def schedule(self, *, h_viol: float, cheap_gap: float, converged_primal: bool,
+                 inner_iterations: int) -> None:
+        """Penalties and subproblem tolerance for the next iteration (after :meth:`step`,
+        whose residual is ``self.rnorm``)."""
+        pen, opts, rnorm = self.pen, self.opts, self.rnorm
+        if pen.splitting or self.space.H is not None:
+            # raise the penalty while the split residual stalls above tolerance, up to
+            # _SIGMA_MAX (_SIGMA_MAX_INTERVAL) times its start (a larger one only worsens
+            # the subproblems' conditioning, and restore_feasibility does the last of the
+            # primal work)
+            raise_sigma = rnorm > max(0.25 * self.prev_res, opts.feas_tol) \
+                and 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
+            # the SNR penalty has its own schedule: its violation can stall while the
+            # distance residual is fine
+            raise_h = raise_sigma or (h_viol > max(0.25 * self.prev_h, opts.feas_tol)
+                                      and self.sigma_h < 1e6 * self.sigma_h0)
+            self.sigma *= 3.0 if raise_sigma else 1.0
+            self.sigma_h *= 3.0 if raise_h else 1.0
+            self.prev_res, self.prev_h = rnorm, h_viol
+        if cheap_gap > opts.tol or not converged_primal:
+            self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
+        if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
+            # the subproblem was already "solved" at this tolerance: tighten it, or the
+            # outer loop would repeat the same point
+            self.gtol = max(self.gtol * 0.1, 1e-12)
+        if not pen.splitting and self.space.H is None and not converged_primal:
+            self.gtol = max(self.gtol * 0.1, 1e-10)
+
+    # ------------------------------------------------------------------ the answer
+    def final_point(self) -> tuple[np.ndarray, float]:
+        """The reported factor (in the space's coordinates) and its objective; sets the
+        reported certificate and multipliers.
+
+        Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
+        bound, else the best (or, in equality mode, the more feasible last) iterate with the
+        last multipliers certified (every large solve reports a bound, however loose, or
+        says why it has none)."""
+        space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
+        W, status, best_dual = self.W, self.status, self.best_dual
+        p = alm.true_objective(W)
+        if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
+            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
+            if r_r < _RESTORE_MAX and r_r < self.rnorm:
+                W, p = W_r, alm.true_objective(W_r)
+        if status == "optimal_inaccurate" and best_dual is None:
+            cert = _best_certificate(
+                space, pen, W, [(self.y, self.nu),
+                                refine_multipliers(space, pen, W, self.y, self.nu)],
+                opts, self.cache, target=p)
+            self.certificate, self.y, self.nu = cert, cert.y, cert.nu
+        if status != "optimal" and best_dual is not None:
+            self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
+        if status != "optimal" and self.best_primal is not None and (
+                best_dual is not None or (status == "optimal_inaccurate"
+                                          and self.best_primal[0] < p)):
+            # the best primal point seen, also when the loop made no certificate attempt
+            # (the iterates' objectives are not monotone); an equality-mode last iterate
+            # that is more feasible is kept
+            pb, Wb, infb = self.best_primal
+            if not (pen.mode == "equality" and infb > self.infeas):
+                W, p = Wb, pb
+        return W, p
+
+    def result(self) -> LowRankResult:
+        """The :class:`LowRankResult`: final point, its infeasibility, and the reported
+        certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for
+        n > ``DenseLimits.eig``)."""
+        space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
+        W, p = self.final_point()
+        F = space.points(W)
+        quad, D, h = alm.objective_parts(W)
+        infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
+            if pen.mode == "equality" else 0.0
+        infeas = max(infeas, space.snr_violation(h, quad))
+        status, certificate = self.status, self.certificate
+        if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
+            status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
+        # here and not in the outer loop: a dense n x n Cholesky
+        verify_seconds = None
+        if certificate.check in _UNVERIFIED and certificate.bound is not None:
+            t_v = time.perf_counter()
+            cache.verify_threads = _verify_threads()
+            certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
+                                             cache=cache)
+            verify_seconds = time.perf_counter() - t_v
+        gap = _rel_gap(p, certificate.bound)
+        bound = certificate.bound
+        estimated_gap = estimated_bound = None
+        if not certificate.verified:
+            # an unverified (Lanczos) bound is an estimate, never reported as certified
+            estimated_gap, estimated_bound = gap, bound
+            gap = bound = None
+            if status == "optimal" and certificate.bound is not None:
+                status = "optimal_inaccurate"
+        elif status == "optimal" and gap > opts.tol:
+            # verification lowered the bound below the target (Lanczos missed an eigenvalue)
+            status = "optimal_inaccurate"
+        return LowRankResult(
+            factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
+            y=self.y, nu=self.nu, status=status, iterations=self.it,
+            seconds=time.perf_counter() - self.t0, history=self.history,
+            certificate=certificate, function_evaluations=alm.nfev,
+            interval_envelope=self.envelope, unverified=not certificate.verified,
+            estimated_gap=estimated_gap, estimated_bound=estimated_bound,
+            verify_seconds=verify_seconds,
+            verify_factorisations=[
+                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
+                 "verified": c.verified} for c in cache.verify_checks],
+            reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start)

@@ -1,0 +1,357 @@
+"""Dual and primal repairs near the optimum: refined multipliers, the lift, restoration."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import scipy.optimize as sopt
+import scipy.sparse.linalg as spla
+
+from ..exceptions import InputError
+from .certificate import (
+    _LIFTED,
+    CertificateCache,
+    _certificate_from_eig,
+    _shift_theta,
+)
+from .lmi_lp import rank_one_lmi_lp
+from .options import _require_int, _require_kink_tol
+from .penalty import DistancePenalty
+from .space import FactorSpace
+from .spectrum import EigenEstimate, _dense_bottom, _gershgorin
+
+logger = logging.getLogger(__name__)
+
+
+#: an edge with :math:`|D_e - \bar D_e| \le` this times :math:`\bar D_e` is on the kink of the
+#: ``"interval"`` penalty (:func:`refine_multipliers`, :func:`restore_feasibility`)
+_KINK_TOL = 1e-4
+
+
+def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
+                       nu: float, *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, float]:
+    """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
+
+    The augmented-Lagrangian multipliers carry the error of every inexact
+    subproblem, and the certificate loses :math:`|\\lambda_{\\min}(S)|` times a
+    trace bound. Given the factor, the dual point that fits it best solves
+    the bounded linear least-squares problem
+
+    .. math::
+
+        \\min_{y,\\ \\nu\\ge 0}\\ \\|P(\\tilde C V + \\textstyle\\sum_e y_e a_e a_e^TV
+            + \\nu HV)\\|_F \\quad\\text{s.t.}\\quad y\\in\\mathrm{dom}\\,\\varphi^*,
+
+    with, for ``"interval"``, :math:`y_e = w_e\\,\\mathrm{sign}(D_e-\\bar D_e)` fixed on
+    edges off the kink (:math:`|D_e - \\bar D_e| > ` ``kink_tol`` :math:`\\bar D_e`,
+    where :math:`\\varphi` is differentiable) and :math:`|y_e|\\le w_e` on the
+    others, which makes the duality gap :math:`\\sum_e (w_e|D_e-\\bar D_e| - y_e(D_e-\\bar D_e))`
+    vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. Solved by
+    :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
+    candidate: :func:`certify` checks it like any other dual point. Returns
+    ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
+    that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
+    """
+    if pen.mode == "quadratic":
+        return y, nu
+    _require_kink_tol("refine_multipliers", kink_tol)
+    Z = space.diffs(W)
+    m, k = Z.shape
+    res = np.einsum("ij,ij->i", Z, Z) - pen.t
+    if pen.mode == "interval":
+        free = np.abs(res) <= kink_tol * pen.t
+        y_fix = np.where(free, 0.0, pen.w * np.sign(res))
+        lo, hi = -pen.w[free], pen.w[free]
+    else:
+        free = np.ones(m, dtype=bool)
+        y_fix = np.zeros(m)
+        lo, hi = np.full(m, -np.inf), np.full(m, np.inf)
+    fe = np.flatnonzero(free)
+    HW = space.project(space.apply_H(W)) if space.H is not None else None
+    b = -space.project(space.apply_C(W) + space.ET @ (y_fix[:, None] * Z))
+    n_var = fe.size + (HW is not None)
+
+    def matvec(x):
+        x = np.ravel(x)
+        ye = np.zeros(m)
+        ye[fe] = x[: fe.size]
+        out = space.ET @ (ye[:, None] * Z)
+        if HW is not None:
+            out = out + x[-1] * HW
+        return np.ravel(out)
+
+    def rmatvec(r):
+        R = np.reshape(r, W.shape)
+        out = np.einsum("ij,ij->i", Z[fe], (space.E @ R)[fe])
+        if HW is not None:
+            out = np.r_[out, np.sum(HW * R)]
+        return out
+
+    op = spla.LinearOperator((W.size, n_var), matvec=matvec, rmatvec=rmatvec, dtype=float)
+    if HW is not None:
+        lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
+    # solve for the correction from the current multipliers (clipped into the box)
+    x0 = np.clip(np.r_[y[fe], nu] if HW is not None else y[fe], lo, hi)
+    try:
+        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
+                              method="trf", tol=1e-12, max_iter=200)
+    except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
+        return y, nu
+    x = np.clip(x0 + sol.x, lo, hi)
+    y_new = y_fix.copy()
+    y_new[fe] = x[: fe.size]
+    return y_new, (float(x[-1]) if HW is not None else nu)
+
+
+#: the lift's eigenvalue target relative to a Gershgorin bound on ||S||: the bottom block
+#: holds S's near-zero eigenvalues on the factor's range (S V = 0 at the optimum), and
+#: raising them to the target costs bound. The lifted point is only a candidate: its
+#: certificate is computed and verified like any other.
+_LIFT_MARGIN = 1e-10
+
+
+def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float) -> float:
+    r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0)` from multipliers with
+    :math:`\lambda_{\min}(S) = \mu \le 0`, :math:`\theta` of :func:`_shift_theta` without
+    :func:`certify`'s rounding margin (``-inf`` without a coercive :math:`\mu_0 > 0`): a
+    stopping test, not a certificate."""
+    if not mu0 > 0:
+        return -np.inf
+    theta = _shift_theta(mu, mu0)
+    return -pen.conjugate((1 - theta) * y + theta * pen.coercive_point())
+
+
+def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
+                     floor: float | None = None, n_eig: int | None = None,
+                     n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
+                     eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
+                     target: float | None = None, mu0: float | None = None
+                     ) -> tuple[np.ndarray, EigenEstimate]:
+    r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
+
+    Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
+    :math:`\delta_ea_ea_e^T` to :math:`S` and costs :math:`\delta_e\bar D_e` in the
+    bound :math:`-\bar D^Ty`. Near the optimum :math:`S(y)` has a few small negative
+    eigenvalues whose eigenvectors sit on few points, so lifting them costs far less
+    than moving all of :math:`y` towards the coercive point (the ``"shifted"``
+    certificate, which loses about :math:`|\lambda_{\min}|\,\|w-y\|_{\bar D}/\mu_0`).
+    Each round (a cutting plane on the dual SDP, cf. Helmberg & Rendl's spectral
+    bundle method) takes the bottom eigenpairs :math:`(\Lambda, X)` of :math:`S` on
+    :math:`\mathbf 1^\perp` (dense; the negative ones and 16 more, at least
+    ``min_block`` and at most ``n_eig``, default ``DenseLimits.block``: a small block
+    lets the coupling with the rest recreate negative eigenvalues, whose later rounds
+    cost more than lifting them together; the default ``min_block=None`` is
+    :math:`\min(160, \max(80, \lfloor n/15\rfloor))`, smaller for small n, where it
+    lifts as far in less time), the ``n_edges`` edges with room
+    (:math:`y_e < w_e`) that reach the negative eigenvectors best per unit of
+    :math:`\bar D_e`, and solves
+
+    .. math::
+
+        \min_\delta\ \bar D^T\delta\quad\text{s.t.}\quad \Lambda - \eta I
+        + \textstyle\sum_e \delta_e (X^Ta_e)(X^Ta_e)^T\succeq 0,\quad
+        0\le\delta\le w - y
+
+    (:func:`~sdpembed.lowrank.lmi_lp.rank_one_lmi_lp`, :math:`\eta` = ``_LIFT_MARGIN`` times a
+    Gershgorin bound on :math:`\|S\|`).
+    Coupling with the eigenspace left out can leave new, smaller negative
+    eigenvalues; the next round takes those. Stops when :math:`\lambda_{\min}\ge 0`,
+    after ``rounds`` rounds, once the bound falls below ``floor`` (a lift that
+    cannot pay off), or, given ``target`` and ``mu0`` (:math:`\mu_0 > 0`, the
+    :math:`\lambda_{\min}` at the coercive point :math:`y_0 = w`), once the shifted
+    bound :math:`-\varphi^*((1-\theta)y + \theta y_0)`,
+    :math:`\theta = -\lambda_{\min}/(\mu_0 - \lambda_{\min})`, reaches ``target``:
+    the rest of the way to a PSD :math:`S` is not worth its rounds at large n (the
+    certificate is computed afterwards as for any other dual point). ``y`` is first
+    clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
+    solve's candidates already lie in it) and the caller's array is not modified.
+    ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
+    (at least ``n_eig`` of them, or n - 1), already computed for this ``y``
+    (:func:`certify` keeps them), used for the first round instead of a new
+    eigendecomposition. Returns the new multipliers and
+    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`). The result
+    is only a candidate: the certificate treats it like any other dual point (and
+    verifies it for n > ``DenseLimits.eig``).
+
+    ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
+    space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
+    without ``mu0``, and unless
+    ``n_eig``, ``n_edges``, ``min_block`` (unless ``None``) are positive integers and
+    ``rounds`` >= 0.
+    """
+    if pen.mode != "interval" or space.Q is not None:
+        raise InputError("lift_multipliers works on distances='interval' in the full space")
+    n = space.dim
+    if n > space.limits.lift:
+        raise InputError(f"lift_multipliers needs dense eigenpairs: n = {n} > "
+                         f"{space.limits.lift} (DenseLimits.lift)")
+    if n_eig is None:
+        n_eig = space.limits.block
+    y = np.asarray(y, dtype=float)
+    if y.shape != pen.t.shape:
+        raise InputError(f"lift_multipliers needs one multiplier per edge: y of shape "
+                         f"{pen.t.shape}, got {y.shape}")
+    if min_block is None:
+        min_block = min(160, max(80, n // 15))
+    for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
+                             ("rounds", rounds, 0), ("min_block", min_block, 1)):
+        _require_int("lift_multipliers", name, value, low)
+    if target is not None and mu0 is None:
+        raise InputError("lift_multipliers: target needs mu0, lambda_min of S at the "
+                         "coercive point y0 = w (a value <= 0 means none: target unused)")
+    k_all = min(n_eig, n - 1)
+    if eigenpairs is not None and (len(eigenpairs[0]) < k_all
+                                   or np.shape(eigenpairs[1]) != (n, len(eigenpairs[0]))
+                                   or np.any(np.abs(y) > pen.w)):
+        raise InputError(f"lift_multipliers: eigenpairs must hold at least {k_all} "
+                         f"eigenpairs (values, n x k vectors) of S at y, and y must lie "
+                         "in the box |y| <= w")
+    y = np.clip(y, -pen.w, pen.w)
+    eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
+    for r in range(rounds + 1):
+        if r == 0 and eigenpairs is not None:
+            lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
+        else:
+            lam, X = _dense_bottom(space, y, nu, k_all)
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+        if lam[0] >= 0 or r == rounds or (floor is not None and -pen.conjugate(y) < floor) \
+                or (target is not None and _shifted_bound(pen, y, lam[0], mu0) >= target):
+            break
+        neg = lam < 0
+        K = min(k_all, max(int(neg.sum()) + 16, min_block))
+        Bm = space.E @ X[:, :K]
+        room = pen.w - y
+        score = np.where(room > 1e-12 * pen.w, (Bm[:, neg[:K]] ** 2).sum(axis=1) / pen.t, 0.0)
+        sel = np.argsort(-score)[:n_edges]
+        sel = sel[score[sel] > 0]
+        if sel.size == 0:
+            break
+        res = rank_one_lmi_lp(np.diag(lam[:K] - eta), Bm[sel], pen.t[sel],
+                              np.zeros(sel.size), room[sel])
+        y[sel] = np.minimum(y[sel] + res.d, pen.w[sel])
+        logger.debug("lift round %d: lambda_min %.3g, %d negative, block %d, %d edges, "
+                     "cost %.3g, %s after %d iterations", r + 1, lam[0], int(neg.sum()), K,
+                     sel.size, res.cost, res.status, res.iterations)
+    return y, eig
+
+
+#: largest relative residual from which :func:`restore_feasibility` is tried
+_RESTORE_MAX = 1e-3
+
+
+def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, *, tol: float,
+                        max_steps: int = 5, kink_tol: float = _KINK_TOL
+                        ) -> tuple[np.ndarray, float]:
+    r"""Move a factor onto the distance equalities by Gauss–Newton steps.
+
+    For ``"equality"`` the augmented-Lagrangian iterate violates
+    :math:`D_e(W) = \|E_eW\|^2 = \bar D_e` by its residual :math:`c(W) = D(W) - \bar D`,
+    and its objective is no upper bound on :math:`p^*`. Each step takes the
+    least-norm correction of the linearised constraints,
+
+    .. math::
+
+        \Delta = \arg\min\ \{\|\Delta\|_F : c(W) + J\Delta = 0\},\qquad
+        J\Delta = 2\,\big(\langle E_eW, E_e\Delta\rangle\big)_e,
+
+    solved matrix-free by LSMR (:math:`J^T\lambda = 2E^T\mathrm{diag}(\lambda)EW` keeps
+    the columns centred). The constraints are quadratic, so from a small residual
+    the steps converge quadratically and move the objective by about
+    :math:`y^Tc(W)`: the restored point is feasible to ``tol``, so its objective
+    bounds :math:`p^*` from above up to that residual (the certificate's other
+    side). Stops at ``tol`` (relative,
+    :math:`\|c\|/\|\bar D\|`), after ``max_steps``, or when a step does not reduce
+    the residual. Returns the best factor found and its relative residual.
+
+    For ``"interval"`` every factor is feasible, but the penalty
+    :math:`\lambda\sum_e|D_e-\bar D_e|/\bar D_e` is not differentiable at
+    :math:`D_e = \bar D_e`, where the optimum keeps most edges; the augmented
+    Lagrangian leaves them a little off it, and a few edges at 1e-5 relative cost as
+    much as the gap wanted. So the edges on the kink
+    (:math:`|D_e-\bar D_e|\le` ``kink_tol`` :math:`\bar D_e`, the set of
+    :func:`refine_multipliers`) are moved onto it, the others left free; the
+    residual is taken over those edges.
+
+    ``InputError`` for ``"quadratic"`` (no equalities, no kink), a factor of the
+    wrong shape, or a ``kink_tol`` that is not a finite number >= 0.
+    """
+    if pen.mode not in ("equality", "interval"):
+        raise InputError(f"restore_feasibility moves a factor onto distances='equality' "
+                         f"constraints or the kink of distances='interval'; got "
+                         f"distances={pen.mode!r}, whose penalty is smooth")
+    _require_kink_tol("restore_feasibility", kink_tol)
+    W = np.asarray(W, dtype=float)
+    if W.ndim != 2 or W.shape[0] != space.dim:
+        raise InputError(f"restore_feasibility needs a factor of shape ({space.dim}, k); "
+                         f"got {W.shape}")
+    E, ET, t = space.E, space.ET, pen.t
+    if pen.mode == "interval":
+        Z = space.diffs(W)
+        on = np.flatnonzero(np.abs(np.einsum("ij,ij->i", Z, Z) - t) <= kink_tol * t)
+        if on.size == 0:
+            return W, 0.0
+        E, ET, t = E[on], ET[:, on], t[on]     # the edges on the kink, sliced once
+    t_norm = max(float(np.linalg.norm(t)), 1e-300)
+
+    def resid(V):
+        Z = E @ V
+        return Z, np.einsum("ij,ij->i", Z, Z) - t
+
+    def jacobian(Z):
+        # J u = 2 <E_e W, E_e U>_e and J^T lam = 2 E^T diag(lam) E W, at E W = Z
+        return spla.LinearOperator(
+            (Z.shape[0], W.size), dtype=float,
+            matvec=lambda u: 2.0 * np.einsum("ij,ij->i", Z, E @ u.reshape(W.shape)),
+            rmatvec=lambda lam: np.ravel(2.0 * (ET @ (np.ravel(lam)[:, None] * Z))))
+
+    Z, c = resid(W)
+    best = (W, float(np.linalg.norm(c)) / t_norm)
+    for _ in range(max_steps):
+        if best[1] <= tol:
+            break
+        step = spla.lsmr(jacobian(Z), -c, atol=1e-6, btol=1e-6, maxiter=2000)[0]
+        W_new = W + step.reshape(W.shape)
+        Z_new, c_new = resid(W_new)
+        r_new = float(np.linalg.norm(c_new)) / t_norm
+        if r_new >= best[1]:
+            break
+        W, Z, c = W_new, Z_new, c_new
+        best = (W, r_new)
+    return best
+
+
+def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts,
+                        cache: CertificateCache, p_best):
+    r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
+
+    Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
+    misses ``tol`` because :math:`\lambda_{\min} < 0` and a candidate's own bound
+    :math:`\beta = -\varphi^*(y)` (which lifting can only lower) is above ``best_bound``,
+    the best bound so far, so that the lift can improve it. ``None`` where it is not
+    tried. A candidate whose :math:`\beta` exceeds the best objective ``p_best`` must
+    lose at least :math:`\beta - p_{\mathrm{best}}` in the lift, so candidates are
+    ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
+    The lift stops once the
+    shifted bound proves half of ``tol`` against ``p_best`` (its ``target``).
+    """
+    if (pen.mode != "interval" or space.Q is not None or space.dim > space.limits.lift
+            or (gap is not None and gap <= opts.tol) or certificate.lambda_min is None
+            or certificate.lambda_min >= 0):
+        return None
+    own = [-pen.conjugate(y_) for y_, _ in candidates]
+    k = int(np.argmax([min(b, 2.0 * p_best - b) for b in own]))
+    if best_bound is not None and not own[k] > best_bound:
+        return None
+    y_s, nu_s = candidates[k]
+    pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
+                  if nu_c == nu_s and np.array_equal(y_c, y_s)), None)
+    if pairs is not None and np.any(np.abs(y_s) > pen.w):
+        pairs = None  # the lift clips y into the box first: other eigenpairs
+    # stop lifting once the shift proves half the gap tolerance (a margin for the check)
+    y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound, eigenpairs=pairs,
+                                target=p_best - 0.5 * opts.tol * abs(p_best),
+                                mu0=-np.inf if cache.mu0 is None else cache.mu0)
+    cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
+    cert.note = _LIFTED + cert.note
+    return cert

@@ -1,0 +1,100 @@
+"""The outcome of a LOWRANK solve, and the state its stages share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .certificate import Certificate, CertificateCache
+
+__all__ = ["LowRankResult"]
+
+
+@dataclass
+class LowRankResult:
+    """Outcome of :func:`~sdpembed.lowrank.lowrank_solve`.
+
+    Attributes
+    ----------
+    factor : ndarray (n, k)
+        Point coordinates, :math:`G = FF^T`.
+    objective : float
+        The objective at ``factor`` (for ``"equality"``, a factor within
+        ``infeasibility`` of the constraints).
+    bound, certified_gap : float or None
+        The certified lower bound and relative gap; ``None`` when no certificate could be
+        computed or its :math:`\\lambda_{\\min}` could not be verified (then see
+        ``estimated_gap``).
+    infeasibility : float
+        Relative distance residual (``"equality"``) or SNR violation.
+    y, nu : ndarray, float
+        The multipliers of the reported certificate.
+    status : str
+        ``"optimal"``, ``"optimal_inaccurate"``, ``"unbounded"`` or ``"infeasible"``.
+    iterations : int
+        Outer iterations (interior-point iterations on a reduced basis).
+    seconds : float
+    history : list of dict
+        One entry per outer iteration (objective, residual, gaps, inner iterations, rank).
+    certificate : Certificate or None
+        The reported certificate (how :math:`\\lambda_{\\min}` was obtained, in words).
+    function_evaluations : int or None
+        Evaluations of the augmented Lagrangian (``None``: none ran).
+    interval_envelope : str or None
+        Which augmented Lagrangian ran for ``"interval"`` (``None`` otherwise).
+    unverified : bool
+        The certificate's :math:`\\lambda_{\\min}` could not be verified: ``bound`` and
+        ``certified_gap`` are ``None`` and the numbers are ``estimated_bound`` and
+        ``estimated_gap``.
+    estimated_gap, estimated_bound : float or None
+    verify_seconds : float or None
+        Time of the final Cholesky verification, where one ran.
+    verify_factorisations : list of dict
+        Every Cholesky factorisation of the verification (shift, allowance, outcome).
+    reduced_solver : dict or None
+        On a reduced basis: the interior-point method's record, or why it fell back.
+    warm_start : dict or None
+        The reduced-basis warm start's time and objective (``warm_start="basis"``).
+    lambda_min_at_slack_weight : float or None
+        ``"unbounded"``: :math:`\\lambda_{\\min}(S)` at the coercive point.
+    """
+
+    factor: np.ndarray
+    objective: float
+    bound: float | None
+    certified_gap: float | None
+    infeasibility: float
+    y: np.ndarray
+    nu: float
+    status: str
+    iterations: int
+    seconds: float
+    history: list[dict] = field(default_factory=list)
+    certificate: Certificate | None = None
+    function_evaluations: int | None = None
+    interval_envelope: str | None = None
+    unverified: bool = False
+    estimated_gap: float | None = None
+    estimated_bound: float | None = None
+    verify_seconds: float | None = None
+    verify_factorisations: list[dict] = field(default_factory=list)
+    reduced_solver: dict[str, Any] | None = None
+    warm_start: dict[str, float] | None = None
+    lambda_min_at_slack_weight: float | None = None
+
+    @property
+    def rank(self) -> int:
+        """Columns of ``factor``."""
+        return int(self.factor.shape[1])
+
+
+@dataclass
+class _SolveState:
+    """What the stages of one solve share: the certificates' cache and what happened
+    before the outer loop (reduced warm start, reduced interior-point method)."""
+
+    certificates: CertificateCache = field(default_factory=CertificateCache)
+    warm_start: dict[str, float] | None = None
+    reduced_solver: dict[str, Any] | None = None

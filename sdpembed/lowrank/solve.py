@@ -1,0 +1,157 @@
+"""Solve a :class:`~sdpembed.formulations.gram.GramProblem` by the low-rank method."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..exceptions import InputError, UnsupportedProblemError
+from ..formulations.gram import GramProblem, laplacian_basis
+from .alm import _ALM
+from .options import LowRankOptions
+from .outer import _OuterLoop
+from .penalty import DistancePenalty
+from .reduced_ipm import _reduced_ipm
+from .result import LowRankResult, _SolveState
+from .space import FactorSpace
+from .spectrum import _lambda_min
+
+
+def _initial_factor(space: FactorSpace, k: int, rng) -> np.ndarray:
+    W = rng.standard_normal((space.dim, k))
+    W = space.project(W)
+    # scale so that the mean edge length matches the targets
+    Z = space.diffs(W)
+    D = np.einsum("ij,ij->i", Z, Z)
+    return W * np.sqrt(space.gp.target.mean() / max(D.mean(), 1e-300))
+
+
+def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
+                  options: LowRankOptions | None = None) -> LowRankResult:
+    """Solve a :class:`GramProblem` by the low-rank augmented Lagrangian, with a certificate.
+
+    Parameters
+    ----------
+    gp : GramProblem
+        Eliminated-centroid form (``centering`` must be ``None``).
+    basis : ndarray (n, r), optional
+        Orthonormal, orthogonal to :math:`\\mathbf 1`: solve on :math:`G = QYQ^T`.
+    options : LowRankOptions
+
+    Returns
+    -------
+    LowRankResult
+        ``status`` is ``"optimal"`` (certified gap ≤ ``tol``), ``"optimal_inaccurate"``
+        (stopped by a limit with a larger or unavailable certified gap, or a gap
+        only estimated by Lanczos: ``estimated_gap``, see the module
+        docstring),
+        ``"unbounded"`` or ``"infeasible"``.
+    """
+    opts = options or LowRankOptions()
+    # the work is many small BLAS calls (n x k matrices): threads only add
+    # synchronisation
+    with threadpool_limits(limits=opts.blas_threads, user_api="blas"):
+        return _lowrank_solve(gp, basis, opts)
+
+
+def _initial_rank(gp: GramProblem) -> int:
+    r"""Default rank of the first factor (before any rank increase).
+
+    With class structure (DVU): ``n_classes + 4``. Without it (MVU): a third of
+    the Barvinok–Pataki rank :math:`r_{BP}`, the largest :math:`r` with
+    :math:`r(r+1)/2 \le m` (``m`` distance constraints; some optimal solution
+    has rank at most :math:`r_{BP}`), and at least 16. Growing the rank one
+    escape direction at a time is slow, so starting above the solution's rank
+    is what pays for MVU; for DVU both larger and smaller starts were slower
+    (``docs/tuning.md``).
+    """
+    if gp.icv is not None and hasattr(gp.icv, "U"):
+        return gp.icv.U.shape[1] + 4
+    m = gp.edges.shape[0]
+    r_bp = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    return max(16, -(-r_bp // 3))
+
+
+def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResult:
+    """:func:`lowrank_solve` under its BLAS thread limit: checks, the boundedness test,
+    the reduced interior-point method on a basis, else the augmented Lagrangian."""
+    if gp.centering is not None:
+        raise InputError("lowrank_solve takes the eliminated-centroid GramProblem")
+    if gp.ratio is not None:
+        raise UnsupportedProblemError(
+            "solver='LOWRANK' does not support the ratio constraint (eq. 11); use a conic "
+            "backend (SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP) or drop ratio=")
+    t0 = time.perf_counter()
+    space = FactorSpace(gp, basis, limits=opts.dense_limits)
+    pen = DistancePenalty(gp)
+    alm = _ALM(space, pen, opts)
+    alm.deadline = t0 + opts.time_limit
+    state = _SolveState()
+    unbounded = _unbounded_at_slack_weight(space, pen, opts)
+    if unbounded is not None:
+        return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, unbounded[0], 0.0,
+                             "unbounded", 0, time.perf_counter() - t0,
+                             lambda_min_at_slack_weight=unbounded[1])
+    if basis is not None and opts.reduced_solver != "alm":
+        if pen.mode == "interval":
+            done = _reduced_ipm(space, pen, alm, opts, t0, state)
+            if done is not None:
+                return done
+        elif opts.reduced_solver == "ipm":
+            raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
+                             f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
+    W = _starting_factor(space, opts, state)
+    loop = _OuterLoop(space, pen, alm, opts, state, t0, W)
+    loop.run()
+    return loop.result()
+
+
+def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
+    r"""``(y0, lambda_min)`` when the relaxed problem is unbounded below, else ``None``.
+
+    ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
+    :math:`S(y_0) \succeq 0` at the coercive point (``y0 = w``, resp.
+    :math:`\lambda`; cf. :func:`~sdpembed.formulations.dvu.min_bounded_slack_weight`).
+    """
+    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None:
+        return None
+    y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
+    eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+    if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):
+        return y0, eig.ritz
+    return None
+
+
+def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveState
+                     ) -> np.ndarray:
+    """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
+    padded with small random columns up to the initial rank."""
+    gp, basis = space.gp, space.Q
+    rng = np.random.default_rng(opts.random_state)
+    k0 = max(1, min(opts.rank or _initial_rank(gp), space.dim - (1 if basis is None else 0)))
+    W = None
+    warm = opts.warm_start
+    if isinstance(warm, np.ndarray):
+        W = np.asarray(warm, dtype=float)
+        if W.ndim != 2 or W.shape[0] != gp.n:
+            raise InputError(f"warm_start factor must have shape ({gp.n}, k)")
+        if basis is not None:
+            W = basis.T @ W
+        W = space.project(W)
+    elif warm == "basis" and basis is None and gp.n > 4 * opts.warm_basis_rank:
+        Q = laplacian_basis(gp.edges, gp.n, opts.warm_basis_rank)
+        sub = lowrank_solve(gp, basis=Q, options=LowRankOptions(
+            tol=max(opts.tol, 1e-3), feas_tol=max(opts.feas_tol, 1e-4), warm_start=None,
+            max_outer=50, random_state=opts.random_state, time_limit=opts.time_limit / 10,
+            dense_limits=opts.dense_limits))
+        if sub.status.startswith("optimal"):
+            W = space.project(sub.factor)
+            state.warm_start = {"seconds": sub.seconds, "objective": sub.objective}
+    if W is None:
+        return _initial_factor(space, k0, rng)
+    if W.shape[1] < k0:
+        W = np.c_[W, 1e-3 * np.sqrt(np.mean(W * W)) * space.project(
+            rng.standard_normal((space.dim, k0 - W.shape[1])))]
+    return W

@@ -1,0 +1,89 @@
+"""What a backend is and what a solve reports: :class:`SolveReport`, :class:`Backend`.
+
+A leaf of the solve layer: backends (the toolkit's own, e.g. :mod:`sdpembed.lowrank`)
+return a :class:`SolveReport` without importing :mod:`sdpembed.solvers`, which
+dispatches to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["SolveReport", "Backend"]
+
+
+@dataclass
+class SolveReport:
+    """What a solve did and how well.
+
+    ``objective`` is the optimal value of the formulation's objective as posed.
+    ``gap`` and the residuals are the backend's own numbers (relative where the
+    backend reports relative numbers); ``certified_gap`` is set only by
+    backends that compute a duality certificate themselves (the large-n solver)
+    and is ``None`` otherwise: an uncertified gap is never reported as certified.
+    ``selection`` says why ``solver="auto"`` chose the backend (``None`` when the caller
+    named it).
+    """
+
+    status: str
+    objective: float | None
+    solver: str
+    solver_version: str
+    options: dict[str, Any]
+    compile_seconds: float
+    solve_seconds: float
+    iterations: int | None = None
+    primal_residual: float | None = None
+    dual_residual: float | None = None
+    gap: float | None = None
+    certified_gap: float | None = None
+    primal_infeasibility: float | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+    selection: str | None = None
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.compile_seconds + self.solve_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["extra"] = {k: v for k, v in d["extra"].items()
+                      if isinstance(v, (int, float, str, bool, type(None)))}
+        return d
+
+    def __str__(self) -> str:
+        def fmt(v):
+            return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
+        return (f"SolveReport({self.solver} {self.solver_version}: {self.status}, "
+                f"objective={fmt(self.objective)}, compile={self.compile_seconds:.2f}s, "
+                f"solve={self.solve_seconds:.2f}s, iterations={fmt(self.iterations)}, "
+                f"gap={fmt(self.gap)})")
+
+
+def _always() -> bool:
+    return True
+
+
+def _accepts_all(formulation) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class Backend:
+    """A backend that :func:`sdpembed.solve` dispatches to by ``name``.
+
+    ``solve(formulation, verbose=..., **options) -> SolveReport`` writes the solution
+    into the formulation's variables (or its factor) and raises the typed errors of
+    :mod:`sdpembed.exceptions`; ``version()`` names the implementation; ``available()``
+    says whether it can run here; ``refusal(formulation)`` says why it cannot solve a
+    formulation exactly as posed (``None`` if it can), without solving it.
+    """
+
+    name: str
+    solve: Callable[..., SolveReport]
+    version: Callable[[], str]
+    available: Callable[[], bool] = _always
+    refusal: Callable[[Any], str | None] = _accepts_all
