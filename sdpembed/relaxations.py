@@ -1055,11 +1055,10 @@ def reduce_pencil(pencil: Pencil, *, rank_tol: float = RANK_TOL,
         V = np.eye(m) if info.rank == m else info.whitening_basis()
         split = numerical_range(V.T @ B @ V, rank_tol=rank_tol)
         _check_some_range(split, rank_tol)
-        T = V
+        W = split.whitening_basis()
         if split.rank < V.shape[1]:
-            W = _eliminate_kernel(V.T @ A @ V, split.whitening_basis(), split.null_basis(),
-                                  rank_tol)
-            T = V @ W
+            W = _eliminate_kernel(V.T @ A @ V, W, split.null_basis(), rank_tol)
+        T = np.eye(m) if split.rank == m else V @ W
     else:
         T = np.eye(m) if info.rank == m else info.orthonormal_basis()
     if T.shape[1] == m:

@@ -37,8 +37,7 @@ standardised data, scikit-learn's LDA threshold). The closed form and the SDP
 solve the same reduced pencil, so they agree wherever the relaxation is tight;
 when nothing is removed, :math:`T = I` and the pencil is solved unchanged.
 After the solve, a direction that maps the training data to one point
-(:func:`check_collapse`: standardised spread or relative norm of the
-projections at most ``COLLAPSE_TOL``) raises
+(:func:`check_collapse`: standardised spread at most ``COLLAPSE_TOL``) raises
 :class:`~sdpembed.exceptions.DegenerateEmbeddingError` when every direction
 collapses, or warns with :class:`~sdpembed.exceptions.DegenerateEmbeddingWarning`
 when some do, instead of returning embeddings of size ~1e-16.
@@ -121,37 +120,40 @@ def component_spread(X: np.ndarray, components: np.ndarray) -> np.ndarray:
     return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
 
 
-def check_collapse(X: np.ndarray, components: np.ndarray, owner: str) -> np.ndarray:
+def check_collapse(X: np.ndarray, components: np.ndarray, owner: str,
+                   share: np.ndarray | None = None) -> np.ndarray:
     r"""Raise or warn when directions collapse the training data; return the spreads.
 
     Direction :math:`k` collapses when :math:`X c_k` is numerically constant:
-    either :func:`component_spread` is at most :data:`COLLAPSE_TOL` (a
-    direction along which the data do not vary), or
-    :math:`\lVert X_c c_k\rVert \le \text{COLLAPSE\_TOL}\,\max_j \lVert X_c c_j\rVert`
-    (a map that is numerically zero next to the others, such as the trivial
-    label direction of discriminative projections, whose instance map is 0).
-    Raises :class:`~sdpembed.exceptions.DegenerateEmbeddingError` when every
-    direction collapses; warns with
+    :func:`component_spread` at most :data:`COLLAPSE_TOL` (a direction along
+    which the data do not vary), or, for methods whose solution vectors hold
+    more than the instance map (discriminative projections:
+    :math:`\gamma = (f; g)`), when the instance map carries at most
+    :math:`\text{COLLAPSE\_TOL}^2` of the vector's constraint mass ``share``
+    (e.g. the trivial label direction :math:`\gamma = (0; \mathbf 1)`, whose
+    :math:`f` is round-off). Both measures are invariant to the units of
+    the features. Raises :class:`~sdpembed.exceptions.DegenerateEmbeddingError`
+    when every direction collapses; warns with
     :class:`~sdpembed.exceptions.DegenerateEmbeddingWarning` when some do.
     """
     spread = component_spread(X, components)
-    C = np.atleast_2d(np.asarray(components, dtype=float))
-    size = np.linalg.norm((X - X.mean(axis=0)) @ C.T, axis=0)
-    bad = np.flatnonzero((spread <= COLLAPSE_TOL) | (size <= COLLAPSE_TOL * size.max()))
+    collapsed = spread <= COLLAPSE_TOL
+    if share is not None:
+        collapsed |= np.sqrt(np.clip(share, 0.0, None)) <= COLLAPSE_TOL
+    bad = np.flatnonzero(collapsed)
+    what = (f"standardised spread {np.array2string(spread[bad], precision=2)}" +
+            ("" if share is None else
+             f", share of the instance map {np.array2string(share[bad], precision=2)}"))
     if bad.size == spread.size:
         raise DegenerateEmbeddingError(
             f"{owner}: every learned direction maps the training data to a single point "
-            f"(spread {np.array2string(spread, precision=2)} in standardised units, "
-            f"threshold {COLLAPSE_TOL:g}); the data give this method nothing to separate. "
-            "Check the labels and the graph parameters, or lower regularization")
+            f"({what}; threshold {COLLAPSE_TOL:g}); the data give this method nothing to "
+            "separate. Check the labels and the graph parameters, or lower regularization")
     if bad.size:
         warnings.warn(
             f"{owner}: direction(s) {bad.tolist()} map the training data to a single point "
-            f"(norm of their projections relative to the largest: "
-            f"{np.array2string(size[bad] / size.max(), precision=2)}, standardised spread "
-            f"{np.array2string(spread[bad], precision=2)}, threshold {COLLAPSE_TOL:g}); their "
-            "coordinates carry no information. Use fewer components (see eigenvalues_)",
-            DegenerateEmbeddingWarning, stacklevel=4)
+            f"({what}; threshold {COLLAPSE_TOL:g}); their coordinates carry no information. "
+            "Use fewer components (see eigenvalues_)", DegenerateEmbeddingWarning, stacklevel=4)
     return spread
 
 
@@ -280,6 +282,14 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         self.components_ = np.ascontiguousarray(vectors.T)
         self.eigenvalues_ = np.asarray(values, dtype=float)
 
+    def _instance_share(self, pencil: Pencil, vectors: np.ndarray) -> np.ndarray | None:
+        """Fraction of each solution's constraint mass held by the instance map, or ``None``.
+
+        ``None`` (default): the solution vectors are the instance map itself.
+        See :func:`check_collapse`.
+        """
+        return None
+
     def _formulation_meta(self) -> dict:
         """Extra ``meta`` for the SDP (method name, paper equations); override in subclasses."""
         return {"method": type(self).__name__}
@@ -360,7 +370,8 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         self.pencil_basis_ = red.basis
         self.objective_ = float(objective)
         self._set_components(vectors, values)
-        check_collapse(X, self.components_, type(self).__name__)
+        check_collapse(X, self.components_, type(self).__name__,
+                       self._instance_share(pencil, vectors))
         return self
 
     def _fit_sdp(self, pencil: Pencil, d: int, reg: float, basis: np.ndarray):

@@ -88,7 +88,8 @@ class DiscriminativeProjections(ProjectionEstimator):
     does not discuss this degenerate direction; it is kept, as the paper's
     algorithm prescribes, and is visible in ``eigenvalues_``; ``fit`` warns
     (:class:`~sdpembed.exceptions.DegenerateEmbeddingWarning`) because it maps
-    every instance to the same point. Compare the closed form and SDP paths on
+    every instance to the same point (its :math:`f` carries a round-off share
+    of :math:`\gamma^\top (B + C)\gamma`). Compare the closed form and SDP paths on
     the joint subspace of ``np.vstack([components_.T, label_components_.T])``.
 
     **Rank-revealing step.** :math:`A \preceq B` (each labelled instance's
@@ -163,6 +164,14 @@ class DiscriminativeProjections(ProjectionEstimator):
         self.components_ = np.ascontiguousarray(vectors[:p].T)
         self.label_components_ = np.ascontiguousarray(vectors[p:].T)
         self.eigenvalues_ = np.asarray(values, dtype=float)
+
+    def _instance_share(self, pencil, vectors):
+        r""":math:`f^\top (B + C)_{ff} f / \gamma^\top (B + C) \gamma` per direction."""
+        p = self.n_features_in_
+        M = pencil.B
+        total = np.einsum("ik,ij,jk->k", vectors, M, vectors)
+        inst = np.einsum("ik,ij,jk->k", vectors[:p], M[:p, :p], vectors[:p])
+        return np.divide(inst, total, out=np.zeros_like(inst), where=total > 0)
 
     def _formulation_meta(self):
         return {"method": "discriminative_projections"}
