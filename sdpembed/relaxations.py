@@ -231,13 +231,14 @@ def _check_pencil(A, B, d, regularization: float = 0.0, *, need_definite: bool =
             raise SingularMatrixError(
                 f"B is singular or not positive definite (lambda_min = {ev[0]:.3g}, "
                 f"lambda_max = {ev[-1]:.3g}); pass regularization=r > 0 to use B + r I "
-                "(e.g. r = 1e-6 * trace(B) / p), or reduce the data with PCA first "
-                "(the PCA pre-step of LPP/SDA/TCA)")
+                "(e.g. r = 1e-6 * trace(B) / p), or restrict the pencil to its informative "
+                "directions first with reduce_pencil / formulate_reduced (the estimators do)")
     elif ev[:d].sum() <= SINGULAR_RCOND * top * d or ev[0] < -SINGULAR_RCOND * top:
         raise SingularMatrixError(
             f"B must be positive semidefinite with tr(P'BP) > 0 for every orthonormal P "
             f"(sum of its {d} smallest eigenvalues is {ev[:d].sum():.3g}); pass "
-            "regularization=r > 0 to use B + r I, or reduce the data with PCA first")
+            "regularization=r > 0 to use B + r I, or restrict the pencil first with "
+            "reduce_pencil / formulate_reduced")
     return A, B, d
 
 

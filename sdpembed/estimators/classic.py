@@ -144,7 +144,8 @@ class SDA(_ClassBased):
     sigma : float or None
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
-        Relative Tikhonov term (the paper's :math:`\beta I`).
+        Relative Tikhonov term (the paper's :math:`\beta I`), on the
+        informative directions.
     method, solver, solver_options, rank_tol
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
 

@@ -165,9 +165,10 @@ class TCA(_TransductiveBase):
         conditioned.
     regularization : float, default 0.0
         Relative ridge on :math:`B = X_lD_lX_l^T`: uses :math:`B + rI` with
-        :math:`r = \\text{regularization}\\cdot\\mathrm{tr}(B)/d_1`. Never
-        applied unless asked for; a singular ``B`` raises
-        :class:`~sdpembed.relaxations.SingularMatrixError`.
+        :math:`r = \\text{regularization}\\cdot\\mathrm{tr}(B)/m` over the
+        :math:`m` informative directions (:math:`m = d_1` unless the data
+        leave fewer). Never applied unless asked for; without it a singular
+        ``B`` is handled by the rank-revealing step (Notes).
     normalize : {"unit", "constraint"}, default "unit"
         Scale of each direction :math:`u_k` in input space. Eq. (20) fixes
         only a direction; ``"constraint"`` keeps the scale of the constraint,
