@@ -358,3 +358,16 @@ def test_collapse_check_raises_or_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateEmbeddingWarning)
         check_collapse(X * np.array([1.0, 1e-9, 1.0, 1.0]), np.eye(4)[[0, 1]], "demo")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cls,params", [(LDA, {}), (LPP, {"n_components": 9})],
+                         ids=["LDA", "LPP"])
+def test_eigen_and_sdp_agree_on_digits(cls, params, digits):
+    # a 61 x 61 SDP after the step (64 pixels, 3 constant)
+    X, y, _ = digits
+    eig = cls(**params).fit(X, y)
+    sdp = cls(method="sdp", **params).fit(X, y)
+    assert eig.pencil_rank_ == sdp.pencil_rank_ == 61
+    assert sdp.objective_ == pytest.approx(eig.objective_, rel=1e-5)
+    assert principal_angles(eig.components_.T, sdp.components_.T).max() < 1e-3
