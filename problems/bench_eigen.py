@@ -166,6 +166,7 @@ def trace_ratio_rows(datasets, solver: str) -> list[dict]:
     """Charnes–Cooper SDP vs Dinkelbach (DPP Fantope re-solves) vs ITR on LDA's trace ratio."""
     from sdpembed import relaxations as rlx
     from sdpembed.formulations.lda import lda_pencil
+    from sdpembed.sequential import dinkelbach
     from sdpembed.solvers import solve
 
     out = []
@@ -186,7 +187,7 @@ def trace_ratio_rows(datasets, solver: str) -> list[dict]:
         row.update(cc_value=scale * rep.objective, cc_s=time.perf_counter() - t0,
                    cc_rank_gap=rlx.rank_gap(Yf, d), cc_t=float(form.value("t")),
                    cc_angle=float(principal_angles(rlx.recover_basis(Yf, d), itr.vectors).max()))
-        dk = rlx.dinkelbach(pencil.A, pencil.B, d, sense=sense, solver=solver)
+        dk = dinkelbach(pencil.A, pencil.B, d, sense=sense, solver=solver)
         row.update(dk_value=scale * dk.value, dk_iterations=dk.iterations, dk_s=dk.seconds,
                    dk_first_compile_s=dk.reports[0].compile_seconds,
                    dk_later_compile_s=float(np.mean([r.compile_seconds for r in dk.reports[1:]]))

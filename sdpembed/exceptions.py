@@ -16,9 +16,12 @@ Messages say what to change, not only what went wrong.
 
 from __future__ import annotations
 
+from sklearn.utils._param_validation import InvalidParameterError
+
 __all__ = [
     "SdpEmbedError",
     "InputError",
+    "ParameterError",
     "DuplicatePointsError",
     "DisconnectedGraphError",
     "LabelError",
@@ -36,6 +39,9 @@ __all__ = [
     "UnboundedError",
     "SolverFailedError",
     "InaccurateSolutionWarning",
+    "DegenerateEmbeddingError",
+    "DegenerateEmbeddingWarning",
+    "RankDeficiencyWarning",
 ]
 
 
@@ -45,6 +51,14 @@ class SdpEmbedError(Exception):
 
 class InputError(SdpEmbedError, ValueError):
     """Bad input detected before any solver runs (shapes, NaN, options)."""
+
+
+class ParameterError(InputError, InvalidParameterError):
+    """An estimator parameter violates its declared constraints (``_parameter_constraints``).
+
+    Also scikit-learn's ``InvalidParameterError`` (a ``ValueError`` and a
+    ``TypeError``), so code written for scikit-learn catches it unchanged.
+    """
 
 
 class DuplicatePointsError(InputError):
@@ -124,3 +138,16 @@ class SolverFailedError(SolverError):
 
 class InaccurateSolutionWarning(UserWarning):
     """The backend returned ``optimal_inaccurate``: usable but looser than asked."""
+
+
+class DegenerateEmbeddingError(SdpEmbedError, ValueError):
+    """Every learned direction maps the training data to (numerically) one point."""
+
+
+class DegenerateEmbeddingWarning(UserWarning):
+    """Some learned directions map the training data to (numerically) one point."""
+
+
+class RankDeficiencyWarning(UserWarning):
+    """The rank-revealing step excluded directions that carried information
+    (e.g. directions of infinite Fisher ratio when features outnumber labelled points)."""

@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg
 from sklearn.datasets import load_iris, load_wine
 from sklearn.decomposition import PCA as SkPCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sdpembed._labels import check_partial_labels, label_indicator
 from sdpembed.estimators.classic import LDA, LPP, PCA, SDA
-from sdpembed.exceptions import InputError, LabelError, ProblemTooLargeError
-from sdpembed.relaxations import SingularMatrixError, principal_angles
-from sdpembed.scatter.discriminant import graph_laplacian, knn_affinity
+from sdpembed.exceptions import (
+    InputError,
+    LabelError,
+    ParameterError,
+    ProblemTooLargeError,
+    RankDeficiencyWarning,
+)
+from sdpembed.relaxations import principal_angles
+from sdpembed.scatter.discriminant import (
+    between_class_scatter,
+    graph_laplacian,
+    knn_affinity,
+    within_class_scatter,
+)
 
 
 def _data(loader, standardize=False, frac_labeled=1.0, seed=0):
@@ -120,13 +133,17 @@ def test_trace_ratio_lda_beats_ratio_trace_on_its_own_criterion():
 
 
 def test_lpp_solution_is_b_orthonormal_and_minimises_locality():
+    # LPP works on the centred data (the paper's PCA step centres them)
     X, _, _ = _data(load_iris)
     est = LPP(n_components=2).fit(X)
-    L, deg = graph_laplacian(knn_affinity(X, 5))
+    Xc = X - X.mean(axis=0)
+    L, deg = graph_laplacian(knn_affinity(Xc, 5))
     F = est.components_.T
-    np.testing.assert_allclose(F.T @ (X.T * deg) @ X @ F, np.eye(2), atol=1e-8)
-    np.testing.assert_allclose(np.diag(F.T @ X.T @ (L @ X) @ F), est.eigenvalues_, rtol=1e-8)
+    np.testing.assert_allclose(F.T @ (Xc.T * deg) @ Xc @ F, np.eye(2), atol=1e-8)
+    np.testing.assert_allclose(np.diag(F.T @ Xc.T @ (L @ Xc) @ F), est.eigenvalues_, rtol=1e-8)
     assert est.objective_ == pytest.approx(est.eigenvalues_.sum())
+    np.testing.assert_allclose(est.transform(X), Xc @ F, atol=1e-10)
+    np.testing.assert_allclose(est.mean_, X.mean(axis=0))
 
 
 def test_sda_uses_unlabeled_points_through_the_graph():
@@ -167,14 +184,24 @@ def test_numeric_string_labels_are_encoded():
         check_partial_labels(np.zeros(4), 5)
 
 
-def test_singular_scatter_needs_explicit_regularization():
+def test_more_features_than_samples_matches_sklearn_and_regularization_still_works():
+    # S_w is singular (rank n - c = 17 < 30): the rank-revealing step restricts to its range
+    # and drops the one direction of infinite Fisher ratio with a warning, as scikit-learn's
+    # svd solver does (same subspace to rounding); an explicit ridge keeps it.
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((20, 30))  # more features than samples: S_w singular
+    X = rng.standard_normal((20, 30))
     y = np.repeat([0, 1], 10)
-    with pytest.raises(SingularMatrixError, match="regularization"):
-        LDA().fit(X, y)
-    est = LDA(regularization=1e-3).fit(X, y)
-    assert est.components_.shape == (1, 30)
+    with pytest.warns(RankDeficiencyWarning, match="1 direction"):
+        est = LDA().fit(X, y)
+    sk = LinearDiscriminantAnalysis().fit(X, y)
+    assert principal_angles(est.components_.T, sk.scalings_[:, :1]).max() < 1e-8
+    reg = LDA(regularization=1e-3).fit(X, y)
+    assert reg.components_.shape == (1, 30) and reg.pencil_rank_ == 19  # ker S_t removed
+    Sw = within_class_scatter(X, y, 2)
+    r = 1e-3 * np.trace(reg.pencil_basis_.T @ Sw @ reg.pencil_basis_) / 19
+    w = scipy.linalg.eigh(between_class_scatter(X, y, 2), Sw + r * np.eye(30),
+                          eigvals_only=True)
+    assert reg.eigenvalues_[0] == pytest.approx(w[-1], rel=1e-8)
 
 
 def test_sdp_too_large_for_interior_point():
@@ -184,12 +211,18 @@ def test_sdp_too_large_for_interior_point():
         PCA(n_components=2, method="sdp").fit(X)
 
 
-def test_bad_method_raises():
+def test_bad_parameters_raise_scikit_learn_errors():
+    # declarative checks (_parameter_constraints): the toolkit's ParameterError, which is also
+    # scikit-learn's InvalidParameterError (a ValueError)
     X, y, _ = _data(load_iris)
-    with pytest.raises(InputError, match="method"):
-        LDA(method="magic").fit(X, y)
-    with pytest.raises(InputError, match="criterion"):
-        LDA(criterion="fisher").fit(X, y)
+    for est, name in [(LDA(method="magic"), "method"), (LDA(criterion="fisher"), "criterion"),
+                      (LDA(regularization=-1.0), "regularization"), (LDA(rank_tol=1.0), "rank_tol"),
+                      (SDA(weights="cosine"), "weights"), (LPP(sigma=0.0), "sigma"),
+                      (PCA(n_components=0), "n_components")]:
+        with pytest.raises(ParameterError, match=f"'{name}' parameter"):
+            est.fit(X, y)
+    assert issubclass(ParameterError, InvalidParameterError)
+    assert issubclass(ParameterError, InputError) and issubclass(ParameterError, ValueError)
 
 
 @parametrize_with_checks([LDA(), SDA(n_components=1), LPP(n_components=2), PCA(n_components=2),

@@ -16,7 +16,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sdpembed.estimators.discriminative import DiscriminativeProjections
-from sdpembed.exceptions import InputError, LabelError
+from sdpembed.exceptions import DegenerateEmbeddingWarning, InputError, LabelError
 from sdpembed.formulations import Formulation
 from sdpembed.formulations.discriminative import discriminative_projections_formulation
 from sdpembed.relaxations import principal_angles
@@ -142,8 +142,10 @@ def test_balanced_classes_have_the_trivial_label_direction():
     # With equal class sizes, gamma = (0, 1) solves (A + C)x = lambda (B + C)x with
     # lambda = 1/c exactly (every instance mapped to 0 and every label to the same point):
     # a documented degeneracy of the method.
+    # fit warns: that direction maps every instance to the same point.
     X, y, _ = _data(load_iris)
-    est = DiscriminativeProjections(n_components=3).fit(X, y)
+    with pytest.warns(DegenerateEmbeddingWarning, match=r"direction\(s\) \[2\]"):
+        est = DiscriminativeProjections(n_components=3).fit(X, y)
     assert est.eigenvalues_[2] == pytest.approx(1 / 3, rel=1e-10)
     np.testing.assert_allclose(est.components_[2], 0, atol=1e-10)
 

@@ -12,12 +12,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sdpembed.estimators.tca import OTCA, TCA
 from sdpembed.exceptions import InputError, LabelError
-from sdpembed.formulations.tca import (
-    otca_sequence,
-    otca_step_formulation,
-    tca_formulation,
-)
-from sdpembed.relaxations import SingularMatrixError, principal_angles, recover_basis
+from sdpembed.formulations.tca import otca_step_formulation, tca_formulation
+from sdpembed.relaxations import principal_angles, recover_basis
 from sdpembed.scatter.tca import (
     average_margin,
     margin_matrices,
@@ -28,6 +24,7 @@ from sdpembed.scatter.tca import (
     tca_graph,
     tca_operators,
 )
+from sdpembed.sequential import otca_sequence
 from sdpembed.solvers import solve
 
 
@@ -282,11 +279,38 @@ def test_too_many_components(iris):
         OTCA(n_components=4).fit(X, y_semi)
 
 
-def test_singular_constraint_without_pca(wine):
-    X, _, y_semi = wine  # 13 features, 9 labeled points: X_l D_l X_l' has rank 9
-    with pytest.raises(SingularMatrixError, match="PCA"):
-        TCA(pca=False).fit(X, y_semi)
-    assert TCA(pca=False, regularization=1e-3).fit(X, y_semi).components_.shape == (2, 13)
+def test_singular_constraint_without_pca_gives_the_finite_eigenpairs(wine):
+    # 13 features, 9 labeled points: B = X_l D_l X_l' has rank 9. The rank-revealing step
+    # eliminates ker B by the Schur complement (sdpembed.relaxations.reduce_pencil), so the
+    # solution is made of exact eigenpairs A u = lambda B u of the singular pencil, with the
+    # 2 smallest of its 9 finite eigenvalues (QZ, scipy.linalg.eigvals: the other 4 are inf).
+    # Tolerances: QZ on a singular pencil is accurate to about 1e-8 relative here.
+    X, _, y_semi = wine
+    est = TCA(pca=False, normalize="constraint").fit(X, y_semi)
+    assert est.pencil_rank_ == 9 and est.components_.shape == (2, 13)
+    Xc = X - X.mean(axis=0)
+    y_int = np.unique(y_semi, return_inverse=True)[1] - 1
+    A, B = tca_operators(Xc, y_int, alpha=10.0, graph=tca_graph(Xc, 5)).pencil(6.0)
+    w = sla.eigvals(A, B)
+    finite = np.sort(w[np.isfinite(w)].real)
+    assert finite.size == 9
+    np.testing.assert_allclose(est.eigenvalues_, finite[:2], rtol=1e-8)
+    U = est.components_.T
+    residual = A @ U - B @ U * est.eigenvalues_
+    assert np.abs(residual).max() < 1e-9 * np.abs(A).max() * np.abs(U).max()
+    np.testing.assert_allclose(U.T @ B @ U, np.eye(2), atol=1e-9)
+    # restricting to range(B) instead (no elimination) would be worse: a strictly larger sum
+    Q = np.linalg.svd(B)[0][:, :9]
+    restricted = sla.eigh(Q.T @ A @ Q, Q.T @ B @ Q, eigvals_only=True)[:2]
+    assert restricted.sum() > est.objective_ + 1e-3
+    sdp = TCA(pca=False, normalize="constraint", method="sdp").fit(X, y_semi)
+    assert sdp.objective_ == pytest.approx(est.objective_, rel=1e-5)
+    assert principal_angles(sdp.components_.T, U).max() < 1e-3
+    # an explicit ridge keeps working: B + r I, r relative to tr(B) / 13
+    reg = TCA(pca=False, regularization=1e-3).fit(X, y_semi)
+    r = 1e-3 * np.trace(B) / 13
+    assert reg.eigenvalues_ == pytest.approx(sla.eigh(A, B + r * np.eye(13),
+                                                      eigvals_only=True)[:2], rel=1e-8)
 
 
 @pytest.mark.parametrize("params", [{"alpha": 0}, {"beta": -1}, {"pca": 0}, {"n_neighbors": 0},

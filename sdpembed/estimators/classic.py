@@ -5,20 +5,36 @@ Each estimator builds the pencil of its method (see
 :mod:`~sdpembed.formulations.sda`) and lets
 :class:`~sdpembed.estimators._projection.ProjectionEstimator` solve it with
 ``method="eigen"`` (``scipy.linalg.eigh``) or ``method="sdp"`` (the exact
-relaxation of :mod:`sdpembed.relaxations`).
+relaxation of :mod:`sdpembed.relaxations`), after the rank-revealing step of
+:mod:`sdpembed.estimators._projection` (each docstring states what it removes
+for that method).
 """
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
 from .._labels import check_partial_labels
-from ..formulations.lda import lda_pencil
+from ..formulations.lda import CRITERIA, lda_pencil
 from ..formulations.lpp import lpp_pencil
 from ..formulations.sda import sda_pencil
-from ..relaxations import Pencil
-from ..scatter.discriminant import total_scatter
+from ..relaxations import RANK_TOL, Pencil
+from ..scatter.discriminant import WEIGHTS, total_scatter
 from ._projection import ProjectionEstimator
 
 __all__ = ["LDA", "LPP", "SDA", "PCA"]
+
+
+#: Constraints shared by the graph-based estimators (LPP, SDA).
+_GRAPH_CONSTRAINTS = {
+    "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+    "weights": [StrOptions(set(WEIGHTS))],
+    "sigma": [Interval(Real, 0, None, closed="neither"), None],
+    "regularization": [Interval(Real, 0, None, closed="left")],
+}
 
 
 class _ClassBased(ProjectionEstimator):
@@ -49,16 +65,35 @@ class LDA(_ClassBased):
     (``criterion="trace_ratio"``; closed form by the iterative trace-ratio
     algorithm, SDP by Charnes–Cooper). Points with ``y == -1`` are ignored.
 
+    **Rank-revealing step.** :math:`S_w` is singular on real data (constant
+    pixels, collinear features, fewer labelled points than features). The
+    pencil is restricted to the numerical range of :math:`S_w`, decided on
+    :math:`\Delta^{-1/2} S_w \Delta^{-1/2}`, :math:`\Delta = \operatorname{diag}(S_w)`,
+    with eigenvalues :math:`\mu_i > \text{rank\_tol}`: with the whitening
+    basis :math:`T = \Delta^{-1/2} U \operatorname{diag}(\mu)^{-1/2}`
+    (``ratio_trace``, :math:`T^\top S_w T = I`) the problem becomes the
+    eigenproblem of :math:`T^\top S_b T` and :math:`P = TQ`, the subspace of
+    scikit-learn's ``LinearDiscriminantAnalysis(solver="svd")`` (same
+    threshold, :math:`10^{-4}` on singular values of the standardised data).
+    Directions where :math:`S_w` vanishes but :math:`S_b` does not (infinite
+    Fisher ratio, only when features outnumber labelled points) are excluded
+    with a :class:`~sdpembed.exceptions.RankDeficiencyWarning`; with
+    ``regularization > 0`` only :math:`\ker S_t` is removed and
+    :math:`S_w + rI` is used on the rest. ``trace_ratio`` uses an orthonormal
+    basis of the same range (:func:`sdpembed.relaxations.reduce_pencil`).
+
     Parameters
     ----------
     n_components : int or None
-        At most ``n_classes - 1``; default that bound (capped by ``n_features``).
+        At most ``n_classes - 1``; default that bound (capped by ``n_features``
+        and by the rank left by the rank-revealing step).
     criterion : {"ratio_trace", "trace_ratio"}
     regularization : float, default 0
         Relative ridge :math:`S_w + r I` with
-        :math:`r = \text{regularization}\cdot\operatorname{tr}(S_w)/p`.
-        Needed when :math:`S_w` is singular (more features than labelled points).
-    method, solver, solver_options
+        :math:`r = \text{regularization}\cdot\operatorname{tr}(S_w)/m` over
+        the :math:`m` informative directions. Keeps the directions of infinite
+        ratio (above) at a finite, large ratio, as shrinkage LDA does.
+    method, solver, solver_options, rank_tol
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
 
     Attributes
@@ -68,10 +103,16 @@ class LDA(_ClassBased):
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
     """
 
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        "criterion": [StrOptions(set(CRITERIA))],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __init__(self, *, n_components=None, criterion="ratio_trace", regularization=0.0,
-                 method="eigen", solver="CLARABEL", solver_options=None):
+                 method="eigen", solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
-                         solver_options=solver_options)
+                         solver_options=solver_options, rank_tol=rank_tol)
         self.criterion = criterion
         self.regularization = regularization
 
@@ -103,16 +144,34 @@ class SDA(_ClassBased):
     sigma : float or None
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
-        Relative Tikhonov term (the paper's :math:`\beta I`).
-    method, solver, solver_options
+        Relative Tikhonov term (the paper's :math:`\beta I`), on the
+        informative directions.
+    method, solver, solver_options, rank_tol
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
+    Notes
+    -----
+    **Rank-revealing step.** With :math:`B = S_t + \alpha X^\top L X`,
+    :math:`S_b \preceq S_t` gives :math:`\ker B \subseteq \ker S_b`, so
+    restricting to the numerical range of :math:`B` (unit-diagonal scaling,
+    eigenvalues :math:`> \text{rank\_tol}`, whitening basis :math:`T`,
+    :math:`T^\top B T = I`) removes only directions with no information
+    (constant or collinear features, :math:`p > n`) and leaves every finite
+    generalized eigenpair unchanged; the paper's :math:`\beta I` remains the
+    ``regularization`` option.
     """
+
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        **_GRAPH_CONSTRAINTS,
+        "alpha": [Interval(Real, 0, None, closed="left")],
+    }
 
     def __init__(self, *, n_components=None, alpha=0.1, n_neighbors=5, weights="binary",
                  sigma=None, regularization=0.0, method="eigen", solver="CLARABEL",
-                 solver_options=None):
+                 solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
-                         solver_options=solver_options)
+                         solver_options=solver_options, rank_tol=rank_tol)
         self.alpha = alpha
         self.n_neighbors = n_neighbors
         self.weights = weights
@@ -131,8 +190,26 @@ class SDA(_ClassBased):
 class LPP(ProjectionEstimator):
     r"""Locality preserving projections (He & Niyogi, NIPS 2003), unsupervised.
 
-    Solves :math:`X^\top L X a = \lambda X^\top D X a` for the smallest
-    :math:`\lambda` over a ``n_neighbors`` graph. ``y`` is ignored.
+    Solves :math:`X_c^\top L X_c a = \lambda X_c^\top D X_c a` for the smallest
+    :math:`\lambda` over a ``n_neighbors`` graph, with :math:`X_c` the data
+    centred over the training points. ``y`` is ignored.
+
+    The paper first projects the data onto their principal components
+    (step 1), which centres them; centring also excludes the trivial
+    solution :math:`X a = \mathbf 1` (eigenvalue 0, every point mapped to the
+    same value), which uncentred data far from the origin nearly attain.
+    :meth:`transform` therefore centres too: ``(X - mean_) @ components_.T``.
+
+    **Rank-revealing step** (the paper's PCA step with a stated tolerance).
+    With :math:`L \preceq 2D`, :math:`\ker X_c^\top D X_c \subseteq
+    \ker X_c^\top L X_c`, so the pencil is restricted to the numerical range
+    of :math:`B = X_c^\top D X_c` (unit-diagonal scaling, eigenvalues
+    :math:`> \text{rank\_tol}`, whitening basis :math:`T` with
+    :math:`T^\top B T = I`). This removes exactly the directions along which the
+    centred data do not vary (constant or collinear features, :math:`p \ge n`);
+    every finite eigenpair is unchanged. Without it, a ridge :math:`B + rI`
+    would give those directions eigenvalue 0, the smallest, and an embedding
+    of size ~1e-16.
 
     Parameters
     ----------
@@ -142,26 +219,44 @@ class LPP(ProjectionEstimator):
     sigma : float or None
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
-        Relative ridge on :math:`X^\top D X`; needed when it is singular
-        (or reduce the data with PCA first, as the paper does).
-    method, solver, solver_options
+        Relative ridge on :math:`X_c^\top D X_c` (on the informative directions).
+    method, solver, solver_options, rank_tol
+        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
+    Attributes
+    ----------
+    mean_ : ndarray, shape (n_features,)
+        Mean of the training points.
+    components_, eigenvalues_, objective_, ...
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
     """
 
     _requires_y = False
 
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        **_GRAPH_CONSTRAINTS,
+    }
+
     def __init__(self, *, n_components=2, n_neighbors=5, weights="heat", sigma=None,
-                 regularization=0.0, method="eigen", solver="CLARABEL", solver_options=None):
+                 regularization=0.0, method="eigen", solver="CLARABEL", solver_options=None,
+                 rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
-                         solver_options=solver_options)
+                         solver_options=solver_options, rank_tol=rank_tol)
         self.n_neighbors = n_neighbors
         self.weights = weights
         self.sigma = sigma
         self.regularization = regularization
 
     def _pencil(self, X, y) -> Pencil:
-        return lpp_pencil(X, n_neighbors=self.n_neighbors, weights=self.weights,
+        self.mean_ = X.mean(axis=0)
+        return lpp_pencil(X - self.mean_, n_neighbors=self.n_neighbors, weights=self.weights,
                           sigma=self.sigma)
+
+    def transform(self, X):
+        """Project the centred data: ``(X - mean_) @ components_.T``."""
+        check_is_fitted(self, "components_")
+        return super().transform(X) - self.mean_ @ self.components_.T
 
     def _formulation_meta(self):
         return {"method": "lpp"}
@@ -176,6 +271,18 @@ class PCA(ProjectionEstimator):
     as the pre-step the papers use. Unlike the other estimators,
     :meth:`transform` centres: ``(X - mean_) @ components_.T``. ``y`` is ignored.
 
+    **Rank-revealing step.** The Fantope problem is restricted to the
+    numerical range of :math:`\Sigma` (orthonormal basis, unit-diagonal
+    scaling, eigenvalues :math:`> \text{rank\_tol}`), so ``n_components`` is
+    at most the numerical rank of the centred data and no returned direction
+    has zero variance.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+    method, solver, solver_options, rank_tol
+        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
     Attributes
     ----------
     mean_ : ndarray, shape (n_features,)
@@ -186,9 +293,9 @@ class PCA(ProjectionEstimator):
     _requires_y = False
 
     def __init__(self, *, n_components=2, method="eigen", solver="CLARABEL",
-                 solver_options=None):
+                 solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
-                         solver_options=solver_options)
+                         solver_options=solver_options, rank_tol=rank_tol)
 
     def _pencil(self, X, y) -> Pencil:
         self.mean_ = X.mean(axis=0)

@@ -5,8 +5,11 @@ See :mod:`sdpembed.formulations.discriminative` for the model.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
 from ..exceptions import InputError
@@ -16,7 +19,8 @@ from ..formulations.discriminative import (
     continuous_discriminative_pencil,
     discriminative_pencil,
 )
-from ..relaxations import Pencil
+from ..relaxations import RANK_TOL, Pencil
+from ..scatter.discriminant import WEIGHTS
 from ._projection import ProjectionEstimator
 
 __all__ = ["DiscriminativeProjections"]
@@ -57,8 +61,8 @@ class DiscriminativeProjections(ProjectionEstimator):
     sigma : float or None
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
-        Relative ridge on :math:`B + C`.
-    method, solver, solver_options
+        Relative ridge on :math:`B + C` (on the informative directions).
+    method, solver, solver_options, rank_tol
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
 
     Attributes
@@ -82,16 +86,40 @@ class DiscriminativeProjections(ProjectionEstimator):
     :math:`\lambda = 1/c`; when it falls among the :math:`d` smallest (iris,
     :math:`d = 3`), the matching row of ``components_`` is zero. The paper
     does not discuss this degenerate direction; it is kept, as the paper's
-    algorithm prescribes, and is visible in ``eigenvalues_``. Compare the
-    closed form and SDP paths on the joint subspace of
-    ``np.vstack([components_.T, label_components_.T])``.
+    algorithm prescribes, and is visible in ``eigenvalues_``; ``fit`` warns
+    (:class:`~sdpembed.exceptions.DegenerateEmbeddingWarning`) because it maps
+    every instance to the same point (its :math:`f` carries a round-off share
+    of :math:`\gamma^\top (B + C)\gamma`). Compare the closed form and SDP paths on
+    the joint subspace of ``np.vstack([components_.T, label_components_.T])``.
+
+    **Rank-revealing step.** :math:`A \preceq B` (each labelled instance's
+    distance to its own label is one of the :math:`c` terms of :math:`B`), so
+    :math:`\ker(B + C) \subseteq \ker(A + C)`: the directions removed by
+    restricting to the numerical range of :math:`B + C` (unit-diagonal
+    scaling, eigenvalues :math:`> \text{rank\_tol}`, whitening basis
+    :math:`T`, :math:`T^\top (B + C) T = I`) carry no information. They are
+    :math:`(f; 0)` with :math:`Xf = 0` (constant-zero or collinear features,
+    :math:`p \ge n`) and :math:`(f; a\mathbf 1)` with :math:`Xf = a\mathbf 1`
+    (a constant nonzero feature): every instance and every label mapped to
+    one point. The paper's pencil (Theorem 1) is singular on both; every
+    finite eigenpair is unchanged.
     """
+
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        "mu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "labels": [StrOptions(set(LABEL_KINDS))],
+        "weights": [StrOptions(set(WEIGHTS))],
+        "sigma": [Interval(Real, 0, None, closed="neither"), None],
+        "regularization": [Interval(Real, 0, None, closed="left")],
+    }
 
     def __init__(self, *, n_components=2, mu="auto", n_neighbors=5, labels="discrete",
                  weights="heat", sigma=None, regularization=0.0, method="eigen",
-                 solver="CLARABEL", solver_options=None):
+                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
-                         solver_options=solver_options)
+                         solver_options=solver_options, rank_tol=rank_tol)
         self.mu = mu
         self.n_neighbors = n_neighbors
         self.labels = labels
@@ -104,11 +132,7 @@ class DiscriminativeProjections(ProjectionEstimator):
         return self.labels == "continuous"
 
     def _validate_Xy(self, X, y):
-        if self.labels not in LABEL_KINDS:
-            raise InputError(f"labels must be one of {LABEL_KINDS}; got {self.labels!r}")
         if self.labels == "continuous":  # NaN marks unlabeled rows
-            from sklearn.utils.validation import validate_data
-
             X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
             return X, y
         return super()._validate_Xy(X, y)
@@ -140,6 +164,14 @@ class DiscriminativeProjections(ProjectionEstimator):
         self.components_ = np.ascontiguousarray(vectors[:p].T)
         self.label_components_ = np.ascontiguousarray(vectors[p:].T)
         self.eigenvalues_ = np.asarray(values, dtype=float)
+
+    def _instance_share(self, pencil, vectors):
+        r""":math:`f^\top (B + C)_{ff} f / \gamma^\top (B + C) \gamma` per direction."""
+        p = self.n_features_in_
+        M = pencil.B
+        total = np.einsum("ik,ij,jk->k", vectors, M, vectors)
+        inst = np.einsum("ik,ij,jk->k", vectors[:p], M[:p, :p], vectors[:p])
+        return np.divide(inst, total, out=np.zeros_like(inst), where=total > 0)
 
     def _formulation_meta(self):
         return {"method": "discriminative_projections"}

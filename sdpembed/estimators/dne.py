@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._labels import check_partial_labels
 from ..exceptions import InputError
 from ..formulations.dne import DNE_EQUATIONS, dne_pencil
-from ..relaxations import Pencil
+from ..relaxations import RANK_TOL, Pencil
 from ..scatter.dne import energy_dimension
 from ._projection import ProjectionEstimator
 
@@ -38,6 +39,16 @@ class DNE(ProjectionEstimator):
     :math:`P_i` (eq. 13): intra-class minus extra-class spread, so only
     negative eigenvalues help classification (eq. 10).
 
+    **Rank-revealing step.** The Fantope problem is restricted to the
+    numerical range of :math:`|X(S-F)X^T|` (orthonormal basis; unit-diagonal
+    scaling, eigenvalues :math:`> \\text{rank\\_tol}`): the directions removed
+    have criterion 0 along them, among them every :math:`v` with :math:`Xv`
+    constant (constant or collinear features, :math:`p \\ge n`). The
+    eigenvectors of nonzero eigenvalues, hence the energy rule and every
+    negative direction, are unchanged; an explicit ``n_components`` above
+    ``n_negative_`` then takes positive eigenvalues instead of directions
+    along which the data do not vary.
+
     Parameters
     ----------
     n_components : int or None, default None
@@ -58,6 +69,8 @@ class DNE(ProjectionEstimator):
     solver : str, default "CLARABEL"
         Backend for ``method="sdp"``.
     solver_options : dict or None
+    rank_tol : float, default 1e-8
+        Threshold of the rank-revealing step (above).
 
     Attributes
     ----------
@@ -103,21 +116,23 @@ class DNE(ProjectionEstimator):
     True
     """
 
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "energy": [Interval(Real, 0, 1, closed="right")],
+    }
+
     def __init__(self, *, n_components=None, n_neighbors=1, energy=0.96, method="eigen",
-                 solver="CLARABEL", solver_options=None):
+                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.energy = energy
         self.method = method
         self.solver = solver
         self.solver_options = solver_options
+        self.rank_tol = rank_tol
 
     def _pencil(self, X: np.ndarray, y) -> Pencil:
-        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors,
-                                                                numbers.Integral):
-            raise InputError(f"n_neighbors must be a positive integer; got {self.n_neighbors!r}")
-        if not isinstance(self.energy, numbers.Real) or not 0 < self.energy <= 1:
-            raise InputError(f"energy must lie in (0, 1]; got {self.energy!r}")
         y_int, self.classes_, _ = check_partial_labels(y, X.shape[0])
         pencil = dne_pencil(X, y_int, n_neighbors=self.n_neighbors)
         self.adjacency_ = pencil.meta["adjacency"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
@@ -14,26 +16,19 @@ from ..formulations.tca import (
     OTCA_EQUATIONS,
     TCA_EQUATIONS,
     otca_objective,
-    otca_sequence,
     otca_step_formulation,
     tca_pencil,
 )
-from ..relaxations import Pencil
+from ..relaxations import RANK_TOL, Pencil
 from ..scatter.tca import TCAOperators, otca_basis, tca_graph, tca_operators
-from ._projection import ProjectionEstimator
+from ..sequential import otca_sequence
+from ._projection import ProjectionEstimator, check_collapse
 
 __all__ = ["TCA", "OTCA"]
 
 logger = logging.getLogger(__name__)
 
-
-def _positive_real(value, name: str, *, allow_zero: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value) \
-        and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        raise InputError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} "
-                         f"number; got {value!r}")
-    return float(value)
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
 
 
 class _TransductiveBase(ProjectionEstimator):
@@ -43,19 +38,14 @@ class _TransductiveBase(ProjectionEstimator):
     rows of :math:`U^T = (P[a_1 \\cdots a_r])^T`, :math:`P` the PCA basis.
     """
 
-    def _check_params(self) -> None:
-        _positive_real(self.alpha, "alpha")
-        _positive_real(self.beta, "beta", allow_zero=True)
-        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors,
-                                                                numbers.Integral) \
-                or self.n_neighbors < 1:
-            raise InputError(f"n_neighbors must be a positive integer; got {self.n_neighbors!r}")
-        if self.sigma is not None:
-            _positive_real(self.sigma, "sigma")
-        pca = self.pca
-        if not (isinstance(pca, (bool, np.bool_))
-                or (isinstance(pca, numbers.Integral) and pca >= 1)):
-            raise InputError(f"pca must be True, False or a positive integer; got {pca!r}")
+    _parameter_constraints: dict = {
+        **ProjectionEstimator._parameter_constraints,
+        "alpha": _POSITIVE,
+        "beta": [Interval(Real, 0, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "sigma": [*_POSITIVE, None],
+        "pca": ["boolean", Interval(Integral, 1, None, closed="left")],
+    }
 
     def _pca_dimension(self, singular_values: np.ndarray, n_features: int, n_labeled: int) -> int:
         """d1 of TCA's step 4; ``n_features`` means "no PCA"."""
@@ -91,7 +81,6 @@ class _TransductiveBase(ProjectionEstimator):
         changes the coordinates the problem is solved in (``basis_``).
         Returns the operators and the class indices (``-1`` unlabeled).
         """
-        self._check_params()
         y_int, self.classes_, labeled = check_partial_labels(y, X.shape[0])
         self.n_labeled_ = int(labeled.sum())
         if self.n_neighbors >= X.shape[0]:
@@ -176,9 +165,10 @@ class TCA(_TransductiveBase):
         conditioned.
     regularization : float, default 0.0
         Relative ridge on :math:`B = X_lD_lX_l^T`: uses :math:`B + rI` with
-        :math:`r = \\text{regularization}\\cdot\\mathrm{tr}(B)/d_1`. Never
-        applied unless asked for; a singular ``B`` raises
-        :class:`~sdpembed.relaxations.SingularMatrixError`.
+        :math:`r = \\text{regularization}\\cdot\\mathrm{tr}(B)/m` over the
+        :math:`m` informative directions (:math:`m = d_1` unless the data
+        leave fewer). Never applied unless asked for; without it a singular
+        ``B`` is handled by the rank-revealing step (Notes).
     normalize : {"unit", "constraint"}, default "unit"
         Scale of each direction :math:`u_k` in input space. Eq. (20) fixes
         only a direction; ``"constraint"`` keeps the scale of the constraint,
@@ -193,6 +183,8 @@ class TCA(_TransductiveBase):
         ratio-trace SDP in :math:`Z = UU^T` (:mod:`sdpembed.formulations.tca`).
     solver : str, default "CLARABEL"
     solver_options : dict or None
+    rank_tol : float, default 1e-8
+        Threshold of the rank-revealing step (Notes).
 
     Attributes
     ----------
@@ -217,11 +209,30 @@ class TCA(_TransductiveBase):
     classes_ : ndarray
     n_components_, pencil_kind_, solve_report_, formulation_, rank_gap_
         See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+
+    Notes
+    -----
+    **Rank-revealing step.** After step 4, the pencil of eq. (21) is
+    restricted to the numerical range of :math:`B = X_lD_lX_l^T`
+    (unit-diagonal scaling, eigenvalues :math:`> \\text{rank\\_tol}`,
+    whitening basis :math:`T`, :math:`T^TBT = I`;
+    :func:`sdpembed.relaxations.reduce_pencil`). A direction with
+    :math:`Ba = 0` has a generalized eigenvalue :math:`+\\infty` unless
+    :math:`A` vanishes on it too (then it carries no information), so it is
+    never among the r smallest: every finite eigenpair is unchanged. With
+    ``regularization > 0`` only the common null space of :math:`A` and
+    :math:`B` is removed.
     """
+
+    _parameter_constraints: dict = {
+        **_TransductiveBase._parameter_constraints,
+        "regularization": [Interval(Real, 0, None, closed="left")],
+        "normalize": [StrOptions({"unit", "constraint"})],
+    }
 
     def __init__(self, *, n_components=None, alpha=10.0, beta=6.0, n_neighbors=5, sigma=None,
                  pca=True, regularization=0.0, normalize="unit", method="eigen",
-                 solver="CLARABEL", solver_options=None):
+                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta
@@ -233,12 +244,11 @@ class TCA(_TransductiveBase):
         self.method = method
         self.solver = solver
         self.solver_options = solver_options
+        self.rank_tol = rank_tol
 
     _whiten = True
 
     def _pencil(self, X: np.ndarray, y) -> Pencil:
-        if self.normalize not in ("unit", "constraint"):
-            raise InputError(f"normalize must be 'unit' or 'constraint'; got {self.normalize!r}")
         return tca_pencil(self._prepare(X, y)[0], beta=self.beta)
 
     def _default_n_components(self, pencil: Pencil, X: np.ndarray) -> int:
@@ -322,7 +332,22 @@ class OTCA(_TransductiveBase):
         ``method="sdp"`` only, one per step; ``solve_report_`` is the last.
     formulation_ : Formulation
         ``method="sdp"`` only: the per-step program.
+
+    Notes
+    -----
+    OTCA has no pencil; its rank-revealing step is the PCA step 4 (``pca``),
+    which keeps only components of the centred data above the numerical rank
+    tolerance :math:`s_1 \\max(n, p)\\,\\varepsilon`, so that the quadratic
+    form of eq. (26) is positive definite on the directions it solves over.
+    A direction along which the training data do not spread raises or warns
+    as for the other projections
+    (:func:`sdpembed.estimators._projection.check_collapse`).
     """
+
+    _parameter_constraints: dict = {
+        **{k: v for k, v in _TransductiveBase._parameter_constraints.items() if k != "rank_tol"},
+        "gamma": _POSITIVE,
+    }
 
     def __init__(self, *, n_components=None, alpha=4.0, beta=10.0, gamma=1e-3, n_neighbors=5,
                  sigma=None, pca=True, method="eigen", solver="CLARABEL", solver_options=None):
@@ -337,6 +362,7 @@ class OTCA(_TransductiveBase):
         self.solver = solver
         self.solver_options = solver_options
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit OTCA on all points; ``y == -1`` marks the unlabeled ones.
 
@@ -349,8 +375,7 @@ class OTCA(_TransductiveBase):
         -------
         self
         """
-        self._validate_params_common()
-        gamma = _positive_real(self.gamma, "gamma")
+        gamma = float(self.gamma)
         X, y = self._validate_Xy(X, y)
         for attr in ("solve_report_", "solve_reports_", "formulation_"):
             self.__dict__.pop(attr, None)
@@ -377,6 +402,7 @@ class OTCA(_TransductiveBase):
         self.n_components_ = r
         # no sign flip: the indicator fit of eq. (25) fixes the sign of each a_k
         self.components_ = np.ascontiguousarray(self._to_input_space(A).T)
+        check_collapse(X, self.components_, "OTCA")
         return self
 
     def _formulation_meta(self) -> dict:  # pragma: no cover - OTCA overrides fit

@@ -22,7 +22,13 @@ Continuous labels (sec. 3.3, Theorem 2): :math:`Z \hat L Z^\top x = \lambda Z \h
 :math:`\mu = 0.1\, l / s`.
 
 Both are ``ratio_trace`` pencils, so their SDP in :math:`Z = \gamma\gamma^\top`
-(:func:`sdpembed.relaxations.ratio_trace`) is exact.
+(:func:`sdpembed.relaxations.ratio_trace`) is exact. Since :math:`A \preceq B`,
+:math:`\ker(B + C) \subseteq \ker(A + C)`; the rank-revealing step of
+:func:`sdpembed.relaxations.reduce_pencil` restricts the pencil to the
+numerical range of :math:`B + C`, removing the directions :math:`(f; 0)` with
+:math:`Xf = 0` and :math:`(f; a\mathbf 1)` with :math:`Xf = a\mathbf 1` (every
+instance and label mapped to one point) on which Theorem 1's pencil is
+singular; every finite eigenpair is unchanged.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import numpy as np
 from .._labels import check_partial_labels
 from ..exceptions import InputError, LabelError
 from ..graphs import check_data_matrix
-from ..relaxations import Pencil, absolute_regularization, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import (
     continuous_label_matrices,
     discriminative_projection_matrices,
@@ -118,11 +124,13 @@ def continuous_discriminative_pencil(X: np.ndarray, Y: np.ndarray, labeled: np.n
 def discriminative_projections_formulation(
         X, y, n_components: int = 2, *, labels: str = "discrete", mu="auto", n_neighbors: int = 5,
         weights: str = "heat", sigma: float | None = None,
-        regularization: float = 0.0) -> Formulation:
-    """Exact SDP of discriminative projections (see module docstring).
+        regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+    """Exact SDP of discriminative projections after the rank-revealing step (module docstring).
 
-    The variable ``"Z"`` is :math:`\\gamma\\gamma^\\top`, of size :math:`p + c`
-    (discrete) or :math:`p + r` (continuous); ``regularization`` is relative.
+    The variable ``"Z"`` is :math:`\\gamma\\gamma^\\top` in the reduced
+    coordinates (``gamma = meta["reduction_basis"] @ Q``), of size :math:`p + c`
+    (discrete) or :math:`p + r` (continuous) when nothing is removed;
+    ``regularization`` is relative.
     """
     X = check_data_matrix(X)
     if labels == "discrete":
@@ -137,5 +145,5 @@ def discriminative_projections_formulation(
         raise InputError(f"labels must be one of {LABEL_KINDS}; got {labels!r}")
     if not 1 <= int(n_components) <= X.shape[1]:
         raise InputError(f"n_components must lie in [1, n_features={X.shape[1]}]")
-    return formulate(pencil, int(n_components),
-                     regularization=absolute_regularization(pencil.B, regularization))
+    return formulate_reduced(pencil, int(n_components), regularization=regularization,
+                             rank_tol=rank_tol)

@@ -12,13 +12,17 @@ DNE minimises :math:`\\mathrm{tr}(P^T X(S-F)X^T P)` over orthonormal
 exact by Ky Fan's theorem: the optimum is the sum of the d smallest
 eigenvalues of the (indefinite) matrix :math:`X(S-F)X^T`, which is eq. (9);
 the paper's eq. (10) is the special case d = number of negative eigenvalues.
+:func:`dne_formulation` first restricts the problem to the numerical range of
+:math:`|X(S-F)X^T|` (:func:`sdpembed.relaxations.reduce_pencil`, orthonormal
+basis): the directions removed have criterion 0 (e.g. :math:`Xv` constant),
+every eigenvector of nonzero eigenvalue is kept.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..relaxations import Pencil, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.dne import discriminant_adjacency, dne_matrix
 from ._base import Formulation
 
@@ -51,7 +55,8 @@ def dne_pencil(X, y, *, n_neighbors: int = 1) -> Pencil:
     return Pencil(A, None, "min", "trace", {"adjacency": F, "n_neighbors": int(n_neighbors)})
 
 
-def dne_formulation(X, y, n_components: int, *, n_neighbors: int = 1) -> Formulation:
+def dne_formulation(X, y, n_components: int, *, n_neighbors: int = 1,
+                    rank_tol: float = RANK_TOL) -> Formulation:
     """Build DNE's Fantope SDP (see the module docstring).
 
     Parameters
@@ -63,14 +68,17 @@ def dne_formulation(X, y, n_components: int, *, n_neighbors: int = 1) -> Formula
         d, the rank of the projector.
     n_neighbors : int
         k of eq. (1).
+    rank_tol : float
+        Threshold of the rank-revealing step.
 
     Returns
     -------
     Formulation
-        Variable ``"Y"`` (p x p); recover :math:`P` with
-        :func:`sdpembed.relaxations.recover_basis`. ``meta["A"]`` is the cost
-        matrix :math:`X(S-F)X^T`.
+        Variable ``"Y"`` (r x r, r the numerical rank of the cost); recover
+        :math:`P` as ``meta["reduction_basis"] @ recover_basis(Y, d)``
+        (:func:`sdpembed.relaxations.recover_basis`). ``meta["A"]`` is the
+        full cost matrix :math:`X(S-F)X^T`.
     """
     pencil = dne_pencil(X, y, n_neighbors=n_neighbors)
-    return formulate(pencil, n_components, meta={
+    return formulate_reduced(pencil, n_components, rank_tol=rank_tol, meta={
         "method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS, "A": pencil.A})

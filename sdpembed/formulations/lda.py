@@ -13,6 +13,12 @@ or, with ``criterion="trace_ratio"``,
 most :math:`c - 1` directions carry discriminant information. scikit-learn's
 ``LinearDiscriminantAnalysis(solver="eigen")`` solves the same pencil with
 both matrices divided by :math:`n`, hence spans the same subspace.
+
+:func:`lda_formulation` takes the rank-revealing step of
+:func:`sdpembed.relaxations.reduce_pencil` first (restriction to the numerical
+range of :math:`S_w`, the subspace of scikit-learn's ``svd`` solver), so it
+works on singular scatter matrices (constant or collinear features, more
+features than labelled points).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import numpy as np
 from .._labels import check_partial_labels
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
-from ..relaxations import Pencil, absolute_regularization, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import between_class_scatter, within_class_scatter
 from ._base import Formulation
 
@@ -45,8 +51,8 @@ def lda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *,
 
 
 def lda_formulation(X, y, n_components: int | None = None, *, criterion: str = "ratio_trace",
-                    regularization: float = 0.0) -> Formulation:
-    """Exact SDP of LDA (see module docstring).
+                    regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+    """Exact SDP of LDA after the rank-revealing step (see module docstring).
 
     Parameters
     ----------
@@ -58,6 +64,14 @@ def lda_formulation(X, y, n_components: int | None = None, *, criterion: str = "
     criterion : {"ratio_trace", "trace_ratio"}
     regularization : float
         Relative ridge on :math:`S_w` (:func:`~sdpembed.relaxations.absolute_regularization`).
+    rank_tol : float
+        Threshold of the rank-revealing step.
+
+    Returns
+    -------
+    Formulation
+        In the reduced coordinates: ``P = meta["reduction_basis"] @ Q``
+        (:func:`sdpembed.relaxations.formulate_reduced`).
     """
     X = check_data_matrix(X)
     y_int, classes, _ = check_partial_labels(y, X.shape[0])
@@ -67,5 +81,4 @@ def lda_formulation(X, y, n_components: int | None = None, *, criterion: str = "
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (LDA gives at most "
                          "n_classes - 1 directions)")
-    reg = absolute_regularization(pencil.B, regularization)
-    return formulate(pencil, d, regularization=reg)
+    return formulate_reduced(pencil, d, regularization=regularization, rank_tol=rank_tol)

@@ -9,8 +9,12 @@ Laplacian :math:`L = D - W` over all points,
     \qquad (X^\top L X\, a = \lambda\, X^\top D X\, a,\ \text{smallest } \lambda),
 
 (He & Niyogi, eqs. 1-2 of section 3, written with samples as rows). The
-paper applies PCA first so that :math:`X^\top D X` is nonsingular; here a
-singular :math:`X^\top D X` raises unless ``regularization`` is given.
+paper applies PCA first (its step 1), which centres the data and makes
+:math:`X^\top D X` nonsingular. :func:`lpp_formulation` centres :math:`X` and
+takes the rank-revealing step of :func:`sdpembed.relaxations.reduce_pencil`
+(restriction to the numerical range of :math:`X_c^\top D X_c`, which contains
+that of :math:`X_c^\top L X_c` since :math:`L \preceq 2D`): the PCA step with
+a stated tolerance, every finite eigenpair unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graphs import check_data_matrix
-from ..relaxations import Pencil, absolute_regularization, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import graph_laplacian, knn_affinity, laplacian_scatter
 from ._base import Formulation
 
@@ -36,9 +40,15 @@ def lpp_pencil(X: np.ndarray, *, n_neighbors: int = 5, weights: str = "heat",
 
 
 def lpp_formulation(X, n_components: int = 2, *, n_neighbors: int = 5, weights: str = "heat",
-                    sigma: float | None = None, regularization: float = 0.0) -> Formulation:
-    """Exact SDP of LPP (see module docstring); ``regularization`` is relative."""
+                    sigma: float | None = None, regularization: float = 0.0,
+                    rank_tol: float = RANK_TOL) -> Formulation:
+    """Exact SDP of LPP on the centred data after the rank-revealing step (module docstring).
+
+    ``regularization`` is relative; the variables live in the reduced
+    coordinates, ``P = meta["reduction_basis"] @ Q``.
+    """
     X = check_data_matrix(X)
-    pencil = lpp_pencil(X, n_neighbors=n_neighbors, weights=weights, sigma=sigma)
-    reg = absolute_regularization(pencil.B, regularization)
-    return formulate(pencil, n_components, regularization=reg)
+    pencil = lpp_pencil(X - X.mean(axis=0), n_neighbors=n_neighbors, weights=weights,
+                        sigma=sigma)
+    return formulate_reduced(pencil, n_components, regularization=regularization,
+                             rank_tol=rank_tol)

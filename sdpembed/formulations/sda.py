@@ -12,7 +12,10 @@ points (labelled and unlabeled; binary weights as in the paper):
 Cai et al. eq. (7) with the regulariser :math:`J(a) = a^\top X^\top L X a`
 of eq. (6) (their factor 2 absorbed in :math:`\alpha`); their Tikhonov term
 :math:`\beta I` is the ``regularization`` option. At most :math:`c - 1`
-eigenvalues are nonzero.
+eigenvalues are nonzero. :func:`sda_formulation` takes the rank-revealing step
+of :func:`sdpembed.relaxations.reduce_pencil` first (restriction to the
+numerical range of :math:`B = S_t + \alpha X^\top L X`, which contains that of
+:math:`S_b \preceq S_t`: every finite eigenpair unchanged).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import numpy as np
 from .._labels import check_partial_labels
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
-from ..relaxations import Pencil, absolute_regularization, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import (
     between_class_scatter,
     graph_laplacian,
@@ -53,8 +56,12 @@ def sda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, alpha: float = 0
 
 def sda_formulation(X, y, n_components: int | None = None, *, alpha: float = 0.1,
                     n_neighbors: int = 5, weights: str = "binary", sigma: float | None = None,
-                    regularization: float = 0.0) -> Formulation:
-    """Exact SDP of SDA (see module docstring); ``regularization`` is relative."""
+                    regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+    """Exact SDP of SDA after the rank-revealing step (module docstring).
+
+    ``regularization`` is relative; the variables live in the reduced
+    coordinates, ``P = meta["reduction_basis"] @ Q``.
+    """
     X = check_data_matrix(X)
     y_int, classes, _ = check_partial_labels(y, X.shape[0])
     pencil = sda_pencil(X, y_int, classes.size, alpha=alpha, n_neighbors=n_neighbors,
@@ -64,4 +71,4 @@ def sda_formulation(X, y, n_components: int | None = None, *, alpha: float = 0.1
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (SDA gives at most "
                          "n_classes - 1 directions)")
-    return formulate(pencil, d, regularization=absolute_regularization(pencil.B, regularization))
+    return formulate_reduced(pencil, d, regularization=regularization, rank_tol=rank_tol)

@@ -37,21 +37,16 @@ constraints (no QR), so a conic solver gives an independent check.
 
 from __future__ import annotations
 
-import logging
-
 import cvxpy as cp
 import numpy as np
 
 from ..exceptions import InputError
-from ..relaxations import Pencil, formulate
+from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.tca import TCAOperators, tca_operators
-from ..solvers import solve
 from ._base import Formulation
 
-logger = logging.getLogger(__name__)
-
-__all__ = ["tca_pencil", "tca_formulation", "otca_step_formulation", "otca_sequence",
-           "otca_objective", "TCA_EQUATIONS", "OTCA_EQUATIONS"]
+__all__ = ["tca_pencil", "tca_formulation", "otca_step_formulation", "otca_objective",
+           "TCA_EQUATIONS", "OTCA_EQUATIONS"]
 
 #: Paper equations implemented by TCA and OTCA.
 TCA_EQUATIONS = ("4", "10", "12", "15", "17", "18", "19", "20", "21")
@@ -72,9 +67,16 @@ def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
 
 
 def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_neighbors: int = 5,
-                    sigma: float | None = None, graph=None,
-                    regularization: float = 0.0) -> Formulation:
+                    sigma: float | None = None, graph=None, regularization: float = 0.0,
+                    rank_tol: float = RANK_TOL) -> Formulation:
     """Build TCA's exact ratio-trace SDP (module docstring) from centred data.
+
+    The rank-revealing step of :func:`sdpembed.relaxations.reduce_pencil`
+    comes first: the common null space of :math:`A` and :math:`B` is
+    removed and, without ``regularization``, the kernel of :math:`B` is
+    eliminated exactly by the Schur complement (its generalized eigenvalues
+    are :math:`+\\infty`), so a singular :math:`B` (more dimensions than
+    labeled points) gives the finite eigenpairs of eq. (21).
 
     Parameters
     ----------
@@ -92,18 +94,21 @@ def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_nei
         Weighted graph to use instead (the estimator builds it on the data
         before the PCA step, as the paper's Table 1 orders the steps).
     regularization : float
-        Use :math:`B + rI` (never applied unless asked for).
+        Use :math:`B + rI`, :math:`r` absolute (never applied unless asked for).
+    rank_tol : float
+        Threshold of the rank-revealing step.
 
     Returns
     -------
     Formulation
-        Variable ``"Z"``; ``meta["B"]`` for
-        ``recover_basis(Z, r, B=meta["B"])``.
+        Variable ``"Z"`` in the reduced coordinates; ``meta["B"]`` for
+        ``U = meta["reduction_basis"] @ recover_basis(Z, r, B=meta["B"])``.
     """
     ops = tca_operators(X, y, alpha=alpha, n_neighbors=n_neighbors, sigma=sigma, graph=graph)
-    return formulate(tca_pencil(ops, beta=beta), n_components, regularization=regularization,
-                     meta={"method": "tca", "variant": "ratio_trace",
-                           "equations": TCA_EQUATIONS, "alpha": float(alpha)})
+    return formulate_reduced(tca_pencil(ops, beta=beta), n_components,
+                             regularization=regularization, relative=False, rank_tol=rank_tol,
+                             meta={"method": "tca", "variant": "ratio_trace",
+                                   "equations": TCA_EQUATIONS, "alpha": float(alpha)})
 
 
 def _psd_factor(M: np.ndarray) -> np.ndarray:
@@ -140,7 +145,8 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
     :math:`a_j^T/\\lVert a_j\\rVert` and the rest zero. The equality
     constraints describe exactly the span of the paper's :math:`E_{k-1}`
     (eq. 24), so the optimum is the closed form (27):
-    :math:`a_k = (\\tau_k/q)\\,\\hat a^*`. :func:`otca_sequence` runs the steps.
+    :math:`a_k = (\\tau_k/q)\\,\\hat a^*`. :func:`sdpembed.sequential.otca_sequence`
+    runs the steps.
 
     Parameters
     ----------
@@ -188,42 +194,3 @@ def otca_objective(Q, R, A, gamma: float, class_sizes) -> np.ndarray:
     quad = np.einsum("ik,ij,jk->k", A, Q, A)
     return quad - 2 * np.einsum("ik,ik->k", R[:, :r], A) + float(gamma) * np.asarray(
         class_sizes, dtype=float)[:r]
-
-
-def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = "CLARABEL",
-                  **solver_options):
-    """Run OTCA's r steps on :func:`otca_step_formulation`, re-solving without recompiling.
-
-    Returns
-    -------
-    A : ndarray (p, r)
-        The directions :math:`a_1, \\dots, a_r` (unscaled, comparable with
-        :func:`sdpembed.scatter.tca.otca_basis`).
-    reports : list of SolveReport
-        One per step.
-    """
-    R, q = formulation.meta["R"], formulation.meta["q"]
-    p, c = R.shape
-    r = int(n_components)
-    if not 1 <= r <= min(c, p):
-        raise InputError(f"OTCA gives at most min(n_classes, n_features) = {min(c, p)} "
-                         f"directions; got n_components={r}")
-    target = formulation.parameters["target"]
-    previous = formulation.parameters["previous"]
-    a_hat = formulation.variables["a_hat"]
-    C = np.zeros(previous.shape)
-    A = np.zeros((p, r))
-    reports = []
-    for k in range(r):
-        tau = float(np.linalg.norm(R[:, k]))
-        if tau == 0:
-            raise InputError(f"OTCA step {k + 1}: X_l Y_k is zero (the labeled points of class "
-                             f"{k} sum to the origin); the direction is undefined")
-        target.value = R[:, k] / tau
-        previous.value = C
-        reports.append(solve(formulation, solver=solver, **solver_options))
-        A[:, k] = (tau / q) * a_hat.value
-        if k < C.shape[0] and k + 1 < r:
-            C[k] = A[:, k] / np.linalg.norm(A[:, k])
-        logger.debug("OTCA step %d: %s", k + 1, reports[-1])
-    return A, reports
