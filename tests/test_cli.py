@@ -51,7 +51,8 @@ def test_run_smoke_writes_results_and_prints_the_summary(capsys, tmp_path):
     assert out.startswith("# smoke")
     assert f"results written to {tmp_path / 'smoke'}/" in out
     rows = _table(out)
-    assert rows[0][:7] == ["dataset", "labels", "method", "params", "solver", "dims", "runs ok"]
+    assert rows[0][:7] == ["dataset", "labels", "method", "params", "solver", "dims",
+                           "runs used"]
     methods = [r[2] for r in rows[1:6]]
     assert methods == ["raw", "lda", "dvu", "dvu", "lgc"]
     assert all(r[6] == "1/1" for r in rows[1:6])
