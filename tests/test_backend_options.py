@@ -19,7 +19,12 @@ from sdpembed.backend_options import BACKEND_SETTINGS, check_backend_options
 from sdpembed.exceptions import InaccurateSolutionWarning, InputError, SolverFailedError
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
-from sdpembed.solve_status import FAR_FROM_OPTIMAL, check_inaccurate, relative_gap
+from sdpembed.solve_status import (
+    FAR_FROM_OPTIMAL,
+    check_inaccurate,
+    distance_from_optimal,
+    relative_gap,
+)
 from sdpembed.solvers import SolveReport, solve
 
 
@@ -102,6 +107,11 @@ def test_relative_gap_per_backend():
     with pytest.raises(SolverFailedError, match="relative duality gap 0.3"):
         check_inaccurate("LOWRANK", "optimal_inaccurate", -1.0, {"gap": 0.3})
     check_inaccurate("SCS", "optimal", 1.0, {"gap": 100.0})  # only inaccurate solves are judged
+    # a small gap does not save an iterate that violates the constraints
+    stats = {"gap": 1e-4, "primal_residual": 0.05, "dual_residual": 1e-3}
+    assert distance_from_optimal("SCS", -2.0, stats) == pytest.approx(0.025)
+    with pytest.raises(SolverFailedError, match="relative primal residual 0.025"):
+        check_inaccurate("SCS", "optimal_inaccurate", -2.0, stats)
 
 
 def test_scs_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
@@ -116,6 +126,6 @@ def test_scs_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
     with pytest.warns(InaccurateSolutionWarning):
         near = solve(_iris_dvu(), solver="SCS", max_iters=2000)
     assert near.status == "optimal_inaccurate"
-    assert relative_gap("SCS", near.objective, near) <= FAR_FROM_OPTIMAL
+    assert distance_from_optimal("SCS", near.objective, near) <= FAR_FROM_OPTIMAL
     assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * max(1.0, abs(optimum))
     assert np.isfinite(near.objective)

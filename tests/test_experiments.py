@@ -200,8 +200,8 @@ def test_failed_runs_are_recorded_with_the_typed_error():
     assert ok["status"] == "ok" and 0 < ok["knn1"] <= 1
     assert result.meta["errors"] == 1 and result.meta["ok"] == 1
     summary = result.summary()
-    assert "| 0/1 |" in summary and "## Errors (1 runs)" in summary and "slack_weight" in summary
-    assert "2 runs: 1 ok, 1 errors" in summary
+    assert "| 0/1 |" in summary and "## Errors (1 run)" in summary and "slack_weight" in summary
+    assert "2 runs: 1 ok, 1 error" in summary
 
 
 def test_inductive_protocol_fits_on_labeled_rows_only():

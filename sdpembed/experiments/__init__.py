@@ -8,8 +8,8 @@ methods with their parameters, solver backends, seeds and metrics.
 
     dataset x label fraction x method x parameter sweep x solver x seed,
 
-runs every cell (serially, in parallel with joblib, or on a Dask cluster
-through joblib's Dask backend: one code path), and returns an
+runs every cell (serially, in joblib worker processes, or as futures on a
+Dask cluster, which get the data from the runner), and returns an
 :class:`ExperimentResult` holding a tidy table (one row per run, with the
 solver's name, version and options and the timings), written as CSV, JSON, a
 markdown summary (mean ± std per method, solver and parameters, next to the

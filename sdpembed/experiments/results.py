@@ -156,12 +156,15 @@ def _paper_cell(spec: Spec, dataset, fraction, method, params_json, metric) -> s
     return None
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
 def _runs_text(meta: dict) -> str:
-    text = f"{meta['runs']} runs: {meta['ok']} ok"
+    text = f"{_n(meta['runs'], 'run')}: {meta['ok']} ok"
     if meta.get("inaccurate"):
         text += f", {meta['inaccurate']} inaccurate (kept, see 'solve')"
-    text += f", {meta['errors']} errors"
-    return text
+    return text + f", {_n(meta['errors'], 'error')}"
 
 
 def _summary_markdown(result: ExperimentResult) -> str:
@@ -232,7 +235,7 @@ def _summary_markdown(result: ExperimentResult) -> str:
                          + " | ".join(vals) + " |")
     failures = [r for r in result.rows if r["status"] == "error"]
     if failures:
-        lines += ["", f"## Errors ({len(failures)} runs)", ""]
+        lines += ["", f"## Errors ({_n(len(failures), 'run')})", ""]
         seen: dict[tuple, int] = {}
         for r in failures:
             key = (r["method"], r["params"], r["solver"], r.get("error_stage", ""),
@@ -242,7 +245,7 @@ def _summary_markdown(result: ExperimentResult) -> str:
             r = next(f for f in failures if (f["method"], f["params"], f["solver"],
                                              f.get("error_stage", "")) == (method, params,
                                                                            solver, stage))
-            lines.append(f"- {method} {params_text(params)} {solver or ''} ({n} runs, while "
+            lines.append(f"- {method} {params_text(params)} {solver or ''} ({_n(n, 'run')}, while "
                          f"{_STAGES.get(stage, stage or 'running')}): {r['error'][:300]}")
     return "\n".join(lines) + "\n"
 

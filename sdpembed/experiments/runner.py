@@ -56,31 +56,57 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(f"interrupted by {name} after {finished} of {total} runs{where}")
 
 
-class _Terminated(BaseException):
+class _Interrupted(BaseException):
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
 
 
-@contextlib.contextmanager
-def _sigterm_as_exception() -> Iterator[None]:
-    """SIGTERM raises in the main thread (like SIGINT), so the run closes its files."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+class _Interrupts:
+    """SIGINT and SIGTERM raise :class:`_Interrupted` in the main thread, except inside
+    :meth:`critical` (writing a finished task), where they wait until it is done.
 
-    def handler(signum, frame):
-        raise _Terminated(signum)
+    So an interrupted run has written each task completely or not at all, and
+    knows how many; the default SIGTERM would end the process at once, without
+    closing the run's files or saying what was kept.
+    """
 
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # pragma: no cover - not the main interpreter
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __init__(self):
+        self.pending: int | None = None
+        self.in_critical = False
+        self.previous: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                try:
+                    self.previous[sig] = signal.signal(sig, self._handler)
+                except ValueError:  # pragma: no cover - not the main interpreter
+                    pass
+        return self
+
+    def __exit__(self, *exc):
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        return False
+
+    def _handler(self, signum, frame):
+        if self.previous.get(signum) is signal.SIG_IGN:
+            return
+        if self.in_critical:
+            self.pending = signum
+            return
+        raise _Interrupted(signum)
+
+    @contextlib.contextmanager
+    def critical(self) -> Iterator[None]:
+        self.in_critical = True
+        try:
+            yield
+        finally:
+            self.in_critical = False
+        if self.pending is not None:
+            raise _Interrupted(self.pending)
 
 
 def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
@@ -100,10 +126,10 @@ def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
     n_jobs : int, default=1
         joblib workers (``-1``: all cores); 1 runs serially in this process.
     scheduler : str or dask.distributed.Client, optional
-        Address of a Dask scheduler (``"tcp://host:8786"``) or a client: the
-        runs go to the cluster through joblib's Dask backend (same code path
-        as ``n_jobs``). The data are loaded here and sent to the workers, and
-        ``SDPEMBED_DATA``, if set, is set on the workers too.
+        Address of a Dask scheduler (``"tcp://host:8786"``) or a client: each
+        run is a future on the cluster. The data are loaded here and sent to
+        every worker once, and ``SDPEMBED_DATA``, if set, is set on the workers
+        too; the summary says so.
     out_dir : path, optional
         The run's folder: each finished task is written there at once
         (:mod:`sdpembed.experiments.store`), then ``results.csv``,
@@ -157,7 +183,7 @@ def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
         started = time.strftime("%Y-%m-%dT%H:%M:%S")
         t0 = time.perf_counter()
         executed = {"mode": "none"}
-        with _sigterm_as_exception():
+        with _Interrupts() as interrupts:
             try:
                 for task, (row, artefacts) in _execute(spec, todo, n_jobs=n_jobs,
                                                        scheduler=scheduler, progress=progress,
@@ -165,11 +191,12 @@ def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
                                                        how=executed):
                     # the grid's index (a resumed grid is the same grid)
                     row["index"] = task.index
-                    if store is not None:
-                        store.append(task.key, row, artefacts)
-                    records[task.key] = (row, artefacts)
-            except (KeyboardInterrupt, _Terminated) as exc:
-                signum = exc.signum if isinstance(exc, _Terminated) else signal.SIGINT
+                    with interrupts.critical():
+                        if store is not None:
+                            store.append(task.key, row, artefacts)
+                        records[task.key] = (row, artefacts)
+            except (KeyboardInterrupt, _Interrupted) as exc:
+                signum = getattr(exc, "signum", signal.SIGINT)
                 finished = len(store.done) if store is not None else 0
                 raise RunInterrupted(signum, finished, len(tasks),
                                      None if store is None else str(store.folder)) from None
@@ -197,49 +224,64 @@ def _execute(spec: Spec, tasks: list[Task], *, n_jobs: int, scheduler, progress:
              done: int, total: int, how: dict):
     """Yield ``(task, (row, artefacts))`` as tasks finish: in this process (``n_jobs=1``,
     the data and graph caches serve the whole grid), in joblib worker processes, or on a
-    Dask cluster through joblib's Dask backend."""
-    from joblib import Parallel, delayed, parallel_config
+    Dask cluster (one future per task, the data scattered to every worker once)."""
     from tqdm.auto import tqdm
 
     if not tasks:
         how.update(mode="none", text="nothing left to run")
         return
-    client, own = None, False
-    if scheduler is not None:
-        from dask.distributed import Client
-
-        client, own = (scheduler, False) if isinstance(scheduler, Client) \
-            else (Client(scheduler), True)
+    bar = tqdm(total=total, initial=done, desc=spec.name, unit="run", disable=not progress)
+    source = None
     try:
-        config: dict = {}
-        data: dict = {}
-        if client is not None:
-            data = _send_to_workers(client, spec, tasks, how)
-            config = {"backend": "dask", "client": client, "wait_for_workers_timeout": 60,
-                      "scatter": list(data.values()) or None}
+        if scheduler is not None:
+            source = _on_dask(spec, tasks, scheduler, how)
         elif n_jobs == 1:
             how.update(mode="serial", text="serially in this process")
+            source = ((t, run_task(spec, t)) for t in tasks)  # each written before the next
         else:
-            workers = os.cpu_count() if n_jobs == -1 else n_jobs
-            how.update(mode="joblib", workers=workers,
-                       text=f"{workers} joblib worker processes (each loads the data from "
-                            f"{_datasets.data_home()})")
-        with parallel_config(**config), \
-                tqdm(total=total, initial=done, desc=spec.name, unit="run",
-                     disable=not progress) as bar:
-            if client is None and n_jobs == 1:
-                for t in tasks:  # in order, each written before the next starts
-                    yield t, run_task(spec, t)
-                    bar.update()
-                return
-            runner = Parallel(n_jobs=-1 if client is not None else n_jobs,
-                              return_as="generator_unordered")
-            jobs = (delayed(_indexed)(spec, t, data.get(t.dataset)) for t in tasks)
-            by_index = {t.index: t for t in tasks}
-            for index, pair in runner(jobs):
-                yield by_index[index], pair
-                bar.update()
+            source = _on_joblib(spec, tasks, n_jobs, how)
+        for task, pair in source:
+            yield task, pair
+            bar.update()
     finally:
+        if source is not None:
+            source.close()  # stops joblib's workers or cancels the cluster's futures
+        bar.close()
+
+
+def _on_joblib(spec: Spec, tasks: list[Task], n_jobs: int, how: dict):
+    from joblib import Parallel, delayed
+
+    workers = os.cpu_count() if n_jobs == -1 else n_jobs
+    how.update(mode="joblib", workers=workers,
+               text=f"{workers} joblib worker processes (each loads the data from "
+                    f"{_datasets.data_home()})")
+    by_index = {t.index: t for t in tasks}
+    runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
+    for index, pair in runner(delayed(_indexed)(spec, t, None) for t in tasks):
+        yield by_index[index], pair
+
+
+def _on_dask(spec: Spec, tasks: list[Task], scheduler, how: dict):
+    """One future per task on the cluster (never run here, whatever the cluster's size)."""
+    from dask.distributed import Client, as_completed
+
+    client, own = (scheduler, False) if isinstance(scheduler, Client) \
+        else (Client(scheduler), True)
+    futures = []
+    try:
+        data = _send_to_workers(client, spec, tasks, how)
+        scattered = {name: client.scatter(d, broadcast=True, hash=False)
+                     for name, d in data.items()}
+        by_index = {t.index: t for t in tasks}
+        futures = [client.submit(_indexed, spec, t, scattered.get(t.dataset), pure=False)
+                   for t in tasks]
+        for future in as_completed(futures):
+            index, pair = future.result()
+            yield by_index[index], pair
+    finally:
+        if futures:
+            client.cancel(futures)
         if own:
             client.close()
 
