@@ -179,3 +179,15 @@ def test_sigterm_removes_the_temporary_folder_and_stops_csdp(tmp_path):
     time.sleep(0.2)
     with pytest.raises(ProcessLookupError):
         os.kill(child, 0)
+
+
+def test_verbose_passes_csdp_output_through(use, tmp_path, capsys):
+    use(_program(tmp_path, "csdp", """\
+        echo "Iter:  0 Ap: 0.00e+00 Pobj: 0.0 Ad: 0.00e+00 Dobj: 0.0"
+        echo "Iter:  1 Ap: 9.00e-01 Pobj: 1.0 Ad: 9.00e-01 Dobj: 2.0"
+        exit 7
+        """))
+    with pytest.raises(SolverFailedError, match="lack of progress"):
+        solve(_formulation(), solver="CSDP", verbose=True)
+    out = capsys.readouterr().out
+    assert "Iter:  0 Ap: 0.00e+00" in out and "Iter:  1 Ap: 9.00e-01" in out
