@@ -1,8 +1,10 @@
-"""Run the paper-reproduction specs of ``problems/*.toml`` and collect their summaries.
+"""Run the paper-reproduction specs shipped with sdpembed and collect their summaries.
 
-Each spec is run as ``sdpembed run NAME --jobs N --out results`` would run it
-(:func:`sdpembed.experiments.run_spec`), writing ``results/<name>/``; the
-summaries are concatenated, with the wall time of each run, into
+The specs are package data (``sdpembed/experiments/specs/*.toml``, listed by
+:func:`sdpembed.experiments.list_specs`). Each is run as ``sdpembed run NAME
+--jobs N --out results --resume`` would run it (:func:`sdpembed.experiments.run_spec`),
+writing ``results/<name>/`` (an interrupted reproduction continues where it
+stopped); the summaries are concatenated, with the wall time of each run, into
 ``results/reproduce.md``.
 
 Run: ``.venv/bin/python -m problems.reproduce [NAME ...] [--jobs 2] [--seeds N]``.
@@ -37,14 +39,14 @@ def main(argv=None) -> None:
         seeds = None if args.seeds is None else spec.seeds[:args.seeds]
         t0 = time.perf_counter()
         result = run_spec(spec, seeds=seeds, n_jobs=args.jobs,
-                          out_dir=Path(args.out) / spec.name)
+                          out_dir=Path(args.out) / spec.name, resume=True)
         wall = time.perf_counter() - t0
-        command = f"sdpembed run {name} --jobs {args.jobs}" + (
+        command = f"sdpembed run {name} --jobs {args.jobs} --resume" + (
             f" --seeds {args.seeds}" if args.seeds else "")
         parts += [f"<!-- {command}: {wall:.1f} s -->", "", result.summary().replace(
             f"# {spec.name}", f"## {spec.name}", 1).replace("\n## ", "\n### "),
             f"Command: `{command}`; wall time {wall:.1f} s.", ""]
-        print(f"{name}: {wall:.1f} s, {result.meta['failed']} failed runs", flush=True)
+        print(f"{name}: {wall:.1f} s, {result.meta['errors']} failed runs", flush=True)
     out = Path(args.out) / "reproduce.md"
     out.write_text("\n".join(parts))
     print(f"wrote {out}")

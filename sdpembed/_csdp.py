@@ -24,19 +24,28 @@ import logging
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 import numpy as np
 import scipy.sparse as sp
+from cvxpy.error import SolverError as CvxpySolverError
 from cvxpy.reductions.solvers.conic_solvers.scs_conif import SCS
+
+from .exceptions import SolverMissingError
 
 logger = logging.getLogger(__name__)
 
+#: Environment variable naming the ``csdp`` program (wins over the search of ``PATH``).
+ENV_VAR = "SDPEMBED_CSDP"
+
 CSDP_INSTALL_HINT = (
     "install the csdp program: 'sudo apt-get install coinor-csdp' (Debian/Ubuntu), "
-    "'brew install csdp' (macOS), or build it from https://github.com/coin-or/Csdp"
+    "'brew install csdp' (macOS), or build it from https://github.com/coin-or/Csdp; "
+    f"or set {ENV_VAR} to its path"
 )
 
 #: CSDP exit codes -> (SCS-style status value, meaning)
@@ -55,12 +64,78 @@ _CSDP_CODES = {
 
 _PARAM_NAMES = ("axtol", "atytol", "objtol", "pinftol", "dinftol", "maxiter", "minstepfrac",
                 "maxstepfrac", "minstepp", "minstepd", "usexzgap", "tweakgap", "affine",
-                "perturbobj", "fastmode")
+                "perturbobj", "fastmode", "printlevel")
+
+#: Seconds ``csdp`` (run without arguments) has to print its usage when probed.
+_PROBE_TIMEOUT_S = 5.0
+
+# (path, mtime_ns, size) -> None if the program runs, else the reason it does not
+_PROBED: dict[tuple, str | None] = {}
+
+
+def _candidate() -> tuple[str | None, str]:
+    """(path of the csdp program or None, why not): ``$SDPEMBED_CSDP``, else ``PATH``."""
+    env = os.environ.get(ENV_VAR, "").strip()
+    if env:
+        if not os.path.isfile(env):
+            return None, f"{ENV_VAR}={env} is not a file"
+        if not os.access(env, os.X_OK):
+            return None, f"{ENV_VAR}={env} is not executable"
+        return env, ""
+    found = shutil.which("csdp")
+    return (found, "") if found else (None, "no csdp program on PATH")
+
+
+def _probe(path: str) -> str | None:
+    """Run ``csdp`` without arguments (it prints its usage): ``None`` if it runs, else why not.
+
+    A file that cannot be executed (wrong format, a crash on start) is not a
+    usable CSDP; the answer is cached per file version.
+    """
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"{path} cannot be read ({exc})"
+    key = (path, st.st_mtime_ns, st.st_size)
+    if key not in _PROBED:
+        try:
+            proc = subprocess.run([path], stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=_PROBE_TIMEOUT_S)
+        except OSError as exc:
+            reason = f"{path} cannot be run ({exc})"
+        except subprocess.TimeoutExpired:
+            reason = (f"{path} did not answer within {_PROBE_TIMEOUT_S:g} s when run "
+                      "without a problem")
+        else:
+            reason = None if proc.returncode >= 0 else (
+                f"{path} crashed when run without a problem "
+                f"({_signal_text(-proc.returncode)})")
+        _PROBED[key] = reason
+    return _PROBED[key]
+
+
+def csdp_problem() -> str | None:
+    """Why CSDP is not usable here (missing, not executable, crashing), or ``None``."""
+    path, why = _candidate()
+    if path is None:
+        return why
+    return _probe(path)
 
 
 def csdp_executable() -> str | None:
-    """Path of the ``csdp`` program (``SDPEMBED_CSDP`` overrides the search), or None."""
-    return os.environ.get("SDPEMBED_CSDP") or shutil.which("csdp")
+    """Path of a working ``csdp`` program (``SDPEMBED_CSDP`` overrides the search), or None.
+
+    A path that does not exist, is not executable or does not run is
+    ``None``: CSDP is then not listed by
+    :func:`sdpembed.solvers.available_solvers` and asking for it raises
+    :class:`~sdpembed.exceptions.SolverMissingError` (:func:`csdp_problem` says why).
+    """
+    path, why = _candidate()
+    if path is None or _probe(path) is not None:
+        if os.environ.get(ENV_VAR, "").strip():
+            logger.debug("CSDP not usable: %s", why or _probe(path))
+        return None
+    return path
 
 
 def csdp_version() -> str:
@@ -75,6 +150,13 @@ def csdp_version() -> str:
     except (OSError, subprocess.SubprocessError):
         pass
     return "unknown"
+
+
+def _signal_text(signum: int) -> str:
+    try:
+        return f"signal {signal.Signals(signum).name}"
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _svec_index(n: int):
@@ -307,54 +389,146 @@ class CSDPConif(SCS):
 
     def import_solver(self) -> None:
         if csdp_executable() is None:
-            raise ImportError("csdp executable not found; " + CSDP_INSTALL_HINT)
+            raise ImportError(f"CSDP is not usable ({csdp_problem()}); " + CSDP_INSTALL_HINT)
 
     def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
-        from cvxpy.constraints import PSD, NonNeg, Zero  # noqa: F401
+        from .backend_options import check_backend_options
 
         opts = dict(solver_opts or {})
+        check_backend_options("CSDP", opts)  # InputError naming the option
         time_limit = opts.pop("time_limit", None)
         unknown = set(opts) - set(_PARAM_NAMES)
-        if unknown:
-            raise ValueError(f"unknown CSDP options {sorted(unknown)}; known: {_PARAM_NAMES} "
-                             "and time_limit")
+        if unknown:  # cvxpy's own settings never reach a solver's options
+            raise CvxpySolverError(f"CSDP takes no options {sorted(unknown)} here")
         exe = csdp_executable()
+        if exe is None:
+            raise SolverMissingError(f"CSDP is not usable ({csdp_problem()}); "
+                                     + CSDP_INSTALL_HINT)
         c, A, b, dims = data["c"], data["A"], data["b"], data["dims"]
         t0 = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="sdpembed-csdp-") as tmp:
-            prob, sol = os.path.join(tmp, "problem.dat-s"), os.path.join(tmp, "solution.txt")
-            pmap = PrimalMap(c, A, b, dims)
-            pmap.write(prob)
-            if opts:
-                with open(os.path.join(tmp, "param.csdp"), "w") as fh:
-                    for key, val in opts.items():
-                        fh.write(f"{key}={val}\n")
-            t1 = time.perf_counter()
+        try:
+            # the guard is inside the folder's context: csdp is stopped before its folder goes
+            with tempfile.TemporaryDirectory(prefix="sdpembed-csdp-") as tmp, \
+                    _StopOnSigterm() as guard:
+                return self._run(exe, tmp, guard, c, A, b, dims, opts, time_limit, verbose, t0)
+        except _Terminated as term:
+            # the folder is removed and csdp stopped: now end as SIGTERM asked
+            signal.raise_signal(term.signum)
+            raise
+
+    @staticmethod
+    def _run(exe, tmp, guard, c, A, b, dims, opts, time_limit, verbose, t0):
+        prob, sol = os.path.join(tmp, "problem.dat-s"), os.path.join(tmp, "solution.txt")
+        pmap = PrimalMap(c, A, b, dims)
+        pmap.write(prob)
+        if opts:
+            with open(os.path.join(tmp, "param.csdp"), "w") as fh:
+                for key, val in opts.items():
+                    fh.write(f"{key}={val}\n")
+        t1 = time.perf_counter()
+        try:
+            proc = subprocess.Popen([exe, prob, sol], cwd=tmp, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        except OSError as exc:
+            raise SolverMissingError(f"the csdp program {exe} cannot be run ({exc}); "
+                                     + CSDP_INSTALL_HINT) from exc
+        guard.child = proc
+        lines: list[str] = []
+        reader = threading.Thread(target=_read_output, args=(proc.stdout, lines, verbose),
+                                  daemon=True)
+        reader.start()
+        try:
+            code = proc.wait(timeout=time_limit)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            reader.join()
+            raise CvxpySolverError(f"csdp stopped by its time limit of {time_limit} s"
+                                   + _tail(lines)) from None
+        reader.join()
+        t2 = time.perf_counter()
+        stdout = "".join(lines)
+        logger.debug("csdp stdout:\n%s", stdout)
+        if code < 0:
+            raise CvxpySolverError(f"csdp was killed by {_signal_text(-code)}" + _tail(lines))
+        status_val, meaning = _CSDP_CODES.get(code, (-4, f"unknown exit code {code}"))
+        if status_val == -4:
+            # CSDP's own reason; cvxpy would otherwise say only "Solver 'CSDP' failed"
+            raise CvxpySolverError(f"csdp stopped: {meaning} (exit code {code})" + _tail(lines))
+        info = {"status_val": status_val, "status": meaning, "exit_code": code,
+                "solve_time": 1000 * (t2 - t1), "setup_time": 1000 * (t1 - t0),
+                "iter": _parse_int(stdout, r"Iter:\s*(\d+)", last=True),
+                "stdout_tail": stdout[-2000:]}
+        info.update(_parse_stats(stdout))
+        if os.path.exists(sol) and os.path.getsize(sol) > 0 and status_val in (1, 2):
+            x, y, s = pmap.recover(sol)
+            info["pobj"] = float(np.dot(c, x))
+            return {"x": x, "y": y, "s": s, "info": info}
+        if status_val in (1, 2):
+            raise CvxpySolverError(f"csdp reported '{meaning}' but wrote no solution file"
+                                   + _tail(lines))
+        return {"x": None, "y": np.zeros(A.shape[0]), "s": None, "info": info}
+
+
+class _Terminated(BaseException):
+    """SIGTERM arrived while csdp ran (a BaseException: nothing on the way may swallow it)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _StopOnSigterm:
+    """While csdp runs, SIGTERM stops it and unwinds, so its temporary folder is removed.
+
+    The default action of SIGTERM ends the process at once, leaving the
+    ``sdpembed-csdp-*`` folder and the ``csdp`` child behind. Here (in the
+    main thread, where Python handles signals) the signal raises
+    :class:`_Terminated`; on the way out the child is killed, the previous
+    handler restored, the folder removed, and the signal delivered again to
+    that handler (by default: the process ends). An ignored SIGTERM stays ignored.
+    """
+
+    def __init__(self):
+        self.child: subprocess.Popen | None = None
+        self._previous = None
+        self._installed = False
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
             try:
-                proc = subprocess.run([exe, prob, sol], cwd=tmp, capture_output=True, text=True,
-                                      timeout=time_limit)
-            except subprocess.TimeoutExpired:
-                info = {"status_val": -4, "status": f"time limit of {time_limit} s reached",
-                        "solve_time": 1000 * (time.perf_counter() - t1),
-                        "setup_time": 1000 * (t1 - t0), "iter": -1}
-                y0 = np.zeros(A.shape[0])
-                return {"x": None, "y": y0, "s": None, "info": info}
-            t2 = time.perf_counter()
-            if verbose:
-                print(proc.stdout)  # solver verbose passthrough, as cvxpy does
-            logger.debug("csdp stdout:\n%s", proc.stdout)
-            code = proc.returncode
-            status_val, meaning = _CSDP_CODES.get(code, (-4, f"unknown exit code {code}"))
-            info = {"status_val": status_val, "status": meaning, "exit_code": code,
-                    "solve_time": 1000 * (t2 - t1), "setup_time": 1000 * (t1 - t0),
-                    "iter": _parse_int(proc.stdout, r"Iter:\s*(\d+)", last=True),
-                    "stdout_tail": proc.stdout[-2000:]}
-            info.update(_parse_stats(proc.stdout))
-            if os.path.exists(sol) and os.path.getsize(sol) > 0 and status_val in (1, 2):
-                x, y, s = pmap.recover(sol)
-                info["pobj"] = float(np.dot(c, x))
-                return {"x": x, "y": y, "s": s, "info": info}
-            return {"x": None, "y": np.zeros(A.shape[0]), "s": None, "info": info}
+                self._previous = signal.signal(signal.SIGTERM, self._handler)
+                self._installed = True
+            except ValueError:  # not the main interpreter
+                self._installed = False
+        return self
+
+    def _handler(self, signum, frame):
+        if self._previous is signal.SIG_IGN:
+            return
+        raise _Terminated(signum)
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.child is not None and self.child.poll() is None:
+            self.child.kill()
+            self.child.wait()
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+        return False
+
+
+def _read_output(stream, lines: list, verbose: bool) -> None:
+    """Collect csdp's output line by line; with ``verbose``, pass it through as it comes."""
+    for line in stream:
+        lines.append(line)
+        if verbose:
+            print(line, end="", flush=True)  # solver verbose passthrough, as cvxpy does
+    stream.close()
+
+
+def _tail(lines: list, n: int = 4) -> str:
+    text = " | ".join(line.strip() for line in lines[-n:] if line.strip())
+    return f"; last output: {text}" if text else ""
 
 
 def _parse_int(text: str, pattern: str, last: bool = False):

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import traceback
 from pathlib import Path
+
+from .exceptions import SdpEmbedError
 
 __all__ = ["main"]
 
@@ -27,31 +31,39 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_solvers(args) -> int:
-    from .solvers import available_solvers, solver_version
+    from . import _csdp
+    from .solvers import CVXPY_SDP_SOLVERS, INSTALL_HINTS, available_solvers, solver_version
 
+    usable = available_solvers()
     print("| backend | version |\n|---|---|")
-    for name in available_solvers():
+    for name in usable:
         print(f"| {name} | {solver_version(name)} |")
+    missing = [n for n in (*CVXPY_SDP_SOLVERS, "CSDP") if n not in usable]
+    if missing:
+        print("\nnot usable here:")
+        for name in missing:
+            why = _csdp.csdp_problem() if name == "CSDP" else "not installed or not licensed"
+            print(f"- {name}: {why}; {INSTALL_HINTS[name]}")
     return 0
 
 
 def _cmd_run(args) -> int:
-    from .exceptions import SdpEmbedError
     from .experiments import find_spec, load_spec, run_spec
 
-    try:
-        spec = load_spec(find_spec(args.spec))
-        seeds = None if args.seeds is None else spec.seeds[:args.seeds]
-        out = Path(args.out) / spec.name
-        result = run_spec(spec, solvers=args.solver, seeds=seeds, n_jobs=args.jobs,
-                          scheduler=args.scheduler, out_dir=out,
-                          progress=not args.no_progress)
-    except SdpEmbedError as exc:
-        print(f"sdpembed run: {exc}", file=sys.stderr)
-        return 2
+    spec = load_spec(find_spec(args.spec))
+    seeds = None if args.seeds is None else spec.seeds[:args.seeds]
+    out = Path(args.out) / spec.name
+    result = run_spec(spec, solvers=args.solver, seeds=seeds, n_jobs=args.jobs,
+                      scheduler=args.scheduler, out_dir=out, progress=not args.no_progress,
+                      resume=args.resume, overwrite=args.overwrite)
     print(result.summary())
     print(f"results written to {out}/ (results.csv, results.json, summary.md"
-          + (", figures/" if result.figures else "") + ")")
+          + (", figures/" if result.figures else "") + "; every run in rows.jsonl)")
+    errors = result.meta["errors"]
+    if errors:
+        print(f"sdpembed run: {errors} of {result.meta['runs']} runs failed (see 'Errors' in "
+              f"{out / 'summary.md'})", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -96,22 +108,34 @@ def build_parser() -> argparse.ArgumentParser:
                       "else CLARABEL)")
     demo.add_argument("--plot", default="sdpembed-demo.png", help="where to write the plot")
     demo.set_defaults(func=_cmd_demo)
-    run = sub.add_parser("run", help="run an experiment spec (problems/*.toml)",
-                         description="Run the grid of a TOML spec and write results.csv, "
-                         "results.json, summary.md and figures into OUT/<spec name>/.")
-    run.add_argument("spec", help="path of a TOML spec, or a name in problems/ (e.g. smoke)")
+    run = sub.add_parser(
+        "run", help="run an experiment spec (a TOML file, or the name of a shipped spec)",
+        description="Run the grid of a TOML spec into OUT/<spec name>/: every finished run "
+        "is appended to rows.jsonl at once (an interrupted run keeps it; finish it with "
+        "--resume), then results.csv, results.json, summary.md and figures are written. "
+        "Exit status: 0 all runs ok, 1 some runs failed (listed in the summary), 2 bad "
+        "input, 130/143 interrupted by SIGINT/SIGTERM.")
+    run.add_argument("spec", help="path of a TOML spec, or the name of a spec shipped with "
+                     "sdpembed (e.g. smoke)")
     run.add_argument("--solver", action="append", default=None, metavar="NAME",
                      help="backend for the SDP methods, replacing the spec's (repeat for "
                      "several)")
     run.add_argument("--jobs", type=_positive_or_all, default=1,
                      help="parallel joblib workers (-1: all cores; default 1)")
     run.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                     help="Dask scheduler address (e.g. tcp://host:8786): run on the cluster")
+                     help="Dask scheduler address (e.g. tcp://host:8786): run on the cluster "
+                     "(the data are sent from here)")
     run.add_argument("--out", default="results", metavar="DIR",
                      help="output folder (default: results)")
     run.add_argument("--seeds", type=_positive, default=None, metavar="N",
                      help="use only the spec's first N seeds (a quick look)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    again = run.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="OUT/<name> holds an interrupted run of the same spec and "
+                       "options: run only the missing tasks")
+    again.add_argument("--overwrite", action="store_true",
+                       help="replace the results OUT/<name> holds")
     run.set_defaults(func=_cmd_run)
     solvers = sub.add_parser("solvers", help="installed backends and their versions")
     solvers.set_defaults(func=_cmd_solvers)
@@ -121,10 +145,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run a command; errors are one line on stderr (``-v`` adds the traceback).
+
+    Exit status: 0 success; 1 a failure while running (some runs of a grid
+    failed, an unexpected error); 2 bad input (usage, spec, options, output
+    folder); 128 + the signal number when interrupted.
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
-    return args.func(args)
+    prefix = f"{parser.prog} {args.command}"
+    try:
+        return args.func(args)
+    except SdpEmbedError as exc:
+        _error(prefix, str(exc), args.verbose)
+        return 2
+    except KeyboardInterrupt as exc:  # RunInterrupted says what was kept
+        signum = getattr(exc, "signum", signal.SIGINT)
+        _error(prefix, str(exc) or f"interrupted by {signal.Signals(signum).name}",
+               args.verbose)
+        return 128 + int(signum)
+    except Exception as exc:  # noqa: BLE001 - one line instead of a traceback
+        _error(prefix, f"{type(exc).__name__}: {exc}" + ("" if args.verbose else
+                                                         " (run with -v for the traceback)"),
+               args.verbose)
+        return 1
+
+
+def _error(prefix: str, message: str, verbose: bool) -> None:
+    if verbose:
+        traceback.print_exc()
+    print(f"{prefix}: {' '.join(message.split())}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

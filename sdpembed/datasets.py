@@ -36,6 +36,7 @@ import re
 import tempfile
 import textwrap
 import urllib.request
+import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -66,6 +67,7 @@ __all__ = [
     "dataset_info",
     "fetch_source",
     "convert_source",
+    "arrays_sha256",
     "load_dataset",
     "load_usps",
     "load_uci",
@@ -367,6 +369,10 @@ def _archive_path(name: str, home: Path, download_if_missing: bool) -> Path:
     data = fetch_source(name, data_home=home, download_if_missing=download_if_missing)
     arrays = convert_source(name, data)
     _validate_arrays(name, arrays, origin=f"converted {info.source.filename}")
+    if arrays_sha256(arrays) != _ARRAYS_SHA256[name]:  # the source's sha256 was verified
+        raise DatasetFormatError(
+            f"converting {info.source.filename} gave arrays that differ from the published "
+            f"{name} data; nothing was saved (please report this as a bug)")
     _save_npz(path, arrays)
     logger.info("wrote %s", path)
     return path
@@ -634,6 +640,40 @@ def _validate_arrays(name: str, arrays: Mapping[str, np.ndarray], *, origin: str
             f"{X.shape[1]} features")
 
 
+#: sha256 of each published archive's arrays (:func:`arrays_sha256`), recorded from the
+#: converted public sources (identical to the project's shared data folder). An archive
+#: whose arrays differ -- edited, or damaged in a way the zip checksums miss -- is refused.
+_ARRAYS_SHA256 = {
+    "usps": "a2523ca90f943840a217a559c100bb873b18b4f75793cfd8af2117e05a49508c",
+    "sonar": "35d9e747ff5c0797b6bb87a1847cc8d47d708fcd0783b8caf2a03169dcd631e2",
+    "ionosphere": "86f2dff0f357c9c392c3f4f917848a6b644b4ce90a1bec0c57ded54e71ad27bb",
+    "car": "438964e58cd2959097a9d1cafc44f0746a162eb924f79bde4a8ef3e527c632f4",
+    "mushroom": "407f64d9026a764c86b983a724c34eba6154c74b6f505f827ebf6afb41ce761d",
+    "umist32": "1048d151f9ba82520580f8df7152faaa1649473b06a1c409c20be6972cba5115",
+}
+
+
+def arrays_sha256(arrays: Mapping[str, np.ndarray]) -> str:
+    """sha256 of a set of arrays: names, dtypes, shapes and little-endian bytes, sorted by name.
+
+    Unlike the sha256 of an ``.npz`` file, it does not depend on the zip
+    container (which records when it was written), so an archive rebuilt from
+    the same source has the same value.
+    """
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.asarray(arrays[key])
+        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        h.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _delete_hint(path: Path) -> str:
+    return (f"delete {path} to have it rebuilt from its verified source (or copy a good "
+            "archive there)")
+
+
 def _load_archive(name: str, data_home: str | os.PathLike | None,
                   download_if_missing: bool) -> dict[str, np.ndarray]:
     home = _home(data_home)
@@ -641,11 +681,20 @@ def _load_archive(name: str, data_home: str | os.PathLike | None,
     try:
         with np.load(path, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (OSError, ValueError, zlib.error) as exc:
+    except (OSError, ValueError, EOFError, zlib.error, zipfile.BadZipFile, KeyError,
+            NotImplementedError) as exc:
+        # empty, truncated or bit-flipped files fail here (zip and zlib checksums)
         raise DatasetFormatError(
-            f"{path} is not a readable .npz archive of plain arrays ({exc}); delete it to "
-            "have it rebuilt from its source") from exc
+            f"{path} is not a readable .npz archive of plain arrays "
+            f"({type(exc).__name__}: {exc}); it is corrupt or truncated: "
+            f"{_delete_hint(path)}") from exc
     _validate_arrays(name, arrays, origin=str(path))
+    digest = arrays_sha256(arrays)
+    if digest != _ARRAYS_SHA256[name]:
+        raise DatasetFormatError(
+            f"{path}: its arrays differ from the published {name} data (sha256 of the arrays "
+            f"{digest[:16]}..., expected {_ARRAYS_SHA256[name][:16]}...): the file was modified "
+            f"or damaged; {_delete_hint(path)}")
     return arrays
 
 

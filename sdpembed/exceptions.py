@@ -29,6 +29,7 @@ __all__ = [
     "UnsupportedProblemError",
     "SingularMatrixError",
     "SpecError",
+    "OutputError",
     "DatasetError",
     "DatasetNotFoundError",
     "ChecksumError",
@@ -98,6 +99,14 @@ class SingularMatrixError(InputError):
 
 class SpecError(InputError):
     """An experiment spec is invalid; the message starts with the offending field."""
+
+
+class OutputError(SdpEmbedError, OSError):
+    """An experiment's output folder cannot be used.
+
+    It cannot be written, holds another run's results (resume or overwrite
+    them explicitly), or is being written by another run (the message names it).
+    """
 
 
 class DatasetError(SdpEmbedError):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -278,6 +279,11 @@ def knn_graph(
     DuplicatePointsError
         Two joined points coincide (zero target distance).
     """
+    for name, value in (("n_neighbors", n_neighbors), ("n_random", n_random)):
+        # integers only, as scikit-learn's Interval(Integral, ...): 2.7 is not rounded to 2
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise InputError(f"{name} must be an integer >= 0; got {value!r} "
+                             f"({type(value).__name__})")
     n_neighbors, n_random = int(n_neighbors), int(n_random)
     if n_neighbors < 0 or n_random < 0 or n_neighbors + n_random == 0:
         raise InputError("need n_neighbors >= 0, n_random >= 0 and at least one edge per point")

@@ -29,6 +29,7 @@ import numpy as np
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
 
 from . import _csdp
+from .backend_options import check_backend_options
 from .exceptions import (
     InaccurateSolutionWarning,
     InfeasibleError,
@@ -41,6 +42,7 @@ from .exceptions import (
 from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
 from .report import Backend, SolveReport
+from .solve_status import check_inaccurate
 
 __all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
            "INSTALL_HINTS"]
@@ -265,12 +267,14 @@ def _available_memory() -> int:
 
 
 def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -> SolveReport:
+    check_backend_options(solver, options)
     name = str(solver).upper()
     if name in _CUSTOM_BACKENDS:
         if not _CUSTOM_AVAILABLE[name]():
             raise SolverMissingError(f"backend {name} is not usable here")
         report = _CUSTOM_BACKENDS[name](formulation, verbose=verbose, **options)
         _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
+        check_inaccurate(name, report.status, report.objective, report, what=formulation.method)
         if report.status == cp.OPTIMAL_INACCURATE:
             gap = "none" if report.certified_gap is None else f"{report.certified_gap:.2g}"
             _warn_inaccurate(name, f"{formulation.method} (certified gap {gap})",
@@ -308,6 +312,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     extra = _extra_stats(name, stats.extra_stats if stats else None)
     status = problem.status
     _raise_for_status(status, formulation, name, extra.get("message", ""))
+    check_inaccurate(name, status, problem.value, extra, what=formulation.method)
     if status == cp.OPTIMAL_INACCURATE:
         advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
                   if name == "SCS" else
@@ -415,7 +420,8 @@ def _max_violation(problem: cp.Problem) -> float | None:
 def _check_available(name: str) -> None:
     if name == "CSDP":
         if _csdp.csdp_executable() is None:
-            raise SolverMissingError(f"CSDP is not installed; {INSTALL_HINTS['CSDP']}")
+            raise SolverMissingError(f"CSDP is not usable ({_csdp.csdp_problem()}); "
+                                     f"{INSTALL_HINTS['CSDP']}")
         return
     if name not in CVXPY_SDP_SOLVERS:
         raise InputError(f"unknown solver {name!r}; choose one of {available_solvers()}")

@@ -51,7 +51,8 @@ def test_run_smoke_writes_results_and_prints_the_summary(capsys, tmp_path):
     assert out.startswith("# smoke")
     assert f"results written to {tmp_path / 'smoke'}/" in out
     rows = _table(out)
-    assert rows[0][:7] == ["dataset", "labels", "method", "params", "solver", "dims", "runs ok"]
+    assert rows[0][:7] == ["dataset", "labels", "method", "params", "solver", "dims",
+                           "runs used"]
     methods = [r[2] for r in rows[1:6]]
     assert methods == ["raw", "lda", "dvu", "dvu", "lgc"]
     assert all(r[6] == "1/1" for r in rows[1:6])
@@ -102,3 +103,48 @@ def test_demo_still_prints_its_table_and_writes_the_plot(capsys, tmp_path):
     acc = float(re.search(r"\| 3-NN on DVU \(10 components\) \| ([0-9.]+) \|", out).group(1))
     assert 0.8 <= acc <= 1.0  # measured 0.933 (CSDP) on these 150 digits
     assert plot.stat().st_size > 1000
+
+
+# --------------------------------------------------------------------------- one-line errors
+
+
+def test_demo_with_an_unknown_solver_is_one_line(capsys, tmp_path):
+    rc = main(["demo", "--solver", "FOO", "--plot", str(tmp_path / "demo.png")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "Traceback" not in err
+    assert err.startswith("sdpembed demo: ") and "FOO" in err and err.count("\n") == 1
+
+
+def test_unexpected_errors_are_one_line_unless_verbose(capsys, monkeypatch):
+    from sdpembed import solvers
+
+    def broken():
+        raise RuntimeError("a bug somewhere")
+
+    monkeypatch.setattr(solvers, "available_solvers", broken)
+    assert main(["solvers"]) == 1
+    err = capsys.readouterr().err
+    assert err == ("sdpembed solvers: RuntimeError: a bug somewhere (run with -v for the "
+                   "traceback)\n")
+    assert main(["-v", "solvers"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err
+    assert err.endswith("sdpembed solvers: RuntimeError: a bug somewhere\n")
+
+
+def test_solvers_says_why_csdp_is_not_usable(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("SDPEMBED_CSDP", str(tmp_path / "nonexistent"))
+    assert main(["solvers"]) == 0
+    out = capsys.readouterr().out
+    assert "| CSDP |" not in out
+    assert f"- CSDP: SDPEMBED_CSDP={tmp_path / 'nonexistent'} is not a file;" in out
+
+
+def test_run_help_documents_resume_overwrite_and_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--resume" in out and "--overwrite" in out and "130/143" in out
+    with pytest.raises(SystemExit) as info:
+        main(["run", "smoke", "--resume", "--overwrite"])
+    assert info.value.code == 2

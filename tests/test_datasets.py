@@ -673,3 +673,83 @@ def test_partial_labels_draw_is_uniform_within_class():
 def test_partial_labels_errors(kwargs, error, match):
     with pytest.raises(error, match=match):
         partial_labels(**kwargs)
+
+
+# --------------------------------------------------------------------------- corrupt archives
+
+
+def _flip(data: bytes, at: float) -> bytes:
+    i = int(at * (len(data) - 1))
+    return data[:i] + bytes([data[i] ^ 0x10]) + data[i + 1:]
+
+
+@needs_shared
+@pytest.mark.parametrize("damage", [
+    pytest.param(lambda b: b"", id="empty"),
+    pytest.param(lambda b: b[:len(b) // 2], id="truncated-half"),
+    pytest.param(lambda b: b[:-10], id="truncated-tail"),
+    pytest.param(lambda b: _flip(b, 0.02), id="bit-flip-header"),
+    pytest.param(lambda b: _flip(b, 0.5), id="bit-flip-data"),
+])
+def test_corrupt_archive_names_the_file_and_says_to_delete_it(home, damage):
+    path = home / "sonar.npz"
+    path.write_bytes(damage((SHARED / "sonar.npz").read_bytes()))
+    with pytest.raises(DatasetFormatError) as err:
+        load_uci("sonar", download_if_missing=False)
+    assert str(path) in str(err.value) and f"delete {path}" in str(err.value)
+
+
+@needs_shared
+def test_a_bit_flip_anywhere_never_gives_wrong_data(home):
+    """Flip one bit at 60 places spread over the file: each load either raises
+    DatasetFormatError naming the file or returns exactly the published arrays (a flip in
+    a field the zip reader ignores leaves the data intact)."""
+    good = (SHARED / "sonar.npz").read_bytes()
+    want = _shared("sonar")
+    refused = 0
+    for at in np.linspace(0, 1, 60):
+        (home / "sonar.npz").write_bytes(_flip(good, at))
+        try:
+            bunch = load_uci("sonar", download_if_missing=False)
+        except DatasetFormatError as exc:
+            assert str(home / "sonar.npz") in str(exc)
+            refused += 1
+        else:
+            np.testing.assert_array_equal(bunch.data, want["X"])
+            np.testing.assert_array_equal(bunch.target, want["y"])
+    assert refused >= 50  # nearly every byte matters
+
+
+@needs_shared
+@pytest.mark.parametrize("edit", ["value", "labels", "extra array"])
+def test_tampered_archive_is_detected_by_its_checksum(home, edit):
+    """A valid archive whose arrays were changed loads without any zip error; the recorded
+    sha256 of the published arrays refuses it."""
+    arrays = _shared("sonar")
+    if edit == "value":
+        arrays["X"] = arrays["X"].copy()
+        arrays["X"][0, 0] += 1e-9
+    elif edit == "labels":
+        y = arrays["y"].copy()
+        j = int(np.flatnonzero(y != y[0])[0])
+        y[[0, j]] = y[[j, 0]]  # two labels of different classes swapped: counts unchanged
+        arrays["y"] = y
+    else:
+        arrays["note"] = np.zeros(1)
+    np.savez_compressed(home / "sonar.npz", **arrays)
+    with pytest.raises(DatasetFormatError, match="differ from the published sonar data") as err:
+        load_uci("sonar", download_if_missing=False)
+    assert f"delete {home / 'sonar.npz'}" in str(err.value)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", REMOTE)
+def test_recorded_array_checksums_are_those_of_the_shared_archives(name):
+    assert datasets.arrays_sha256(_shared(name)) == datasets._ARRAYS_SHA256[name]
+    # independent of the zip container: the same arrays saved again have the same value
+    buf = io.BytesIO()
+    np.savez(buf, **_shared(name))
+    buf.seek(0)
+    with np.load(buf, allow_pickle=False) as z:
+        assert datasets.arrays_sha256({k: z[k] for k in z.files}) == \
+            datasets._ARRAYS_SHA256[name]

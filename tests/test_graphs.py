@@ -102,3 +102,18 @@ def test_graph_validation():
         NeighborhoodGraph(3, [[0, 3]], [1.0])
     with pytest.raises(InputError, match="non-negative"):
         NeighborhoodGraph(3, [[0, 1]], [-1.0])
+
+
+@pytest.mark.parametrize("kwargs", [{"n_neighbors": 2.7}, {"n_neighbors": 2.0},
+                                    {"n_random": 1.5}, {"n_neighbors": True}, {"n_random": "1"}])
+def test_knn_graph_rejects_non_integer_counts_as_scikit_learn_does(kwargs):
+    from sklearn.neighbors import NearestNeighbors
+
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    name = next(iter(kwargs))
+    with pytest.raises(InputError, match=f"{name} must be an integer >= 0; got"):
+        knn_graph(X, **kwargs)  # was: 2.7 silently became 2
+    if name == "n_neighbors" and not isinstance(kwargs[name], bool):
+        with pytest.raises(ValueError, match="n_neighbors"):  # scikit-learn refuses it too
+            NearestNeighbors(n_neighbors=kwargs[name]).fit(X)
+    assert knn_graph(X, n_neighbors=np.int64(2), n_random=0).n_edges > 0  # numpy ints are fine

@@ -1,0 +1,131 @@
+"""Backend options checked before solving, and the rule for inaccurate solves.
+
+Every bad option is an ``InputError`` naming the backend and the option,
+raised before the backend runs (cvxpy passes options through unchecked: a raw
+``TypeError`` or ``OverflowError`` came out of the solver before). The
+inaccurate-solve rule is checked against a second solver: a kept
+``optimal_inaccurate`` SCS solve is within 1 % of CLARABEL's optimum, a refused
+one is not.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sdpembed.backend_options import BACKEND_SETTINGS, check_backend_options
+from sdpembed.exceptions import InaccurateSolutionWarning, InputError, SolverFailedError
+from sdpembed.formulations.dvu import dvu
+from sdpembed.graphs import knn_graph
+from sdpembed.solve_status import (
+    FAR_FROM_OPTIMAL,
+    check_inaccurate,
+    distance_from_optimal,
+    relative_gap,
+)
+from sdpembed.solvers import SolveReport, solve
+
+
+def _iris_dvu():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::5], y[::5].copy()
+    y[1::2] = -1
+    return dvu(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y, slack_weight=1.0)
+
+
+@pytest.mark.parametrize("solver, options, message", [
+    ("SCS", {"eps_abs": "abc"}, r"SCS option 'eps_abs': expected a number >= 0; got 'abc'"),
+    ("SCS", {"max_iters": 0}, r"SCS option 'max_iters': expected an integer in \[1, "),
+    ("SCS", {"alpha": 2.0}, r"SCS option 'alpha': expected a number in \(0, 2\)"),
+    ("CLARABEL", {"foo": 1}, r"unknown CLARABEL option 'foo'; CLARABEL accepts: "),
+    ("CLARABEL", {"max_iter": -1}, r"CLARABEL option 'max_iter': expected an integer in \[1, "),
+    ("CLARABEL", {"max_iter": 2.0}, r"CLARABEL option 'max_iter'.*got 2.0 \(float\)"),
+    ("CLARABEL", {"tol_gap_abs": float("nan")}, r"CLARABEL option 'tol_gap_abs'"),
+    ("CLARABEL", {"max_itr": 5}, r"'max_itr' \(did you mean 'max_iter'\?\)"),
+    ("CVXOPT", {"abstol": -1.0}, r"CVXOPT option 'abstol': expected a number > 0"),
+    ("SDPA", {"maxIteration": 2.5}, r"SDPA option 'maxIteration': expected an integer >= 1"),
+    ("LOWRANK", {"time_limit": "1h"}, r"LOWRANK option 'time_limit': expected a number"),
+    ("LOWRANK", {"tol": 2.0}, r"LOWRANK option 'tol': .*\(0, 1\)"),
+    ("LOWRANK", {"time_limt": 60}, r"unknown LOWRANK option 'time_limt' \(did you mean"),
+])
+def test_bad_options_name_backend_and_option_before_solving(solver, options, message):
+    f = _iris_dvu()
+    with pytest.raises(InputError, match=message):
+        solve(f, solver=solver, **options)
+    assert f.problem.status is None  # nothing was solved
+
+
+def test_good_options_reach_the_backend():
+    rep = solve(_iris_dvu(), solver="CLARABEL", max_iter=100, tol_gap_rel=1e-7)
+    assert rep.status == "optimal" and rep.options["max_iter"] == 100
+    check_backend_options("SDPA", {"domainMethod": "none", "numThreads": 1})  # a string 'none'
+    check_backend_options("LOWRANK", {"interval_envelope": "kink", "warm_start": None})
+    check_backend_options("MY_PLUGIN", {"anything": object()})  # plug-ins check their own
+
+
+def test_file_writing_options_can_be_refused():
+    check_backend_options("SCS", {"write_data_filename": "dump"})
+    with pytest.raises(InputError, match="'write_data_filename' writes the file 'dump'"):
+        check_backend_options("SCS", {"write_data_filename": "dump"}, allow_files=False)
+    check_backend_options("SDPA", {"print": "no"}, allow_files=False)
+    with pytest.raises(InputError, match="SDPA option 'print' writes"):
+        check_backend_options("SDPA", {"print": "/tmp/log"}, allow_files=False)
+
+
+def test_clarabel_table_is_clarabels_own_settings():
+    """The table names exactly the fields of the installed ``clarabel.DefaultSettings``
+    (less verbose, which solve() sets, and pardiso_iparm, an array), plus cvxpy's own."""
+    clarabel = pytest.importorskip("clarabel")
+    fields = {a for a in dir(clarabel.DefaultSettings()) if not a.startswith("_")}
+    fields -= {"default", "verbose", "pardiso_iparm"}
+    cvxpy_own = {"warm_start", "ignore_dpp", "enforce_dpp", "canon_backend", "accept_unknown"}
+    assert set(BACKEND_SETTINGS["CLARABEL"]) - cvxpy_own == fields
+
+
+def test_sdpa_table_is_sdpas_own_parameters():
+    sdpap = pytest.importorskip("sdpap")
+    params = set(sdpap.param())
+    cvxpy_own = {"warm_start", "ignore_dpp", "enforce_dpp", "canon_backend"}
+    assert set(BACKEND_SETTINGS["SDPA"]) - cvxpy_own == params
+
+
+# --------------------------------------------------------------------------- inaccurate solves
+
+
+def test_relative_gap_per_backend():
+    assert relative_gap("SCS", -4.0, {"gap": 0.1}) == pytest.approx(0.025)  # absolute / |p|
+    assert relative_gap("SCS", 0.2, {"gap": 0.1}) == pytest.approx(0.1)  # / max(1, |p|)
+    assert relative_gap("CLARABEL", -4.0, {"gap": 0.1}) == 0.1  # already relative
+    assert relative_gap("SCS", 1.0, {"gap": None}) is None
+    report = SolveReport("optimal_inaccurate", -1.0, "LOWRANK", "x", {}, 0.0, 0.0, gap=0.3,
+                         certified_gap=0.3)
+    check_inaccurate("LOWRANK", "optimal_inaccurate", -1.0, report)  # certified: kept
+    with pytest.raises(SolverFailedError, match="relative duality gap 0.3"):
+        check_inaccurate("LOWRANK", "optimal_inaccurate", -1.0, {"gap": 0.3})
+    check_inaccurate("SCS", "optimal", 1.0, {"gap": 100.0})  # only inaccurate solves are judged
+    # a small gap does not save an iterate that violates the constraints
+    stats = {"gap": 1e-4, "primal_residual": 0.05, "dual_residual": 1e-3}
+    assert distance_from_optimal("SCS", -2.0, stats) == pytest.approx(0.025)
+    with pytest.raises(SolverFailedError, match="relative primal residual 0.025"):
+        check_inaccurate("SCS", "optimal_inaccurate", -2.0, stats)
+
+
+def test_scs_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
+    optimum = solve(_iris_dvu(), solver="CLARABEL").objective
+    with pytest.raises(SolverFailedError, match="SCS on dvu stopped before converging"):
+        solve(_iris_dvu(), solver="SCS", max_iters=20)
+    far = _iris_dvu()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        far.problem.solve(solver="SCS", max_iters=20)  # the same solve, by cvxpy directly
+    assert abs(far.problem.value - optimum) > FAR_FROM_OPTIMAL * abs(optimum)  # truly far
+    with pytest.warns(InaccurateSolutionWarning):
+        near = solve(_iris_dvu(), solver="SCS", max_iters=2000)
+    assert near.status == "optimal_inaccurate"
+    assert distance_from_optimal("SCS", near.objective, near) <= FAR_FROM_OPTIMAL
+    assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * max(1.0, abs(optimum))
+    assert np.isfinite(near.objective)

@@ -1,0 +1,193 @@
+"""CSDP faults without CSDP: stand-in ``csdp`` programs (shell scripts) for each way it fails.
+
+The real program is optional and absent on most machines, so each failure
+mode is played by a small script pointed to by ``SDPEMBED_CSDP``: missing,
+not executable, not a program at all, stopped by its iteration limit, crashing,
+too slow for the time limit. Each must end in the typed error that names the
+reason, and a missing or broken program must not be listed as available.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from sdpembed import _csdp
+from sdpembed.exceptions import InputError, SolverFailedError, SolverMissingError
+from sdpembed.formulations.dvu import dvu
+from sdpembed.graphs import knn_graph
+from sdpembed.solvers import available_solvers, solve
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="stand-in programs are sh scripts")
+
+USAGE = 'echo "CSDP 6.2.0"; if [ $# -lt 2 ]; then echo "Usage: csdp <input>"; exit 1; fi\n'
+
+
+def _program(tmp_path, name: str, body: str, executable: bool = True) -> str:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + USAGE + textwrap.dedent(body))
+    if executable:
+        path.chmod(0o755)
+    return str(path)
+
+
+def _formulation():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    y = np.repeat([0, 1, 2], 4)
+    y[1::2] = -1
+    return dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y, slack_weight=1.0)
+
+
+@pytest.fixture
+def use(monkeypatch):
+    def point_to(path: str) -> None:
+        monkeypatch.setenv(_csdp.ENV_VAR, path)
+    return point_to
+
+
+# --------------------------------------------------------------------------- missing or broken
+
+
+def test_missing_program_is_not_listed_and_is_solver_missing(use, tmp_path):
+    use(str(tmp_path / "nonexistent"))
+    assert "CSDP" not in available_solvers()
+    assert _csdp.csdp_executable() is None
+    with pytest.raises(SolverMissingError, match=r"SDPEMBED_CSDP=.*nonexistent is not a file"):
+        solve(_formulation(), solver="CSDP")
+
+
+def test_file_without_execute_permission_is_not_a_csdp(use, tmp_path):
+    use(_program(tmp_path, "csdp", "exit 0\n", executable=False))
+    assert "CSDP" not in available_solvers()
+    with pytest.raises(SolverMissingError, match="is not executable"):
+        solve(_formulation(), solver="CSDP")
+
+
+def test_program_that_cannot_run_is_not_listed(use, tmp_path):
+    bad = tmp_path / "csdp"
+    bad.write_bytes(b"\x7fELF\x02\x01\x01 not really a program")
+    bad.chmod(0o755)
+    use(str(bad))
+    assert "CSDP" not in available_solvers()
+    with pytest.raises(SolverMissingError, match="cannot be run .*Exec format error"):
+        solve(_formulation(), solver="CSDP")
+
+
+def test_program_crashing_on_start_is_not_listed(use, tmp_path):
+    path = tmp_path / "csdp"
+    path.write_text("#!/bin/sh\nkill -SEGV $$\n")
+    path.chmod(0o755)
+    use(str(path))
+    assert "CSDP" not in available_solvers()
+    assert "SIGSEGV" in _csdp.csdp_problem()
+
+
+# --------------------------------------------------------------------------- CSDP's own reasons
+
+
+def test_iteration_limit_reason_reaches_the_error(use, tmp_path):
+    use(_program(tmp_path, "csdp", """\
+        echo "Iter: 50 Ap: 1.0e+00 Pobj: 1.0 Ad: 1.0e+00 Dobj: 2.0"
+        echo "Maximum iterations reached. Result may be inaccurate."
+        exit 4
+        """))
+    assert "CSDP" in available_solvers()
+    with pytest.raises(SolverFailedError) as err:
+        solve(_formulation(), solver="CSDP", maxiter=50)
+    msg = str(err.value)
+    assert "maximum iterations reached (exit code 4)" in msg
+    assert "Maximum iterations reached. Result may be inaccurate." in msg  # csdp's own words
+
+
+@pytest.mark.parametrize("code, meaning", [(5, "stuck at edge of primal feasibility"),
+                                           (7, "lack of progress"), (42, "unknown exit code 42")])
+def test_every_failure_code_keeps_its_meaning(use, tmp_path, code, meaning):
+    use(_program(tmp_path, "csdp", f"exit {code}\n"))
+    with pytest.raises(SolverFailedError, match=f"{meaning}"):
+        solve(_formulation(), solver="CSDP")
+
+
+def test_crash_during_the_solve_names_the_signal(use, tmp_path):
+    use(_program(tmp_path, "csdp", 'echo "Iter:  1"\nkill -SEGV $$\n'))
+    with pytest.raises(SolverFailedError, match="csdp was killed by signal SIGSEGV"):
+        solve(_formulation(), solver="CSDP")
+
+
+def test_time_limit_stops_csdp_and_says_so(use, tmp_path):
+    use(_program(tmp_path, "csdp", "exec sleep 30\n"))
+    t0 = time.perf_counter()
+    with pytest.raises(SolverFailedError, match="time limit of 0.5 s"):
+        solve(_formulation(), solver="CSDP", time_limit=0.5)
+    assert time.perf_counter() - t0 < 10  # stopped, not waited for
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"axtol": "abc"}, "CSDP option 'axtol': expected a number > 0; got 'abc'"),
+    ({"maxiter": 2.5}, "CSDP option 'maxiter': expected an integer >= 1"),
+    ({"fastmode": 2}, "CSDP option 'fastmode': expected an integer in \\[0, 1\\]"),
+    ({"axtoll": 1e-8}, "unknown CSDP option 'axtoll' \\(did you mean 'axtol'\\?\\)"),
+])
+def test_bad_options_are_input_errors_before_csdp_runs(use, tmp_path, options, message):
+    marker = tmp_path / "ran"
+    use(_program(tmp_path, "csdp", f"touch {marker}\nexit 0\n"))
+    with pytest.raises(InputError, match=message):
+        solve(_formulation(), solver="CSDP", **options)
+    assert not marker.exists()
+
+
+# --------------------------------------------------------------------------- SIGTERM
+
+
+def test_sigterm_removes_the_temporary_folder_and_stops_csdp(tmp_path):
+    """SIGTERM during a CSDP solve: the process ends as SIGTERM asks (status 143 / -15),
+    and neither the ``sdpembed-csdp-*`` folder nor the csdp child survives it."""
+    slow = _program(tmp_path, "csdp", 'echo $$ > "$(dirname "$1")/pid"\nexec sleep 60\n')
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script = textwrap.dedent("""\
+        import numpy as np
+        from sdpembed.formulations.dvu import dvu
+        from sdpembed.graphs import knn_graph
+        from sdpembed.solvers import solve
+        rng = np.random.default_rng(0)
+        y = np.repeat([0, 1, 2], 4); y[1::2] = -1
+        f = dvu(knn_graph(rng.normal(size=(12, 3)), 2, 1, random_state=0), y)
+        solve(f, solver="CSDP")
+        """)
+    env = {**os.environ, "SDPEMBED_CSDP": slow, "TMPDIR": str(temp)}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env)
+    pid_file = None
+    for _ in range(200):  # wait until csdp runs inside its folder
+        found = list(temp.glob("sdpembed-csdp-*/pid"))
+        if found and found[0].read_text().strip():
+            pid_file = found[0]
+            break
+        time.sleep(0.1)
+    assert pid_file is not None, "csdp never started"
+    child = int(pid_file.read_text())
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == -signal.SIGTERM
+    assert list(temp.iterdir()) == []
+    time.sleep(0.2)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+
+
+def test_verbose_passes_csdp_output_through(use, tmp_path, capsys):
+    use(_program(tmp_path, "csdp", """\
+        echo "Iter:  0 Ap: 0.00e+00 Pobj: 0.0 Ad: 0.00e+00 Dobj: 0.0"
+        echo "Iter:  1 Ap: 9.00e-01 Pobj: 1.0 Ad: 9.00e-01 Dobj: 2.0"
+        exit 7
+        """))
+    with pytest.raises(SolverFailedError, match="lack of progress"):
+        solve(_formulation(), solver="CSDP", verbose=True)
+    out = capsys.readouterr().out
+    assert "Iter:  0 Ap: 0.00e+00" in out and "Iter:  1 Ap: 9.00e-01" in out
