@@ -285,7 +285,7 @@ def _check_lowrank(options: Mapping) -> None:
     ``TypeError`` from a comparison with a string) names the option; then all
     together, for checks that involve several.
     """
-    from .lowrank.options import LowRankOptions  # the backend's own settings, its one source of truth
+    from .lowrank.options import LowRankOptions  # the backend's settings, one source
 
     fields = LowRankOptions.__dataclass_fields__
     for key, value in options.items():
