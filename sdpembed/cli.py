@@ -15,18 +15,14 @@ __all__ = ["main"]
 
 
 def _cmd_demo(args) -> int:
-    import importlib.util
-    from pathlib import Path
+    from .demo import run
+    from .exceptions import SdpEmbedError
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "dvu_digits.py"
-    if not path.exists():
-        print(f"the demo script {path} is missing: run 'sdpembed demo' from a source checkout "
-              "installed with 'pip install -e .'", file=sys.stderr)
+    try:
+        run(solver=args.solver, quiet=False, plot=args.plot or None, n_samples=args.n_samples)
+    except SdpEmbedError as exc:
+        print(f"sdpembed demo: {exc}", file=sys.stderr)
         return 2
-    spec = importlib.util.spec_from_file_location("dvu_digits_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.run(solver=args.solver, quiet=False, plot=args.plot)
     return 0
 
 
@@ -103,10 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sdpembed", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="DVU on a small built-in example (under a minute)")
-    demo.add_argument("--solver", default=None, help="backend (default: CSDP if installed, "
-                      "else CLARABEL)")
-    demo.add_argument("--plot", default="sdpembed-demo.png", help="where to write the plot")
+    demo = sub.add_parser("demo", help="DVU on scikit-learn's 1,797 digits with a certified gap",
+                          description="DVU on all 1,797 of scikit-learn's bundled digits (80 %% "
+                          "labelled) through the LOWRANK backend: the certified duality gap, "
+                          "3-NN and linear-SVM accuracy on the hidden labels before and after, "
+                          "and a figure of the embedding and its spectrum.")
+    demo.add_argument("--solver", default="LOWRANK",
+                      help="backend (default LOWRANK; interior-point backends need a small "
+                      "--n-samples)")
+    demo.add_argument("--plot", default="sdpembed-demo.png", metavar="PATH",
+                      help="where to write the figure (default sdpembed-demo.png; '' for none)")
+    demo.add_argument("--n-samples", type=_positive, default=None, metavar="N",
+                      help="a class-stratified subset of N digits (20 or more) instead of all")
     demo.set_defaults(func=_cmd_demo)
     run = sub.add_parser(
         "run", help="run an experiment spec (a TOML file, or the name of a shipped spec)",

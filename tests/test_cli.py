@@ -95,16 +95,6 @@ def test_bad_arguments_are_usage_errors(args, capsys):
     assert "usage: sdpembed" in capsys.readouterr().err
 
 
-def test_demo_still_prints_its_table_and_writes_the_plot(capsys, tmp_path):
-    plot = tmp_path / "demo.png"
-    assert main(["demo", "--plot", str(plot)]) == 0
-    out = capsys.readouterr().out
-    assert "| 3-NN raw pixels |" in out and "| 3-NN on DVU (10 components) |" in out
-    acc = float(re.search(r"\| 3-NN on DVU \(10 components\) \| ([0-9.]+) \|", out).group(1))
-    assert 0.8 <= acc <= 1.0  # measured 0.933 (CSDP) on these 150 digits
-    assert plot.stat().st_size > 1000
-
-
 # --------------------------------------------------------------------------- one-line errors
 
 
