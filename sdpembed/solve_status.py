@@ -20,8 +20,11 @@ what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals are absolute;
 CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP, CVXOPT and SDPA
 report relative ones. A solve that reports none of them cannot be judged and
 stays ``optimal_inaccurate``. A solve that carries a *certified* gap
-(LOWRANK's duality certificate) is exempt: its distance from the optimum is
-proven and reported beside it, so it is an honest, if loose, result.
+(LOWRANK's duality certificate) at a primal point whose infeasibility is at most
+:data:`FAR_FROM_OPTIMAL` is exempt: its distance from the optimum is proven and
+reported beside it, so it is an honest, if loose, result. A primal point further
+from feasibility bounds nothing (an infeasible problem ends that way), and is
+judged like the others, its ``primal_infeasibility`` counting as a residual.
 """
 
 from __future__ import annotations
@@ -82,7 +85,8 @@ def distance_from_optimal(solver: str, objective, stats) -> float | None:
     """The largest of the relative gap and relative residuals (``None`` if none is known)."""
     scale = _scale(solver, objective)
     values = [abs(v) / scale for v in (_get(stats, k) for k in
-                                       ("gap", "primal_residual", "dual_residual"))
+                                       ("gap", "primal_residual", "dual_residual",
+                                        "primal_infeasibility"))
               if v is not None]
     return max(values) if values else None
 
@@ -104,7 +108,11 @@ def check_inaccurate(solver: str, status: str, objective, stats, *, what: str = 
     what : str, optional
         What was solved, for the message (e.g. the formulation's method).
     """
-    if status != "optimal_inaccurate" or _get(stats, "certified_gap") is not None:
+    if status != "optimal_inaccurate":
+        return
+    infeasibility = _get(stats, "primal_infeasibility")
+    if _get(stats, "certified_gap") is not None and (
+            infeasibility is None or infeasibility <= FAR_FROM_OPTIMAL):
         return
     distance = distance_from_optimal(solver, objective, stats)
     if distance is None or distance <= FAR_FROM_OPTIMAL:
@@ -112,13 +120,17 @@ def check_inaccurate(solver: str, status: str, objective, stats, *, what: str = 
     gap = relative_gap(solver, objective, stats)
     scale = _scale(solver, objective)
     parts = [f"relative duality gap {gap:.3g}" if gap is not None else None] + [
-        f"relative {name} residual {abs(v) / scale:.3g}"
-        for name, v in (("primal", _get(stats, "primal_residual")),
-                        ("dual", _get(stats, "dual_residual"))) if v is not None]
+        f"relative {name} {abs(v) / scale:.3g}"
+        for name, v in (("primal residual", _get(stats, "primal_residual")),
+                        ("dual residual", _get(stats, "dual_residual")),
+                        ("primal infeasibility", infeasibility)) if v is not None]
     on = f" on {what}" if what else ""
+    maybe = (" The constraints may not hold together (an infeasible problem ends this way): "
+             "check them with an interior-point backend, which proves infeasibility."
+             if infeasibility is not None and infeasibility > FAR_FROM_OPTIMAL else "")
     raise SolverFailedError(
         f"{str(solver).upper()}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(p for p in parts if p)}; the largest is above {FAR_FROM_OPTIMAL:g}: the "
         "point it returned is far from optimal and is not a solution. Raise the iteration or "
         "time limit (SCS max_iters, CLARABEL max_iter/time_limit, LOWRANK "
-        "time_limit/max_outer) or use an interior-point backend.")
+        "time_limit/max_outer) or use an interior-point backend." + maybe)

@@ -53,10 +53,27 @@ class _ALM:
         quad, D, _ = self.objective_parts(W)
         return quad + self.pen.objective(D)
 
-    def subproblem(self, y, nu, sigma, sigma_h):
+    def subproblem(self, y, nu, sigma, sigma_h, rho=None):
+        r"""The subproblem's ``run(W0, gtol, maxiter, precond)`` at multipliers ``(y, nu)`` and
+        penalties ``sigma`` (distances), ``sigma_h`` (SNR) and ``rho`` (one per added row).
+
+        An added row :math:`c_k = \langle A_k, VV^T\rangle - b_k` enters as
+        :math:`(g_k^2 - z_k^2)/(2\rho_k)` with :math:`g_k = \max(0, z_k + \rho_kc_k)`
+        (inequality) or :math:`z_k + \rho_kc_k` (equality), the classical augmented
+        Lagrangian (Rockafellar 1973), whose gradient is :math:`2\sum_k g_kA_kV`."""
         sp_, pen = self.space, self.pen
         kind = self.kind
         shape = None
+        nu = sp_.duals(nu)
+        nu_h = nu[0] if sp_.H is not None else 0.0
+        K = sp_.K
+        if K is not None:
+            z, eq = sp_.user_part(nu), K.equality
+
+            def k_multipliers(W):
+                c = sp_.K_values(W) - K.rhs
+                g = z + rho * c
+                return np.where(eq, g, np.maximum(g, 0.0))
 
         def fun(x):
             self.nfev += 1
@@ -70,9 +87,13 @@ class _ALM:
             if sp_.H is not None:
                 HW = sp_.apply_H(W)
                 h = float(np.sum(W * HW))
-                gs = max(0.0, nu + sigma_h * h)
-                val += (gs * gs - nu * nu) / (2 * sigma_h)
+                gs = max(0.0, nu_h + sigma_h * h)
+                val += (gs * gs - nu_h * nu_h) / (2 * sigma_h)
                 grad = grad + gs * HW
+            if K is not None:
+                gk = k_multipliers(W)
+                val += float(np.sum((gk * gk - z * z) / (2.0 * rho)))
+                grad = grad + sp_.apply_K(W, gk)
             grad = sp_.project(2.0 * grad)
             return val, grad.ravel()
 
@@ -85,7 +106,11 @@ class _ALM:
             d2 = pen.second_derivative(D, y, sigma, kind)
             if sp_.H is not None:
                 HW = sp_.apply_H(W)
-                gs = max(0.0, nu + sigma_h * float(np.sum(W * HW)))
+                gs = max(0.0, nu_h + sigma_h * float(np.sum(W * HW)))
+            if K is not None:
+                gk = k_multipliers(W)
+                # curvature of the added rows: rho_k where the row is active
+                curv = np.where(eq | (gk > 0), rho, 0.0)
 
             # the distance term's products, the bulk of the work of a Newton-CG step, run
             # in single precision: they are memory-bound, and the relative error (about
@@ -109,6 +134,9 @@ class _ALM:
                     out += gs * sp_.apply_H(U)
                     if gs > 0:
                         out += sigma_h * 2.0 * float(np.sum(HW * U)) * HW
+                if K is not None:
+                    out += sp_.apply_K(U, gk)
+                    out += sp_.apply_K(W, curv * 2.0 * sp_.K_bilinear(W, U))
                 out = sp_.project(out)
                 out *= 2.0
                 return out.ravel()
@@ -136,19 +164,30 @@ class _ALM:
             return sp_.project(res.x.reshape(shape)), res
         return run
 
-    def multipliers(self, W, y, nu, sigma, sigma_h):
+    def multipliers(self, W, y, nu, sigma, sigma_h, rho=None):
+        """The multiplier update at the subproblem's solution ``W``: ``(y, nu, quad, D, h,
+        kv)`` with ``kv`` the added rows' values (``None`` without them)."""
+        sp_ = self.space
+        nu = sp_.duals(nu)
         quad, D, h = self.objective_parts(W)
         _, g = self.pen.envelope(D, y, sigma, self.kind)
-        gs = max(0.0, nu + sigma_h * h) if self.space.H is not None else 0.0
-        return g, gs, quad, D, h
+        nu_new = nu.copy()
+        if sp_.H is not None:
+            nu_new[0] = max(0.0, nu[0] + sigma_h * h)
+        kv = None
+        if sp_.K is not None:
+            kv = sp_.K_values(W)
+            gk = sp_.user_part(nu) + rho * (kv - sp_.K.rhs)
+            nu_new[sp_.n_snr:] = np.where(sp_.K.equality, gk, np.maximum(gk, 0.0))
+        return g, nu_new, quad, D, h, kv
 
 
-def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
+def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):
     r"""Append ``alpha * vec`` as a new column, ``alpha`` by exact line search on the AL.
 
     With :math:`t = \alpha^2` the augmented Lagrangian along the new column,
     :math:`\phi(t) = L(W) + t\,v^T\tilde Cv + \sum_e[\psi_e(D_e + t\delta_e) - \psi_e(D_e)]
-    (+\ \text{SNR term})`, :math:`\delta_e = (v_i-v_j)^2`, is convex in ``t``
+    (+\ \text{SNR and added rows' terms})`, :math:`\delta_e = (v_i-v_j)^2`, is convex in ``t``
     (a convex function of an affine map), and :math:`\phi'(0) = v^TS v` at the
     current multipliers, negative along an escape direction. Its minimiser is
     found by bisection on the monotone :math:`\phi'`, so a tiny negative
@@ -156,17 +195,25 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h):
     progress of earlier iterations.
     """
     sp_, pen = alm.space, alm.pen
+    nu = sp_.duals(nu)
     vec = vec / np.linalg.norm(vec)
     _, D, h = alm.objective_parts(W)
     dv = sp_.diffs(vec[:, None])[:, 0] ** 2
     cv = float(vec @ sp_.apply_C(vec[:, None])[:, 0])
     hv = float(vec @ sp_.apply_H(vec[:, None])[:, 0]) if sp_.H is not None else 0.0
+    if sp_.K is not None:
+        z, eq = sp_.user_part(nu), sp_.K.equality
+        kc = sp_.K_values(W) - sp_.K.rhs
+        ka = sp_.K_values(vec[:, None])        # v^T A_k v: how the new column moves row k
 
     def slope(t):
         _, g = pen.envelope(D + t * dv, y, sigma, alm.kind)
         out = cv + float(g @ dv)
         if sp_.H is not None:
-            out += max(0.0, nu + sigma_h * (h + t * hv)) * hv
+            out += max(0.0, nu[0] + sigma_h * (h + t * hv)) * hv
+        if sp_.K is not None:
+            gk = z + rho * (kc + t * ka)
+            out += float(np.where(eq, gk, np.maximum(gk, 0.0)) @ ka)
         return out
 
     scale = max(np.sum(W * W), 1e-12) / max(W.shape[1], 1)

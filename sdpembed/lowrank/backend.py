@@ -38,10 +38,6 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
             f"solve it with a conic backend ({_CONIC})")
     formulation.check_unchanged()
     gp = formulation.current_problem()
-    if gp.constraints is not None and gp.constraints.p:
-        raise UnsupportedProblemError(
-            "LOWRANK does not support constraints added with with_constraints yet; solve "
-            f"this formulation with a conic backend ({_CONIC})")
     return gp, formulation.reduced_basis, "eliminated_problem" in formulation.meta
 
 

@@ -105,7 +105,7 @@ class CertificateCache:
     """
 
     lanczos_start: np.ndarray | None = None
-    eigenpairs: list[tuple[np.ndarray, float, np.ndarray, np.ndarray]] = field(
+    eigenpairs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=list)
     verify_threads: int | None = None
     verify_checks: list[PSDCheck] = field(default_factory=list)
@@ -183,14 +183,15 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
     hence only on demand.
     """
     cache = CertificateCache() if cache is None else cache
-    phi = pen.conjugate(y)
-    if not np.isfinite(phi):
+    nu = space.duals(nu)
+    if not np.isfinite(pen.conjugate(y) + space.linear_offset(nu)):
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)
     if _dense_interval_certificate(space, pen):
         lam, X = _dense_bottom(space, y, nu, min(space.limits.block, space.dim - 1))
         # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
-        cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu, lam, X)]
+        cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),
+                                                        lam, X)]
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
         return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
     try:
@@ -230,7 +231,8 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
             or cert.y is None:
         return cert
     cache = CertificateCache() if cache is None else cache
-    out = _certificate_from_eig(space, pen, cert.y, cert.nu, cert.eig, cache, eig_tol, True)
+    out = _certificate_from_eig(space, pen, cert.y, space.duals(cert.nu), cert.eig, cache,
+                                eig_tol, True)
     for prefix in ("refined multipliers; ", _LIFTED):
         if cert.note.startswith(prefix):
             out.note = prefix + out.note
@@ -239,7 +241,11 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
 
 def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: CertificateCache,
                           eig_tol, verify) -> Certificate:
+    """The certificate of multipliers ``(y, nu)`` whose :math:`\\lambda_{\\min}(S)` estimate is
+    ``eig``: the dual function :math:`-\\varphi^*(y) - z^Tb` where :math:`S \\succeq 0`, else a
+    shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound)."""
     phi = pen.conjugate(y)
+    off = space.linear_offset(nu)      # z^T b of the added constraints (0 without them)
     check, check_note = _eig_check(space, eig), ""
     mu = eig.value
     if verify and check in _UNVERIFIED:
@@ -257,7 +263,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         else:
             check_note = why
     if mu >= 0:
-        return Certificate(-phi, mu, "dual-feasible", eig=eig, check=check,
+        return Certificate(-phi - off, mu, "dual-feasible", eig=eig, check=check,
                            check_note=check_note, y=y, nu=nu)
     if pen.mode == "equality":
         if cache.curvature is None:
@@ -269,15 +275,15 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             eps = 8.0 * _U * (abs(mu) + c + _gershgorin(space, y, nu))
             if c + mu - eps > 0:
                 scale = c / (c + mu - eps)
-                best = Certificate(-pen.conjugate(scale * y), mu, "scaled",
+                best = Certificate(-pen.conjugate(scale * y) - scale * off, mu, "scaled",
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
                                    check=check, check_note=check_note, y=y, nu=nu)
         if space.Q is None:
             if cache.trace_bound is None:
                 cache.trace_bound = _trace_bound_equality(space.gp)
             T = cache.trace_bound
-            if best is None or -phi + mu * T > best.bound:
-                best = Certificate(-phi + mu * T, mu, "trace-bound",
+            if best is None or -phi + mu * T - off > best.bound:
+                best = Certificate(-phi + mu * T - off, mu, "trace-bound",
                                    f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
                                    check_note=check_note, y=y, nu=nu)
         if best is None:
@@ -286,9 +292,10 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                                check=check, y=y, nu=nu)
         return best
     y0 = pen.coercive_point()
+    nu0 = np.zeros(space.q)
     if cache.mu0 is None:
         try:
-            cache.mu0 = _lambda_min(space, y0, 0.0, tol=eig_tol).value
+            cache.mu0 = _lambda_min(space, y0, nu0, tol=eig_tol).value
         except spla.ArpackNoConvergence:
             cache.mu0 = -np.inf
     mu0 = cache.mu0
@@ -296,7 +303,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
         if cache.mu0_verified is None:
             with threadpool_limits(limits=cache.verify_threads):
-                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, 0.0, mu0)
+                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0)
             cache.verify_checks.extend(checks0)
             cache.mu0_verified = (mu0_v, why0)
         mu0_v, why0 = cache.mu0_verified
@@ -311,10 +318,11 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                            f"no coercive dual point (lambda_min at y0 = {mu0:.3g})", eig=eig,
                            check=check, y=y, nu=nu)
     # (1 - theta) mu + theta mu0 = eps > 0: a margin of a few roundings (|y| g u) so the
-    # rounded combination of the multipliers keeps lambda_min >= 0
+    # rounded combination of the multipliers keeps lambda_min >= 0; the point is
+    # (1 - theta) (y, nu) + theta (y0, 0), whose dual function has (1 - theta) z^T b
     eps = 8.0 * _U * (abs(mu) + mu0 + _gershgorin(space, y, nu))
     theta = _shift_theta(mu, mu0, eps)
-    bound = -pen.conjugate((1 - theta) * y + theta * y0)
+    bound = -pen.conjugate((1 - theta) * y + theta * y0) - (1 - theta) * off
     note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
     if check == CHECK_DENSE:
         # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
@@ -326,7 +334,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             if mus <= 0:
                 continue
             th = _shift_theta(mu, mus, eps)
-            b = -pen.conjugate((1 - th) * y + th * ys)
+            b = -pen.conjugate((1 - th) * y + th * ys) - ((1 - th) + th * (1 - s_)) * off
             if b > bound:
                 bound = b
                 note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
@@ -383,10 +391,16 @@ def _higher_bound(best: Certificate | None, cert: Certificate) -> Certificate | 
 
 
 def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
-    """Farkas test: :math:`\\mathcal A^T\\hat y \\succeq 0` and :math:`\\hat y^T\\bar D<0`."""
-    yh = y / max(np.linalg.norm(y), 1e-300)
-    if yh @ pen.t >= -1e-6 * np.linalg.norm(pen.t):
+    r"""Farkas test: :math:`\mathcal A^T\hat y + \sum_k\hat z_kA_k \succeq 0` and
+    :math:`\hat y^T\bar D + \hat z^Tb < 0` (:math:`\hat z_k \ge 0` on inequality rows)."""
+    nu = space.duals(nu)
+    z = space.user_part(nu)
+    norm = max(float(np.linalg.norm(y) if z is None else np.linalg.norm(np.r_[y, z])), 1e-300)
+    yh = y / norm
+    value = yh @ pen.t
+    if z is not None:
+        value = value + space.linear_offset(nu / norm)
+    if not value < -1e-6 * np.linalg.norm(pen.t):
         return "optimal_inaccurate"
-    eig = _lambda_min(space.without_objective(), yh, nu / max(np.linalg.norm(y), 1e-300),
-                      tol=opts.eig_tol)
+    eig = _lambda_min(space.without_objective(), yh, nu / norm, tol=opts.eig_tol)
     return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

@@ -96,7 +96,7 @@ class _OuterLoop:
         self.cache = state.certificates
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
-        self.nu = 0.0
+        self.nu = np.zeros(space.q)
         quad, _, _ = alm.objective_parts(W)
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
         self.envelope = None if pen.mode != "interval" else (
@@ -105,6 +105,14 @@ class _OuterLoop:
         self.obj_scale = max(abs(quad), 1e-12)
         self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
         self.prev_h = np.inf
+        # the added rows' penalties: the distance penalty's stiffness in units of each
+        # row's size (a squared-distance row starts like an edge)
+        self.rho = self.rho0 = None
+        self.prev_k = self.k_viol = np.inf
+        if space.K is not None:
+            t_mean = float(np.mean(pen.t))
+            base = self.sigma0 if pen.splitting else 10.0 / t_mean
+            self.rho = self.rho0 = base * (t_mean / space.K_scale()) ** 2
         self.gtol = 1e-3
         self.cheap_prev = np.inf
         self.rnorm = self.infeas = np.inf  # the last iterate's
@@ -164,7 +172,7 @@ class _OuterLoop:
         cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
         and whether the rank was trimmed."""
         opts, W = self.opts, self.W
-        run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h)
+        run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
         newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
@@ -183,25 +191,28 @@ class _OuterLoop:
         space, pen, opts = self.space, self.pen, self.opts
         res, trimmed = self.solve_subproblem()
         W = self.W
-        g, gs, quad, D, h = self.alm.multipliers(W, self.y, self.nu, self.sigma, self.sigma_h)
+        g, nu_new, quad, D, h, kv = self.alm.multipliers(W, self.y, self.nu, self.sigma,
+                                                         self.sigma_h, self.rho)
         r = pen.residual(D, g, self.y, self.sigma, self.alm.kind)
         rnorm = float(np.linalg.norm(r) / max(np.linalg.norm(pen.t), 1e-300))
         h_viol = space.snr_violation(h, quad)
+        k_viol = space.K_violation(kv)
         left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
             g = self._leave_kink(g)
         self.y = g
-        if space.H is not None:
-            self.nu = gs
+        self.nu = nu_new
         p = quad + pen.objective(D)
-        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol)
-        self.rnorm, self.infeas = rnorm, infeas
-        lb_cheap = -pen.conjugate(self.y)
+        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol, k_viol)
+        self.rnorm, self.infeas, self.k_viol = rnorm, infeas, k_viol
+        lb_cheap = -pen.conjugate(self.y) - space.linear_offset(self.nu)
         cheap_gap = _rel_gap(p, lb_cheap)
         self.cheap_prev = cheap_gap
         entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
                  "cheap_gap": cheap_gap, "seconds": time.perf_counter() - self.t0}
+        if space.K is not None:
+            entry["constraint_violation"] = k_viol
         if trimmed:
             entry["trimmed_rank"] = W.shape[1]
         if left_kink:
@@ -223,11 +234,18 @@ class _OuterLoop:
                 cheap_gap = _rel_gap(p_c, lb_cheap)
                 gate_gap = cheap_gap
                 entry.update(restored_residual=infeas_c, restored_objective=p_c)
-        elif certifiable and pen.mode == "interval" and cheap_gap <= 100 * opts.tol:
-            restored = self._onto_kink(W, p)
+        elif pen.mode == "interval" and cheap_gap <= 100 * opts.tol and (
+                certifiable or (space.K is not None and k_viol <= _RESTORE_MAX
+                                and h_viol <= opts.feas_tol)):
+            # an iterate that violates only added rows is moved onto them first
+            restored = self._onto_kink(W, p, lower=certifiable)
             if restored is not None:
                 W_c, p_c, infeas_c = restored
                 entry.update(restored_objective=p_c)
+                if not certifiable:
+                    certifiable = True
+                    cheap_gap = _rel_gap(p_c, lb_cheap)
+                    entry["restored_residual"] = infeas_c
                 # the multipliers must close the gap to both points before they are tried:
                 # the restored objective alone can fall just below their own bound by
                 # coincidence, and the iterate's alone can match it while the restored
@@ -243,13 +261,13 @@ class _OuterLoop:
         if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
             y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
-            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref))
+            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
                 [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
-        return entry, {"h_viol": h_viol, "cheap_gap": cheap_gap,
+        return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
     def _onto_constraints(self, W, quad: float, feas_target: float):
@@ -263,16 +281,20 @@ class _OuterLoop:
             return W_r, quad_r + pen.objective(D_r), r_r
         return None
 
-    def _onto_kink(self, W, p: float):
+    def _onto_kink(self, W, p: float, lower: bool = True):
         """``(W_r, p_r, infeas_r)``: ``"interval"`` iterate ``W`` with the edges just off the
-        kink moved onto it (their slack penalty is the cost), when that lowers the objective
-        ``p`` and keeps the SNR constraint within ``feas_tol``; else ``None``."""
+        kink moved onto it (their slack penalty is the cost) and the added rows held at
+        their bounds, when that lowers the objective ``p`` (unless ``lower`` is false: the
+        iterate violated added rows, so ``p`` bounds nothing) and keeps the SNR constraint
+        and the added rows within ``feas_tol``; else ``None``."""
         space, pen = self.space, self.pen
         W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
         p_r = quad_r + pen.objective(D_r)
         infeas_r = space.snr_violation(h_r, quad_r)
-        if p_r < p and infeas_r <= self.opts.feas_tol:
+        if space.K is not None:
+            infeas_r = max(infeas_r, space.K_violation(space.K_values(W_r)))
+        if (p_r < p or not lower) and infeas_r <= self.opts.feas_tol:
             return W_r, p_r, infeas_r
         return None
 
@@ -317,7 +339,7 @@ class _OuterLoop:
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W):
             self.W = _escape(self.alm, self.W, certificate.eig.vector, self.y, self.nu,
-                             self.sigma, self.sigma_h)
+                             self.sigma, self.sigma_h, self.rho)
             entry["grew_rank"] = self.W.shape[1]
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
@@ -334,8 +356,8 @@ class _OuterLoop:
         return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
                                   cache=self.cache)
 
-    def schedule(self, *, h_viol: float, cheap_gap: float, converged_primal: bool,
-                 inner_iterations: int) -> None:
+    def schedule(self, *, h_viol: float, k_viol: float, cheap_gap: float,
+                 converged_primal: bool, inner_iterations: int) -> None:
         """Penalties and subproblem tolerance for the next iteration (after :meth:`step`,
         whose residual is ``self.rnorm``)."""
         pen, opts, rnorm = self.pen, self.opts, self.rnorm
@@ -353,6 +375,12 @@ class _OuterLoop:
             self.sigma *= 3.0 if raise_sigma else 1.0
             self.sigma_h *= 3.0 if raise_h else 1.0
             self.prev_res, self.prev_h = rnorm, h_viol
+        if self.space.K is not None:
+            # the added rows' penalties, on the same rule as the SNR one
+            if k_viol > max(0.25 * self.prev_k, opts.feas_tol) \
+                    and np.all(self.rho < 1e6 * self.rho0):
+                self.rho = 3.0 * self.rho
+            self.prev_k = k_viol
         if cheap_gap > opts.tol or not converged_primal:
             self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
         if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
@@ -408,6 +436,8 @@ class _OuterLoop:
         infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
             if pen.mode == "equality" else 0.0
         infeas = max(infeas, space.snr_violation(h, quad))
+        if space.K is not None:
+            infeas = max(infeas, space.K_violation(space.K_values(W)))
         status, certificate = self.status, self.certificate
         if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)

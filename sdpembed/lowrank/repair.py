@@ -30,7 +30,7 @@ _KINK_TOL = 1e-4
 
 
 def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
-                       nu: float, *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, float]:
+                       nu, *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
 
     The augmented-Lagrangian multipliers carry the error of every inexact
@@ -40,19 +40,24 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
 
     .. math::
 
-        \\min_{y,\\ \\nu\\ge 0}\\ \\|P(\\tilde C V + \\textstyle\\sum_e y_e a_e a_e^TV
-            + \\nu HV)\\|_F \\quad\\text{s.t.}\\quad y\\in\\mathrm{dom}\\,\\varphi^*,
+        \\min_{y,\\ \\nu}\\ \\|P(\\tilde C V + \\textstyle\\sum_e y_e a_e a_e^TV
+            + \\nu_0 HV + \\sum_k z_kA_kV)\\|_F \\quad\\text{s.t.}\\quad
+            y\\in\\mathrm{dom}\\,\\varphi^*,\\ \\nu_0 \\ge 0,
 
     with, for ``"interval"``, :math:`y_e = w_e\\,\\mathrm{sign}(D_e-\\bar D_e)` fixed on
     edges off the kink (:math:`|D_e - \\bar D_e| > ` ``kink_tol`` :math:`\\bar D_e`,
     where :math:`\\varphi` is differentiable) and :math:`|y_e|\\le w_e` on the
     others, which makes the duality gap :math:`\\sum_e (w_e|D_e-\\bar D_e| - y_e(D_e-\\bar D_e))`
-    vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. Solved by
+    vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. An added inequality
+    row :math:`\\langle A_k, G\\rangle \\le b_k` gets :math:`z_k \\ge 0`, and :math:`z_k = 0`
+    where it is inactive (slack above ``kink_tol`` times its size, where complementary
+    slackness asks for zero); equality rows are free. Solved by
     :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
     """
+    nu = space.duals(nu)
     if pen.mode == "quadratic":
         return y, nu
     _require_kink_tol("refine_multipliers", kink_tol)
@@ -71,6 +76,12 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     HW = space.project(space.apply_H(W)) if space.H is not None else None
     b = -space.project(space.apply_C(W) + space.ET @ (y_fix[:, None] * Z))
     n_var = fe.size + (HW is not None)
+    K = space.K
+    if K is not None:
+        # the added rows that may carry a multiplier: equalities and active inequalities
+        slack = K.rhs - space.K_values(W)
+        rows = np.flatnonzero(K.equality | (slack <= kink_tol * space.K_scale()))
+        n_var += rows.size
 
     def matvec(x):
         x = np.ravel(x)
@@ -78,7 +89,11 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         ye[fe] = x[: fe.size]
         out = space.ET @ (ye[:, None] * Z)
         if HW is not None:
-            out = out + x[-1] * HW
+            out = out + x[fe.size] * HW
+        if K is not None and rows.size:
+            z = np.zeros(K.p)
+            z[rows] = x[n_var - rows.size:]
+            out = out + space.project(space.apply_K(W, z))
         return np.ravel(out)
 
     def rmatvec(r):
@@ -86,13 +101,28 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         out = np.einsum("ij,ij->i", Z[fe], (space.E @ R)[fe])
         if HW is not None:
             out = np.r_[out, np.sum(HW * R)]
+        if K is not None and rows.size:
+            # <A_k W, P R> = <A_k, (P R) W^T> (symmetric A_k), over its non-zeros
+            PR = space.project(R)
+            if space.Q is None:
+                grads = np.bincount(K.row, weights=K.value * np.einsum(
+                    "ij,ij->i", PR[K.i], W[K.j]), minlength=K.p)
+            else:
+                grads = np.einsum("kab,ac,bc->k", space.Kq, PR, W)
+            out = np.r_[out, grads[rows]]
         return out
 
     op = spla.LinearOperator((W.size, n_var), matvec=matvec, rmatvec=rmatvec, dtype=float)
+    x0 = y[fe]
     if HW is not None:
         lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
+        x0 = np.r_[x0, nu[0]]
+    if K is not None:
+        eq = K.equality[rows]
+        lo, hi = np.r_[lo, np.where(eq, -np.inf, 0.0)], np.r_[hi, np.full(rows.size, np.inf)]
+        x0 = np.r_[x0, space.user_part(nu)[rows]]
     # solve for the correction from the current multipliers (clipped into the box)
-    x0 = np.clip(np.r_[y[fe], nu] if HW is not None else y[fe], lo, hi)
+    x0 = np.clip(x0, lo, hi)
     try:
         sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
                               method="trf", tol=1e-12, max_iter=200)
@@ -101,7 +131,14 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     x = np.clip(x0 + sol.x, lo, hi)
     y_new = y_fix.copy()
     y_new[fe] = x[: fe.size]
-    return y_new, (float(x[-1]) if HW is not None else nu)
+    nu_new = nu.copy()
+    if HW is not None:
+        nu_new[0] = float(x[fe.size])
+    if K is not None:
+        z = np.zeros(K.p)
+        z[rows] = x[n_var - rows.size:]
+        nu_new[space.n_snr:] = z
+    return y_new, nu_new
 
 
 #: the lift's eigenvalue target relative to a Gershgorin bound on ||S||: the bottom block
@@ -111,15 +148,18 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
 _LIFT_MARGIN = 1e-10
 
 
-def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float) -> float:
-    r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0)` from multipliers with
-    :math:`\lambda_{\min}(S) = \mu \le 0`, :math:`\theta` of :func:`_shift_theta` without
-    :func:`certify`'s rounding margin (``-inf`` without a coercive :math:`\mu_0 > 0`): a
-    stopping test, not a certificate."""
+def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
+                   offset: float = 0.0) -> float:
+    r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0) - (1-\theta)z^Tb` from
+    multipliers with :math:`\lambda_{\min}(S) = \mu \le 0` (``offset`` :math:`= z^Tb` of the
+    added constraints), :math:`\theta` of :func:`_shift_theta` without :func:`certify`'s
+    rounding margin (``-inf`` without a coercive :math:`\mu_0 > 0`): a stopping test, not a
+    certificate."""
     if not mu0 > 0:
         return -np.inf
     theta = _shift_theta(mu, mu0)
-    return -pen.conjugate((1 - theta) * y + theta * pen.coercive_point())
+    return -pen.conjugate((1 - theta) * y + theta * pen.coercive_point()) \
+        - (1 - theta) * offset
 
 
 def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
@@ -208,6 +248,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                          f"eigenpairs (values, n x k vectors) of S at y, and y must lie "
                          "in the box |y| <= w")
     y = np.clip(y, -pen.w, pen.w)
+    nu = space.duals(nu)
+    off = space.linear_offset(nu)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
@@ -215,8 +257,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         else:
             lam, X = _dense_bottom(space, y, nu, k_all)
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
-        if lam[0] >= 0 or r == rounds or (floor is not None and -pen.conjugate(y) < floor) \
-                or (target is not None and _shifted_bound(pen, y, lam[0], mu0) >= target):
+        if lam[0] >= 0 or r == rounds \
+                or (floor is not None and -pen.conjugate(y) - off < floor) \
+                or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):
             break
         neg = lam < 0
         K = min(k_all, max(int(neg.sum()) + 16, min_block))
@@ -264,6 +307,11 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     :math:`\|c\|/\|\bar D\|`), after ``max_steps``, or when a step does not reduce
     the residual. Returns the best factor found and its relative residual.
 
+    Constraints added by the user that are held at their bound (equalities, and
+    inequalities violated or within ``kink_tol`` of their size of the bound) join the
+    system as rows :math:`\langle A_k, VV^T\rangle = b_k`, and the residual reported is
+    then the larger of the distance residual and their largest relative violation.
+
     For ``"interval"`` every factor is feasible, but the penalty
     :math:`\lambda\sum_e|D_e-\bar D_e|/\bar D_e` is not differentiable at
     :math:`D_e = \bar D_e`, where the optimum keeps most edges; the augmented
@@ -289,31 +337,74 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     if pen.mode == "interval":
         Z = space.diffs(W)
         on = np.flatnonzero(np.abs(np.einsum("ij,ij->i", Z, Z) - t) <= kink_tol * t)
-        if on.size == 0:
+        if on.size == 0 and space.K is None:
             return W, 0.0
         E, ET, t = E[on], ET[:, on], t[on]     # the edges on the kink, sliced once
     t_norm = max(float(np.linalg.norm(t)), 1e-300)
+    K = space.K
+    if K is not None:
+        # the added rows held at their bound: equalities, and inequalities that are
+        # violated or within kink_tol of their bound
+        k_scale = space.K_scale()
+        rows = np.flatnonzero(K.equality
+                              | (space.K_values(W) >= K.rhs - kink_tol * k_scale))
+        sel = np.isin(K.row, rows)
+        ki, kj, kv = K.i[sel], K.j[sel], K.value[sel]
+        kr = np.searchsorted(rows, K.row[sel])
 
     def resid(V):
         Z = E @ V
-        return Z, np.einsum("ij,ij->i", Z, Z) - t
+        c = np.einsum("ij,ij->i", Z, Z) - t
+        if K is not None:
+            c = np.r_[c, space.K_values(V)[rows] - K.rhs[rows]]
+        return Z, c
 
-    def jacobian(Z):
-        # J u = 2 <E_e W, E_e U>_e and J^T lam = 2 E^T diag(lam) E W, at E W = Z
-        return spla.LinearOperator(
-            (Z.shape[0], W.size), dtype=float,
-            matvec=lambda u: 2.0 * np.einsum("ij,ij->i", Z, E @ u.reshape(W.shape)),
-            rmatvec=lambda lam: np.ravel(2.0 * (ET @ (np.ravel(lam)[:, None] * Z))))
+    def measure(c):
+        r = float(np.linalg.norm(c[:t.size])) / t_norm
+        if K is not None:
+            r = max(r, float(np.max(np.abs(c[t.size:]) / k_scale[rows], initial=0.0)))
+        return r
+
+    def jacobian(Z, V):
+        # J u = 2 <E_e V, E_e U>_e and J^T lam = 2 E^T diag(lam) E V, at E V = Z; an added
+        # row's part is 2 <A_k V, U> and 2 P (sum_k lam_k A_k) V (P keeps columns centred)
+        m_e = Z.shape[0]
+
+        def matvec(u):
+            U = u.reshape(V.shape)
+            out = 2.0 * np.einsum("ij,ij->i", Z, E @ U)
+            if K is not None:
+                out = np.r_[out, 2.0 * _rows_inner(U)]
+            return out
+
+        def rmatvec(lam):
+            lam = np.ravel(lam)
+            out = 2.0 * (ET @ (lam[:m_e, None] * Z))
+            if K is not None and rows.size:
+                z = np.zeros(K.p)
+                z[rows] = lam[m_e:]
+                out = out + 2.0 * space.project(space.apply_K(V, z))
+            return np.ravel(out)
+
+        def _rows_inner(U):
+            if space.Q is None:
+                return np.bincount(kr, weights=kv * np.einsum("ij,ij->i", V[ki], U[kj]),
+                                   minlength=rows.size)
+            return np.einsum("kab,ac,bc->k", space.Kq[rows], V, U)
+
+        n_rows = m_e + (0 if K is None else rows.size)
+        return spla.LinearOperator((n_rows, V.size), dtype=float, matvec=matvec,
+                                   rmatvec=rmatvec)
 
     Z, c = resid(W)
-    best = (W, float(np.linalg.norm(c)) / t_norm)
+    best = (W, measure(c))
     for _ in range(max_steps):
         if best[1] <= tol:
             break
-        step = spla.lsmr(jacobian(Z), -c, atol=1e-6, btol=1e-6, maxiter=2000)[0]
+        step = spla.lsmr(jacobian(Z, W), -c, atol=1e-6, btol=1e-6, maxiter=2000)[0]
         W_new = W + step.reshape(W.shape)
         Z_new, c_new = resid(W_new)
-        r_new = float(np.linalg.norm(c_new)) / t_norm
+        r_new = measure(c_new)
         if r_new >= best[1]:
             break
         W, Z, c = W_new, Z_new, c_new
@@ -339,13 +430,13 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
             or (gap is not None and gap <= opts.tol) or certificate.lambda_min is None
             or certificate.lambda_min >= 0):
         return None
-    own = [-pen.conjugate(y_) for y_, _ in candidates]
+    own = [-pen.conjugate(y_) - space.linear_offset(nu_) for y_, nu_ in candidates]
     k = int(np.argmax([min(b, 2.0 * p_best - b) for b in own]))
     if best_bound is not None and not own[k] > best_bound:
         return None
     y_s, nu_s = candidates[k]
     pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
-                  if nu_c == nu_s and np.array_equal(y_c, y_s)), None)
+                  if np.array_equal(nu_c, nu_s) and np.array_equal(y_c, y_s)), None)
     if pairs is not None and np.any(np.abs(y_s) > pen.w):
         pairs = None  # the lift clips y into the box first: other eigenpairs
     # stop lifting once the shift proves half the gap tolerance (a margin for the check)

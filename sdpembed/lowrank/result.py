@@ -28,9 +28,11 @@ class LowRankResult:
         computed or its :math:`\\lambda_{\\min}` could not be verified (then see
         ``estimated_gap``).
     infeasibility : float
-        Relative distance residual (``"equality"``) or SNR violation.
-    y, nu : ndarray, float
-        The multipliers of the reported certificate.
+        The largest of the relative distance residual (``"equality"``), the SNR violation
+        and the added constraints' relative violation.
+    y, nu : ndarray, ndarray
+        The multipliers of the reported certificate: one per edge, and the linear
+        multipliers (the SNR constraint's first, then one per added constraint).
     status : str
         ``"optimal"``, ``"optimal_inaccurate"``, ``"unbounded"`` or ``"infeasible"``.
     iterations : int
@@ -67,7 +69,7 @@ class LowRankResult:
     certified_gap: float | None
     infeasibility: float
     y: np.ndarray
-    nu: float
+    nu: np.ndarray
     status: str
     iterations: int
     seconds: float

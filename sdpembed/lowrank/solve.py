@@ -94,7 +94,11 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, unbounded[0], 0.0,
                              "unbounded", 0, time.perf_counter() - t0,
                              lambda_min_at_slack_weight=unbounded[1])
-    if basis is not None and opts.reduced_solver != "alm":
+    if basis is not None and space.K is not None and opts.reduced_solver == "ipm":
+        raise UnsupportedProblemError(
+            "reduced_solver='ipm' does not take constraints added with with_constraints; "
+            "use reduced_solver='alm' (or 'auto', which does)")
+    if basis is not None and opts.reduced_solver != "alm" and space.K is None:
         if pen.mode == "interval":
             done = _reduced_ipm(space, pen, alm, opts, t0, state)
             if done is not None:
@@ -114,8 +118,10 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
     ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
     :math:`S(y_0) \succeq 0` at the coercive point (``y0 = w``, resp.
     :math:`\lambda`; cf. :func:`~sdpembed.formulations.dvu.min_bounded_slack_weight`).
+    Added constraints may bound it otherwise, so with them the test is not made.
     """
-    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None:
+    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None \
+            or space.K is not None:
         return None
     y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
     eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)

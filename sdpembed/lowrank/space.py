@@ -9,6 +9,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ..exceptions import InputError
 from ..formulations.gram import DiagPlusLowRank, GramProblem
 from .options import DenseLimits
 
@@ -28,9 +29,18 @@ class FactorSpace:
     matrix :math:`\tilde C = C + \tau I` (diagonal plus low rank) and ``H`` the SNR
     functional :math:`\eta\,\Sigma_{icv} - \Sigma_{bcv}` (eq. 10 of the DVU paper), or
     ``None``; on a basis their congruences :math:`Q^T\tilde CQ`, :math:`Q^THQ` are
-    ``Cq``, ``Hq``. The dual slack matrix of multipliers :math:`(y, \nu)` is
-    :math:`S(y,\nu) = \tilde C + E^T\mathrm{diag}(y)E + \nu H` on this space
-    (:meth:`apply_S`).
+    ``Cq``, ``Hq``. ``K`` holds the constraints added by the user,
+    :math:`\langle A_k, G\rangle \le b_k` or :math:`= b_k`
+    (:class:`~sdpembed.formulations.constraints.AffineGramConstraints`), or ``None``; on a
+    basis ``Kq`` holds :math:`Q^TA_kQ`.
+
+    The *linear multipliers* :math:`\nu` are one vector of length :attr:`q`: the SNR
+    constraint's first (if any; :math:`\langle H, G\rangle \le 0`), then one per added
+    row. The dual slack matrix of multipliers :math:`(y, \nu)` is
+    :math:`S(y,\nu) = \tilde C + E^T\mathrm{diag}(y)E + \nu_0 H + \sum_k z_k A_k` on this
+    space (:meth:`apply_S`; :math:`z` the added rows' part of :math:`\nu`), and the dual
+    function is :math:`-\varphi^*(y) - z^Tb` (:meth:`linear_offset`) with :math:`z_k \ge 0`
+    on inequality rows.
 
     Parameters
     ----------
@@ -60,6 +70,10 @@ class FactorSpace:
         self.H = None
         if gp.snr is not None:
             self.H = gp.icv.scaled(gp.snr) + gp.bcv.scaled(-1.0)
+        K = gp.constraints
+        self.K = K if K is not None and K.p > 0 else None
+        self.n_snr = int(self.H is not None)
+        self.q = self.n_snr + (0 if self.K is None else self.K.p)
         if Q is None:
             self.dim = n
             self.E = B
@@ -70,11 +84,12 @@ class FactorSpace:
             self.ET = self.E.T
             self.Cq = self.C.congruence(Q)
             self.Hq = None if self.H is None else self.H.congruence(Q)
+            self.Kq = None if self.K is None else self.K.congruence(Q)
 
     def without_objective(self) -> FactorSpace:
         r"""The same space and constraints with :math:`\tilde C = 0`, where
-        :math:`S(y, \nu) = \mathcal A^Ty + \nu H`: the operator of the Farkas test of
-        infeasibility."""
+        :math:`S(y, \nu) = \mathcal A^Ty + \nu_0 H + \sum_k z_kA_k`: the operator of the
+        Farkas test of infeasibility."""
         return FactorSpace(self.gp, self.Q, limits=self.limits,
                            objective=DiagPlusLowRank.zeros(self.gp.n))
 
@@ -108,11 +123,83 @@ class FactorSpace:
         (0 without an SNR constraint)."""
         return max(0.0, h) / max(abs(quad), 1e-300) if self.H is not None else 0.0
 
+    # ------------------------------------------------------------ linear constraints
+    def duals(self, nu) -> np.ndarray:
+        """The linear multipliers as a vector of length :attr:`q` (a number is accepted for
+        the SNR multiplier alone, and 0 or ``None`` when there are no such constraints)."""
+        if nu is None or np.ndim(nu) == 0:
+            value = 0.0 if nu is None else float(nu)
+            if self.q == 0 and value == 0.0:
+                return np.zeros(0)
+            if self.q == 1:
+                return np.array([value])
+            raise InputError(f"the linear multipliers nu must be a vector of length {self.q} "
+                             f"(SNR first, then the added constraints); got {nu!r}")
+        nu = np.asarray(nu, dtype=float)
+        if nu.shape != (self.q,):
+            raise InputError(f"the linear multipliers nu must have shape ({self.q},); "
+                             f"got {nu.shape}")
+        return nu
+
+    def user_part(self, nu) -> np.ndarray | None:
+        """The added rows' multipliers :math:`z` of ``nu`` (``None`` without added rows)."""
+        return None if self.K is None else nu[self.n_snr:]
+
+    def apply_K(self, W, z) -> np.ndarray:
+        r""":math:`\sum_k z_kA_kW` on this space."""
+        if self.Q is None:
+            return self.K.operator(z) @ W
+        return np.tensordot(z, self.Kq, axes=1) @ W
+
+    def K_values(self, W) -> np.ndarray:
+        r""":math:`\langle A_k, VV^T\rangle` for every added row, :math:`V` the points of ``W``."""
+        if self.Q is None:
+            return self.K.values_of_factor(W)
+        return np.einsum("kab,ac,bc->k", self.Kq, W, W)
+
+    def K_bilinear(self, W, U) -> np.ndarray:
+        r""":math:`\langle A_k, VU_p^T\rangle` for every added row (:math:`A_k` symmetric;
+        :math:`V`, :math:`U_p` the points of ``W`` and ``U``)."""
+        if self.Q is None:
+            K = self.K
+            return np.bincount(K.row, weights=K.value * np.einsum("ij,ij->i", W[K.i], U[K.j]),
+                               minlength=K.p)
+        return np.einsum("kab,ac,bc->k", self.Kq, W, U)
+
+    def K_scale(self) -> np.ndarray:
+        r"""A size of each added row, :math:`s_k = \max(|b_k|,\ \|A_k\|_1\,\bar D/4)`
+        (:math:`\bar D` the mean target distance: for a squared distance
+        :math:`G_{ii}+G_{jj}-2G_{ij}` that is the typical value), against which violations
+        are relative."""
+        K = self.K
+        norm1 = np.bincount(K.row, weights=np.abs(K.value), minlength=K.p)
+        return np.maximum(np.abs(K.rhs), norm1 * float(np.mean(self.gp.target)) / 4.0)
+
+    def K_violation(self, values) -> float:
+        """The largest relative violation of the added rows (0 without them)."""
+        if self.K is None:
+            return 0.0
+        return float(np.max(self.K.residual(values) / self.K_scale(), initial=0.0))
+
+    def linear_offset(self, nu) -> float:
+        r""":math:`z^Tb` of the dual function :math:`-\varphi^*(y) - z^Tb`; ``inf`` when a
+        multiplier of an inequality row is negative (outside the dual domain)."""
+        if self.K is None:
+            return 0.0
+        z = self.user_part(nu)
+        if np.any(z[~self.K.equality] < 0):
+            return np.inf
+        return float(z @ self.K.rhs)
+
     def apply_S(self, W, y, nu):
         """:math:`S(y,\\nu)W` on this space."""
         out = self.apply_C(W) + self.ET @ (y[:, None] * (self.E @ W))
-        if nu:
-            out = out + nu * self.apply_H(W)
+        if self.H is not None and nu[0]:
+            out = out + nu[0] * self.apply_H(W)
+        if self.K is not None:
+            z = self.user_part(nu)
+            if np.any(z):
+                out = out + self.apply_K(W, z)
         return out
 
     def preconditioner(self, omega: np.ndarray):
@@ -135,6 +222,8 @@ class FactorSpace:
     def dense_S(self, y, nu) -> np.ndarray:
         """:math:`Q^T S Q` (reduced basis only)."""
         S = self.Cq + (self.E.T * y) @ self.E
-        if nu:
-            S = S + nu * self.Hq
+        if self.H is not None and nu[0]:
+            S = S + nu[0] * self.Hq
+        if self.K is not None:
+            S = S + np.tensordot(self.user_part(nu), self.Kq, axes=1)
         return 0.5 * (S + S.T)

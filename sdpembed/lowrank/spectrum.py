@@ -29,11 +29,24 @@ def _gershgorin(space: FactorSpace, y, nu) -> float:
     """Upper bound on :math:`\\|S(y,\\nu)\\|_2` (row sums of the sparse part + low-rank norms)."""
     def lr_norm(M):
         return float(np.max(np.abs(M.diag)) + np.sum(np.abs(M.s) * (M.U**2).sum(0)))
+    nu = space.duals(nu)
     deg = np.asarray(abs(space.B).T @ np.abs(y)).ravel()
     out = lr_norm(space.C) + 2.0 * float(np.max(deg, initial=0.0))
-    if nu:
-        out += nu * lr_norm(space.H)
+    if space.H is not None and nu[0]:
+        out += nu[0] * lr_norm(space.H)
+    if space.K is not None:
+        out += _K_row_sum(space, space.user_part(nu))
     return out
+
+
+def _K_row_sum(space: FactorSpace, z) -> float:
+    r"""Largest absolute row sum of :math:`\sum_k z_kA_k` on the space (a Gershgorin bound
+    on its norm; on a basis the Frobenius norm of the :math:`r\times r` matrix)."""
+    if space.Q is not None:
+        return float(np.linalg.norm(np.tensordot(z, space.Kq, axes=1)))
+    K = space.K
+    return float(np.max(np.bincount(K.i, weights=np.abs(K.value * z[K.row]),
+                                    minlength=K.n), initial=0.0))
 
 
 def _lambda_min(space: FactorSpace, y, nu, *, tol: float, deflate: np.ndarray | None = None,
@@ -56,6 +69,7 @@ def _lambda_min(space: FactorSpace, y, nu, *, tol: float, deflate: np.ndarray | 
     vector for Lanczos (the previous call's eigenvector: the multipliers change
     little between calls); ``ncv`` its basis size.
     """
+    nu = space.duals(nu)
     if space.Q is not None:
         w, U = sla.eigh(space.dense_S(y, nu), subset_by_index=[0, 0])
         return EigenEstimate(float(w[0]), U[:, 0], float(w[0]), 0.0, "dense")
@@ -130,14 +144,16 @@ def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dic
     \\mathbf 1 m^T` the column-centred U: P is never formed. Also returns the
     magnitudes the rounding-error bound of :func:`_verify_psd_shift` needs.
     """
+    nu = space.duals(nu)
     C, H = space.C, space.H
-    parts = [C] + ([H] if nu and H is not None else [])
+    nu_h = nu[0] if H is not None else 0.0
+    parts = [C] + ([H] if nu_h and H is not None else [])
     for M_ in parts:
         if not isinstance(M_, DiagPlusLowRank):
             raise TypeError(f"dense verification needs DiagPlusLowRank terms, got {type(M_)}")
-    d = C.diag + (nu * H.diag if len(parts) > 1 else 0.0)
+    d = C.diag + (nu_h * H.diag if len(parts) > 1 else 0.0)
     U = np.c_[C.U, H.U] if len(parts) > 1 else C.U
-    s = np.r_[C.s, nu * H.s] if len(parts) > 1 else C.s
+    s = np.r_[C.s, nu_h * H.s] if len(parts) > 1 else C.s
     n = space.dim
     Ub = U - U.mean(axis=0)                      # centred columns (any centring is exact on 1-perp)
     M = np.empty((n, n))
@@ -157,6 +173,20 @@ def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dic
             "diag": float(np.max(np.abs(d), initial=0.0)),
             "laplacian": 2.0 * float(np.max(deg_abs, initial=0.0)),
             "terms": int(U.shape[1] + np.max(edge_deg, initial=0) + 16)}
+    if space.K is not None:
+        # P K P = K - (k 1^T + 1 k^T)/n + (1^T k / n^2) 1 1^T, k = K 1 (K need not
+        # annihilate 1); its entries add at most the nonzeros of a row of K and three terms
+        Kz = space.K.operator(space.user_part(nu)).tocoo()
+        Kz.sum_duplicates()
+        kvec = np.asarray(Kz.sum(axis=1)).ravel()
+        M -= (kvec / n)[:, None]
+        M -= (kvec / n)[None, :]
+        M += float(kvec.sum()) / n**2
+        M[Kz.row, Kz.col] += Kz.data
+        abs_rows = np.bincount(Kz.row, weights=np.abs(Kz.data), minlength=n)
+        mags["laplacian"] += float(np.max(abs_rows, initial=0.0)) \
+            + 2.0 * float(np.linalg.norm(kvec)) / np.sqrt(n) + abs(float(kvec.sum())) / n
+        mags["terms"] += int(np.max(np.bincount(Kz.row, minlength=n), initial=0)) + 3
     return M, mags
 
 
