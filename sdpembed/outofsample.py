@@ -33,10 +33,12 @@ Two methods:
     embedding's squared distances interpolated as
     :math:`\\hat d^2(x, x_i) = \\sum_j w_j(x) D^G_{ji}`
     (:math:`D^G_{ji} = G_{jj} + G_{ii} - 2G_{ji}`; :math:`G` is centred and
-    :math:`\\sum_j w_j = 1`). The weights are normalised to sum to one, as
-    Bengio et al. normalise their kernels by the kernel's mean at each point
-    (here the row normalisation of the Nadaraya–Watson estimator, which
-    keeps the extension equivariant under rigid motions of the fit).
+    :math:`\\sum_j w_j = 1`). Bengio et al. divide their data-dependent
+    kernels by the kernel's mean at each point (symmetrically,
+    :math:`K(a, b) / \\sqrt{S(a) S(b)}`); here the weights are divided by
+    their sum at :math:`x`, the row normalisation of the Nadaraya–Watson
+    estimator, because only weights summing to one keep the extension
+    equivariant under translations (and rotations) of the fit.
     *Training points*: as :math:`\\delta_i \\to 0`, :math:`w(x) \\to e_i`
     (Shepard weights interpolate), so :math:`\\tilde K(x_i, \\cdot) =
     G_{i\\cdot}` and the formula returns :math:`z_i` exactly, which is the
@@ -76,17 +78,23 @@ Two methods:
         \\max_{y} \\ \\sum_j y_j (\\lVert z_j\\rVert^2 - \\delta_j)
             - \\frac{\\lVert \\sum_j y_j z_j \\rVert^2}{\\sum_j y_j}
         \\quad \\text{s.t.} \\quad |y_j| \\le \\delta_j^{-1},\\
-        \\textstyle\\sum_j y_j > 0,
+        \\textstyle\\sum_j y_j \\ge 0
 
-    and :math:`z = \\sum_j y_j z_j / \\sum_j y_j` at a dual optimum: the
-    placement is an affine combination of the neighbours' embeddings with
-    weights from the optimal multipliers. All points are solved at once by a
+    (the quotient read as 0 when :math:`\\sum_j y_j = 0` and
+    :math:`\\sum_j y_j z_j = 0`, and :math:`-\\infty` for other points with
+    :math:`\\sum_j y_j = 0`; :math:`\\sum_j y_j` is the multiplier of :math:`\\tau \\ge
+    \\lVert z\\rVert^2`). Where the optimum touches the embedding
+    (:math:`h = 0`), :math:`z = \\sum_j y_j z_j / \\sum_j y_j` at a dual
+    optimum: an affine combination of the neighbours' embeddings with weights
+    from the optimal multipliers; where it lifts off (:math:`h > 0`), the
+    multiplier vanishes and :math:`\\sum_j y_j = 0`,
+    :math:`\\sum_j y_j z_j = 0`. All points are solved at once by a
     batched barrier method (Boyd & Vandenberghe, *Convex Optimization*,
     section 11.3: the slacks are minimised out in closed form, damped Newton
-    steps on :math:`(z, \\tau)` with stacked :math:`(d+1) \\times (d+1)`
-    systems); each point stops when the dual point built from its barrier
-    multipliers certifies a duality gap below ``tol`` (the objective is a
-    sum of relative violations, so ``tol`` is in those units).
+    steps on :math:`(z, \\tau)` from stacked small KKT systems); each point
+    stops when a dual point built from its barrier multipliers certifies a
+    duality gap below ``tol`` (the objective is a sum of relative violations,
+    so ``tol`` is in those units).
     *Training points*: a neighbour at zero distance has infinite weight; the
     program's limit forces :math:`\\lVert z - z_i\\rVert^2 + h^2 = 0`, so
     the point lands exactly on :math:`z_i` (on the mean of several zero-distance
@@ -472,9 +480,9 @@ def place_by_distances(embedding, ind, sqdist, *, tol: float = 1e-6,
         \\qquad \\omega_j = \\delta_j^{-1}
 
     (module docstring: the DVU SDP with the fitted Gram block fixed and one
-    new unlabelled point). Each point is first centred at its neighbours'
-    mean embedding and scaled by its mean :math:`\\delta` (the problem is
-    invariant under both). The barrier problem for parameter :math:`t`,
+    new unlabelled point). Each point is first centred at its nearest
+    neighbour's embedding and scaled by its mean :math:`\\delta` (the problem
+    is invariant under both). The barrier problem for parameter :math:`t`,
 
     .. math::
 
