@@ -212,6 +212,23 @@ def test_transform_reproduces_the_fit(usps_small, method, metric):
     np.testing.assert_array_equal(est.transform(Xdup), est.embedding_[[5, 17, 5]])
 
 
+def test_transform_with_precomputed_distances(fitted):
+    # metric="precomputed": fit on the distance matrix, transform distances to the
+    # fitted rows; same graph and SDP as the Euclidean fit up to round-off in the target
+    # distances (sqrt then square), so the placements agree to the solver's accuracy
+    est, Xf, Xn, _ = fitted
+    from sklearn.metrics import pairwise_distances
+
+    pre = DVU(**{**est.get_params(), "metric": "precomputed"}).fit(
+        pairwise_distances(Xf), np.where(est.labeled_mask_, est.transduction_, -1))
+    spread = np.abs(est.embedding_).max()
+    np.testing.assert_allclose(pre.embedding_, est.embedding_, atol=1e-5 * spread)
+    np.testing.assert_allclose(pre.transform(pairwise_distances(Xn, Xf)), est.transform(Xn),
+                               atol=1e-4 * spread)
+    with pytest.raises(InputError, match="features"):
+        pre.transform(pairwise_distances(Xn, Xf[:-1]))
+
+
 @pytest.mark.parametrize("method", ["distances", "nystrom"])
 def test_transform_is_continuous_at_fitted_points(fitted, method):
     # x_i + eps v lands within O(eps) of z_i: the SOCP's weight 1/delta_i on the near

@@ -34,11 +34,11 @@ from ..solvers import solve
 
 __all__ = ["DVU", "MVU"]
 
+logger = logging.getLogger(__name__)
+
 
 def _num_rows(X) -> int:
     return X.shape[0] if hasattr(X, "shape") else len(X)
-
-logger = logging.getLogger(__name__)
 
 
 class _GramEmbedding(TransformerMixin, BaseEstimator):
