@@ -219,3 +219,93 @@ def test_builders_are_functions_of_the_package():
     from sdpembed.formulations.dvu import dvu
 
     assert F.dvu is dvu and callable(F.mvu) and callable(F.lda) and callable(F.tca)
+
+
+# --------------------------------------------------------------------------- LOWRANK + added
+def _pairs(y, same: bool, k: int, seed: int = 0):
+    lab = np.flatnonzero(y >= 0)
+    cand = [(a, b) for a in lab for b in lab if a < b and (y[a] == y[b]) == same]
+    rng = np.random.default_rng(seed)
+    return np.array([cand[i] for i in rng.choice(len(cand), k, replace=False)])
+
+
+def _sqdist(G, P):
+    return G[P[:, 0], P[:, 0]] + G[P[:, 1], P[:, 1]] - 2 * G[P[:, 0], P[:, 1]]
+
+
+def _added(kind, f, y):
+    """The constraints of each kind of test, on f's Gram matrix: must-link pairs at most the
+    20th percentile of the target distances, cannot-link pairs at least the 80th."""
+    G = f.expressions["gram"]
+    t = f.current_problem().target
+    q20, q80 = np.percentile(t, [20, 80])
+    ml, cl = _pairs(y, True, 6), _pairs(y, False, 6)
+    return {"trace": [cp.trace(G) <= 5],
+            "links": [_sqdist(G, ml) <= q20, _sqdist(G, cl) >= q80],
+            "entry": [G[0, 1] == 0.0],
+            "all": [cp.trace(G) <= 20, _sqdist(G, ml) <= q20, _sqdist(G, cl) >= q80,
+                    G[0, 1] == 0.0]}[kind]
+
+
+ADDED = [("interval", "trace", {}), ("interval", "links", {}), ("interval", "entry", {}),
+         ("equality", "entry", {"distances": "equality"}), ("snr", "links", {"snr": 2.0}),
+         pytest.param("interval", "all", {}, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("variant, kind, kw", ADDED)
+def test_lowrank_honours_added_constraints(data, variant, kind, kw):
+    """LOWRANK with added rows against CLARABEL on the same cvxpy problem: the objectives
+    agree to 1e-4 and the certified bound lies below CLARABEL's optimum; the constraints
+    hold at LOWRANK's point."""
+    _, y, graph = data
+    f = F.dvu(graph, y, centroids="eliminated", **kw)
+    g = f.with_constraints(_added(kind, f, y))
+    rep, ref = _agree(g)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-5
+    G = g.value("gram")
+    gp = g.current_problem()
+    viol = gp.constraints.residual(gp.constraints.values_of(G))
+    assert np.max(viol) <= 1e-6 * max(1.0, np.max(np.abs(gp.constraints.rhs)))
+    # and the added rows mattered: the optimum moved
+    base = solve(f, solver="CLARABEL")
+    assert abs(base.objective - ref.objective) > 100 * AGREE * abs(ref.objective)
+
+
+def test_lowrank_honours_added_constraints_on_mvu_and_a_basis(data):
+    X, y, graph = data
+    f = F.mvu(graph)
+    g = f.with_constraints([cp.trace(f.expressions["gram"]) <= 0.5 * 45.0])
+    _agree(g)
+    b = F.dvu(graph, y, centroids="eliminated", basis_rank=12,
+              basis_graph=knn_graph(X, n_neighbors=6, n_random=0))
+    gb = b.with_constraints([_sqdist(b.expressions["gram"], _pairs(y, True, 4)) <= 0.5])
+    rep, ref = _agree(gb)
+    assert rep.extra["reduced_solver"] is None or "alm" in str(rep.extra["reduced_solver"])
+    with pytest.raises(UnsupportedProblemError, match="reduced_solver='ipm'"):
+        solve(gb, solver="LOWRANK", reduced_solver="ipm")
+
+
+def test_lowrank_refuses_what_it_cannot_represent(data):
+    _, y, graph = data
+    f = F.dvu(graph, y, centroids="eliminated")
+    G = f.expressions["gram"]
+    for con in (cp.norm(G[0, :]) <= 3, G[0, 0] + f.variables["eps"][0] <= 1):
+        g = f.with_constraints([con])
+        with pytest.raises(UnsupportedProblemError, match="constraint 0"):
+            solve(g, solver="LOWRANK")
+        assert choose_backend(g)[0] != "LOWRANK"
+    solve(f.with_constraints([cp.norm(G[0, :]) <= 3]), solver="CLARABEL")
+
+
+def test_infeasible_added_constraints_are_not_a_solution(data):
+    """Equality distances and a trace bound below what they allow: CLARABEL proves it
+    infeasible; LOWRANK must not return a point (its iterate stays far from feasible)."""
+    from sdpembed.exceptions import InfeasibleError, SolverFailedError
+
+    _, y, graph = data
+    f = F.dvu(graph, y, centroids="eliminated", distances="equality")
+    g = f.with_constraints([cp.trace(f.expressions["gram"]) <= 5])
+    with pytest.raises(InfeasibleError):
+        solve(g, solver="CLARABEL")
+    with pytest.raises((InfeasibleError, SolverFailedError)):
+        solve(g, solver="LOWRANK", time_limit=20)

@@ -50,8 +50,8 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     others, which makes the duality gap :math:`\\sum_e (w_e|D_e-\\bar D_e| - y_e(D_e-\\bar D_e))`
     vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. An added inequality
     row :math:`\\langle A_k, G\\rangle \\le b_k` gets :math:`z_k \\ge 0`, and :math:`z_k = 0`
-    where it is inactive (slack above ``kink_tol`` times its size, where complementary
-    slackness asks for zero); equality rows are free. Solved by
+    where it is inactive (slack above ``kink_tol`` times its size and a zero multiplier
+    given: complementary slackness asks for zero there); equality rows are free. Solved by
     :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
@@ -78,9 +78,11 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     n_var = fe.size + (HW is not None)
     K = space.K
     if K is not None:
-        # the added rows that may carry a multiplier: equalities and active inequalities
+        # the added rows that may carry a multiplier: equalities, inequalities within
+        # kink_tol of their bound, and those the given multipliers hold active
         slack = K.rhs - space.K_values(W)
-        rows = np.flatnonzero(K.equality | (slack <= kink_tol * space.K_scale()))
+        rows = np.flatnonzero(K.equality | (slack <= kink_tol * space.K_scale())
+                              | (space.user_part(nu) > 0))
         n_var += rows.size
 
     def matvec(x):
