@@ -69,7 +69,18 @@ class Formulation:
 
     @property
     def method(self) -> str:
+        """The method's name (``meta["method"]``), e.g. ``"dvu"``, ``"lda"``."""
         return self.meta.get("method", "unknown")
+
+    @property
+    def variant(self) -> str | None:
+        """The builder's variant (``meta["variant"]``), e.g. ``"eliminated/interval"``."""
+        return self.meta.get("variant")
+
+    @property
+    def equations(self) -> str | tuple | None:
+        """The paper's equation numbers the formulation implements (``meta["equations"]``)."""
+        return self.meta.get("equations")
 
     def value(self, name: str):
         """Value of a variable, parameter or expression after a solve."""
@@ -83,5 +94,4 @@ class Formulation:
 
     def __repr__(self) -> str:  # pragma: no cover - cosmetic
         sizes = {k: v.shape for k, v in self.variables.items()}
-        variant = self.meta.get("variant")
-        return f"Formulation(method={self.method!r}, variant={variant!r}, variables={sizes})"
+        return f"Formulation(method={self.method!r}, variant={self.variant!r}, variables={sizes})"

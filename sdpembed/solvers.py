@@ -227,10 +227,9 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
     if gram and "LOWRANK" in available:
         refusal = _CUSTOM_REFUSALS["LOWRANK"](formulation)
     if gram:
-        gp = formulation.meta.get("eliminated_problem", formulation.meta["gram_problem"])
-        n = gp.n
+        n = formulation.n_points
         try:
-            _check_memory(formulation._size, formulation._n_edges, formulation.method)
+            _check_memory(formulation.psd_size, formulation.n_edges, formulation.method)
             dense_fits = True
         except ProblemTooLargeError:
             dense_fits = False
@@ -243,7 +242,7 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
                 f"{formulation.method} on {n} points: the dense problem would not fit in "
                 f"memory and LOWRANK cannot solve it as posed ({refusal}); drop what LOWRANK "
                 "refuses, or use a reduced basis (basis_rank=30)")
-        side = formulation._size
+        side = formulation.psd_size
         clarabel_need = _CLARABEL_BYTES_PER_BLOCK_ENTRY * (side * (side + 1) // 2) ** 2
         note = ("" if refusal is None else f" (LOWRANK refuses it: {refusal})")
         small = f"a Gram SDP on {n} points{note}"
@@ -432,7 +431,7 @@ def _check_available(name: str) -> None:
 
 
 def _raise_for_status(status: str, formulation: Formulation, name: str, message: str = ""):
-    where = f"{name} on {formulation.method} ({formulation.meta.get('variant', '')})"
+    where = f"{name} on {formulation.method} ({formulation.variant or ''})"
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         hint = formulation.meta.get("infeasible_hint",
                                     "check that the constraints can hold together")
