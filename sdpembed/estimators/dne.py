@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._labels import check_partial_labels
 from ..exceptions import InputError
-from ..formulations.dne import DNE_EQUATIONS, dne_pencil
+from ..formulations.dne import DNE_EQUATIONS, DNE_PAPER, dne_pencil
 from ..relaxations import RANK_TOL, Pencil
 from ..scatter.dne import energy_dimension
 from ._projection import ProjectionEstimator
@@ -159,4 +159,5 @@ class DNE(ProjectionEstimator):
         self.component_eigenvalues_ = np.asarray(values, dtype=float)
 
     def _formulation_meta(self) -> dict:
-        return {"method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS}
+        return {"method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS,
+                "paper": DNE_PAPER}

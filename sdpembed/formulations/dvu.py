@@ -23,7 +23,11 @@ from .gram import (
     with_parameter_values,
 )
 
-__all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight",
+#: the paper of DVU (recorded in ``meta["paper"]``)
+DVU_PAPER = ("Vernaza, Lee & Taskar, Learning a kernel for discriminative, low-dimensional "
+             "embedding of partially labeled data (Discriminative Variance Unfolding)")
+
+__all__ = ["DVU_PAPER", "dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight",
            "class_mean_weights", "centroid_lifting", "explicit_centroid_factor"]
 
 
@@ -288,6 +292,17 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
 
     Unlabelled points (``y == -1``) enter only through the distance constraints.
 
+    The optimum is generally not unique: objective and constraints are linear in
+    :math:`G`, so the optimal set is a face of the feasible set, and backends that
+    reach the same optimal value can return different points of it (an
+    interior-point method converges to the relative interior of that face, a
+    point of highest rank; ``"LOWRANK"`` to a low-rank one), with different
+    embeddings and k-NN accuracies. To select one, add the trace tie-break
+    ``trace="min", trace_weight=1e-3`` (with ``centroids="eliminated"``): the term
+    :math:`\\tau\\,\\mathrm{tr}\\,G` makes the program prefer, among solutions of
+    (nearly) equal objective, the one of least trace, at a cost of that term in the
+    optimal value.
+
     Parameters
     ----------
     graph : NeighborhoodGraph
@@ -376,6 +391,7 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     parameters = gram_parameters(gp)
     trace_sign = float(np.sign(gp.trace_weight)) or 1.0
     meta = {"distance_scale": gp.meta["distance_scale"], "classes": gp.meta["classes"],
+            "paper": DVU_PAPER,
             "unbounded_hint": _UnboundedHint(gp, parameters, trace_sign),
             "centroids": centroids, "reduce_face": reduce_face, "trace_sign": trace_sign}
     if centroids == "explicit":

@@ -35,6 +35,7 @@ import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
+from .describe import gram_summary
 
 __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edge_operator",
            "centering_basis", "build_gram_formulation", "laplacian_basis", "gram_basis",
@@ -409,9 +410,26 @@ class GramFormulation(Formulation):
         return bool(self.meta.get("reduce_face", False))
 
     @property
+    def centered_basis(self) -> bool:
+        """Whether the basis satisfies the centring constraints (they are then left out)."""
+        return self._centered
+
+    @property
     def trace_sign(self) -> float:
         """+1 when a trace term is minimised (or absent), -1 when it is maximised."""
         return float(self.meta.get("trace_sign", 1.0))
+
+    def summary(self) -> str:
+        """The program in plain-text math with its sizes, read from the description.
+
+        Method, variant, paper and equations; the data sizes (points, edges,
+        classes, the distance scale); the SDP as posed (on the face or reduced
+        basis when there is one); the current parameter values; the constraints
+        added with :meth:`with_constraints`; and the cones a conic solver would
+        receive (:func:`~sdpembed.formulations.describe.gram_cone_sizes`). Never
+        builds the cvxpy problem (see :mod:`sdpembed.formulations.describe`).
+        """
+        return gram_summary(self)
 
     # ------------------------------------------------------------------ building
     def _build_variables(self) -> None:
