@@ -41,6 +41,7 @@ from .exceptions import (
 )
 from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
+from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
 from .solve_status import check_inaccurate
 
@@ -215,9 +216,11 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
       certified gap.
     * Anything else goes to the first interior-point backend that fits in memory
       (``"CLARABEL"``, ``"MOSEK"``, ``"CSDP"``), else to ``"SCS"`` (first order,
-      memory :math:`O(n^2)`). A backend the memory guard would refuse is never
-      chosen; if none fits, :class:`~sdpembed.exceptions.ProblemTooLargeError`
-      says what would.
+      memory :math:`O(n^2)`); a PSD cone larger than
+      :data:`~sdpembed.relaxations.MAX_INTERIOR_POINT_DIM` goes to ``"SCS"``, as
+      :func:`~sdpembed.relaxations.check_sdp_size` refuses interior-point backends
+      there. A backend the memory guard would refuse is never chosen; if none fits,
+      :class:`~sdpembed.exceptions.ProblemTooLargeError` says what would.
     """
     from .formulations.gram import GramFormulation, _check_memory
 
@@ -249,6 +252,10 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
     else:
         clarabel_need = backend_memory_estimate(formulation.problem, "CLARABEL") or 0
         small = f"a {formulation.method} problem (not a Gram SDP)"
+        side = max(_psd_sides(formulation.problem), default=0)
+        if side > MAX_INTERIOR_POINT_DIM and "SCS" in available:
+            return "SCS", (f"{small} with a {side} x {side} PSD cone, above the interior-point "
+                           f"limit {MAX_INTERIOR_POINT_DIM}: SCS needs O(p^2)")
     fits = clarabel_need <= 0.8 * _available_memory()
     for name in ("CLARABEL", "MOSEK", "CSDP"):
         if name in available and (name != "CLARABEL" or fits):
@@ -257,6 +264,12 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
         return "SCS", f"{small}: no interior-point backend fits in memory, SCS needs O(n^2)"
     raise SolverMissingError(f"no backend available for {formulation.method}; "
                              f"{INSTALL_HINTS['SCS']}")
+
+
+def _psd_sides(problem: cp.Problem) -> list[int]:
+    sides = [c.args[0].shape[0] for c in problem.constraints if isinstance(c, cp.constraints.PSD)]
+    return sides + [v.shape[0] for v in problem.variables()
+                    if v.attributes.get("PSD") or v.attributes.get("NSD")]
 
 
 def _available_memory() -> int:
@@ -383,10 +396,8 @@ def backend_memory_estimate(problem: cp.Problem, solver: str) -> int | None:
     """
     if solver != "CLARABEL":
         return None
-    sides = [c.args[0].shape[0] for c in problem.constraints if isinstance(c, cp.constraints.PSD)]
-    sides += [v.shape[0] for v in problem.variables()
-              if v.attributes.get("PSD") or v.attributes.get("NSD")]
-    return int(_CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2 for s in sides))
+    return int(_CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2
+                                                     for s in _psd_sides(problem)))
 
 
 def _check_backend_memory(problem: cp.Problem, solver: str, method: str) -> None:
