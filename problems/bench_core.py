@@ -1,13 +1,15 @@
 """DVU on 100, 200 and 400 USPS digits with every installed backend (core issue table).
 
-Run: ``python -m problems.bench_core [--sizes 100 200 400] [--solvers ...] [--timeout 300]``.
+Run: ``python -m problems.bench_core [--sizes 100 200 400] [--solvers ...] [--timeout 300]
+[--tuning]``.
 
 Each (n, backend) solve runs in its own process so that peak memory
 (``ru_maxrss``) and a wall-clock limit apply to it alone. 80 % of the labels
 are kept (stratified), the default DVU graph is used (2 nearest neighbours +
 1 random partner, Euclidean), and the hidden 20 % are classified by 3-NN on
 the top 10 DVU components and on raw pixels. Writes
-``results/bench_core.{md,json}``.
+``results/bench_core.{md,json}``; with ``--tuning`` also its section of
+``docs/tuning.md`` (:mod:`problems.tuning`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from problems.tuning import add_tuning_argument, command_line, write_section
 
 RESULTS = Path("results")
 
@@ -106,6 +110,7 @@ def main(argv=None):
     parser.add_argument("--solvers", nargs="+", default=None)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--mem-limit-gb", type=float, default=16.0)
+    add_tuning_argument(parser)
     args = parser.parse_args(argv)
     solvers = args.solvers or [s for s in available_solvers() if s != "LOWRANK"]
     rows = []
@@ -126,6 +131,9 @@ def main(argv=None):
                      f"{_fmt(r.get('knn3_raw'), '.3f')} |")
     (RESULTS / "bench_core.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    if args.tuning:
+        write_section("bench_core", "DVU on USPS with every installed backend",
+                      "\n".join(lines) + "\n", command=command_line("problems.bench_core", argv))
 
 
 if __name__ == "__main__":

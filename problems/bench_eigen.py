@@ -9,8 +9,10 @@ rank gap and the wall time of each path.
 Run::
 
     .venv/bin/python -m problems.bench_eigen [--solver CLARABEL] [--usps-n 500] [--pca 50]
+        [--tuning]
 
-Results go to ``results/bench_eigen.{md,json}``.
+Results go to ``results/bench_eigen.{md,json}``; with ``--tuning`` also to its section
+of ``docs/tuning.md`` (:mod:`problems.tuning`).
 
 Methods live in :data:`REGISTRY`, a dict ``name -> Entry(factory, labeled_fraction)``
 where ``factory(info)`` returns an unfitted estimator (``method="eigen"``) given
@@ -37,6 +39,7 @@ from sklearn.datasets import load_iris, load_wine
 from sklearn.decomposition import PCA as SkPCA
 from sklearn.preprocessing import StandardScaler
 
+from problems.tuning import add_tuning_argument, command_line, write_section
 from sdpembed.estimators.classic import LDA, LPP, PCA, SDA
 from sdpembed.estimators.discriminative import DiscriminativeProjections
 from sdpembed.estimators.dne import DNE
@@ -243,6 +246,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--out", default=str(RESULTS / "bench_eigen"))
     ap.add_argument("--no-trace-ratio", action="store_true",
                     help="skip the Charnes–Cooper / Dinkelbach / ITR table")
+    add_tuning_argument(ap)
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     datasets = load_datasets(args.usps_n, args.pca)
@@ -268,6 +272,9 @@ def main(argv=None) -> list[dict]:
     md = to_markdown(rows, header) + (trace_ratio_markdown(tr_rows) if tr_rows else "")
     out.with_suffix(".md").write_text(md)
     print(md)  # a script, not library code
+    if args.tuning:
+        write_section("bench_eigen", "Closed form against SDP relaxation, eigen methods", md,
+                      command=command_line("problems.bench_eigen", argv))
     return rows
 
 

@@ -3,7 +3,7 @@
 Run::
 
     .venv/bin/python -m problems.bench_large dvu_scale [--only dvu:500] [--backend LOWRANK]
-        [--timeout 590] [--tag TAG] [--resume] [--render]
+        [--timeout 590] [--tag TAG] [--resume] [--render] [--tuning]
 
 reads ``problems/benchmarks/<spec>.toml`` and writes ``results/<spec>.{md,json}`` with one
 row per (method, n, backend): objective, certified relative gap,
@@ -18,7 +18,9 @@ Each run is a fresh (spawned) process with a wall-clock limit, so a backend that
 exhausts memory or time is recorded as such and the benchmark goes on. The
 results files are rewritten after every row; ``--resume`` keeps the rows already
 in them and runs only the missing ones (an interrupted benchmark goes on where it
-stopped, and the SCS ratios still come from one results file).
+stopped, and the SCS ratios still come from one results file). ``--tuning`` also
+writes the table into its section of ``docs/tuning.md`` (:mod:`problems.tuning`), one
+section per spec and tag; with ``--render`` from the results file as it stands.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 import tomllib
+
+from problems.tuning import add_tuning_argument, write_section
 
 logger = logging.getLogger(__name__)
 
@@ -222,11 +226,15 @@ def main(argv=None) -> None:
                         help="keep the rows already in the results file; run only the others")
     parser.add_argument("--render", action="store_true",
                         help="only rebuild results/<spec>.md from results/<spec>.json")
+    add_tuning_argument(parser)
     args = parser.parse_args(argv)
     if args.render:
         data = json.loads((RESULTS / f"{args.spec}.json").read_text())
         _finish(data["rows"])
-        (RESULTS / f"{args.spec}.md").write_text(_markdown(data["rows"], args.spec, data["meta"]))
+        md = _markdown(data["rows"], args.spec, data["meta"])
+        (RESULTS / f"{args.spec}.md").write_text(md)
+        if args.tuning:
+            _write_tuning(args.spec, md, data["meta"])
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     spec = tomllib.loads((HERE / "benchmarks" / f"{args.spec}.toml").read_text())
@@ -269,6 +277,15 @@ def main(argv=None) -> None:
             _finish(rows)
             out_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
             (RESULTS / f"{name}.md").write_text(_markdown(rows, name, meta))
+    if args.tuning:
+        _finish(rows)
+        _write_tuning(name, _markdown(rows, name, meta), meta)
+
+
+def _write_tuning(name: str, md: str, meta: dict) -> None:
+    """The spec's section of docs/tuning.md, dated when its rows were measured."""
+    write_section(f"bench_large:{name}", f"Large-scale Gram SDPs on USPS ({name})", md,
+                  command=meta["command"], date=meta["date"])
 
 
 def _command(argv, args) -> str:

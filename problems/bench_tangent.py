@@ -1,6 +1,6 @@
 """Tangent distance on USPS: k-NN test error and graph-building time.
 
-Run ``python -m problems.bench_tangent [--tune] [--quick]``.
+Run ``python -m problems.bench_tangent [--tune] [--quick] [--tuning]``.
 
 * Standard USPS split (7,291 training / 2,007 test digits, ``usps.npz``):
   1-NN and 3-NN test error with the Euclidean and the two-sided tangent
@@ -13,7 +13,8 @@ Run ``python -m problems.bench_tangent [--tune] [--quick]``.
   leave-one-out tangent 1-NN error on the training split only (the test
   split is never used for tuning).
 
-Writes ``results/bench_tangent.md`` and ``results/bench_tangent.json``.
+Writes ``results/bench_tangent.md`` and ``results/bench_tangent.json``; with
+``--tuning`` also its section of ``docs/tuning.md`` (:mod:`problems.tuning`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import scipy
 import sklearn
 from sklearn.neighbors import NearestNeighbors
 
+from problems.tuning import add_tuning_argument, command_line, write_section
 from sdpembed import tangent
 from sdpembed.datasets import load_usps as load_usps_bunch
 from sdpembed.tangent import _vote
@@ -109,6 +111,7 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="skip the exact (all-pairs) rows")
     ap.add_argument("--candidates", type=int, default=100,
                     help="Euclidean candidates re-ranked per test digit (default 100)")
+    add_tuning_argument(ap)
     args = ap.parse_args(argv)
 
     X, y, Xtr, ytr, Xte, yte = load_usps()
@@ -186,7 +189,10 @@ def main(argv=None):
     result = dict(info=info, deslant=deslant_info, classification=rows, graph=graphs)
     if args.tune:
         result["tuning_loo_train"] = tune(Xtr, ytr, candidates=100)
-    write(result)
+    md = write(result)
+    if args.tuning:
+        write_section("bench_tangent", "Tangent distance on USPS", md,
+                      command=command_line("problems.bench_tangent", argv))
 
 
 def write(result):
@@ -247,8 +253,10 @@ def write(result):
         for t in result["tuning_loo_train"]:
             lines.append(f"| {t['blur']} | {t['sigma']} | {t['loo_errors_1nn']} | "
                          f"{t['loo_errors_3nn']} |")
-    (RESULTS / "bench_tangent.md").write_text("\n".join(lines) + "\n")
+    md = "\n".join(lines) + "\n"
+    (RESULTS / "bench_tangent.md").write_text(md)
     print(f"wrote {RESULTS / 'bench_tangent.md'}")
+    return md
 
 
 if __name__ == "__main__":

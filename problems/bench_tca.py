@@ -27,8 +27,9 @@ feature version, the best mean error over alpha in {0.1, 1, 10} x beta in
 points' error, so it is an optimistic upper bound, not a valid protocol: it
 shows whether the paper's numbers are within reach of hyperparameter choice.
 
-Run: ``.venv/bin/python -m problems.bench_tca [--repeats 50] [--seed 0] [--no-grid] [--jobs 2]``.
-Writes ``results/bench_tca.md`` and ``results/bench_tca.json``. Data:
+Run: ``.venv/bin/python -m problems.bench_tca [--repeats 50] [--seed 0] [--no-grid] [--jobs 2]
+[--tuning]``. Writes ``results/bench_tca.md`` and ``results/bench_tca.json``; with
+``--tuning`` also its section of ``docs/tuning.md`` (:mod:`problems.tuning`). Data:
 iris, wine and breast cancer from scikit-learn; car from
 ``$SDPEMBED_DATA/car.npz`` (default ``../shared/data``).
 """
@@ -50,6 +51,7 @@ from sklearn.datasets import load_breast_cancer, load_iris, load_wine
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
+from problems.tuning import add_tuning_argument, command_line, write_section
 from sdpembed.estimators.tca import OTCA, TCA
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,11 +233,16 @@ def main(argv=None):
     parser.add_argument("--fraction", type=float, default=0.05)
     parser.add_argument("--no-grid", dest="grid", action="store_false")
     parser.add_argument("--jobs", type=int, default=2, help="worker processes over splits")
+    add_tuning_argument(parser)
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     results = run(args.repeats, args.seed, args.fraction, args.grid, args.jobs)
     wall = time.perf_counter() - t0
-    print(write_report(results, args, wall))
+    md = write_report(results, args, wall)
+    print(md)
+    if args.tuning:
+        write_section("bench_tca", "TCA paper, Table 4 protocol", md,
+                      command=command_line("problems.bench_tca", argv))
 
 
 if __name__ == "__main__":

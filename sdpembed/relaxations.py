@@ -338,7 +338,9 @@ def fantope_trace(A, d: int, *, sense: str = "min") -> Formulation:
     problem = cp.Problem(_objective(sense, _inner(A, Y)), fantope_constraints(Y, d))
     return Formulation(problem, {"Y": Y}, meta={
         "method": "fantope_trace", "variant": sense, "equations": ("Ky Fan 1949",),
-        "kind": "trace", "d": d, "sense": sense})
+        "kind": "trace", "d": d, "sense": sense, "statement": (
+            f"{sense}imize     <A, Y>  over Y in S^{p}",
+            "subject to   0 << Y << I,  tr Y = d   (the Fantope; exact by Ky Fan)")})
 
 
 # ----------------------------------------------------------------- ratio trace
@@ -398,7 +400,10 @@ def ratio_trace(A, B, d: int, *, sense: str = "min", regularization: float = 0.0
     return Formulation(problem, {"Z": Z}, meta={
         "method": "ratio_trace", "variant": sense, "equations": ("Ky Fan 1949",),
         "kind": "ratio_trace", "d": d, "sense": sense, "B": B,
-        "regularization": float(regularization)})
+        "regularization": float(regularization), "statement": (
+            f"{sense}imize     <A, Z>  over Z in S^{p}",
+            "subject to   0 << Z << B^-1,  <B, Z> = d   (exact for B >> 0: "
+            "B^1/2 Z B^1/2 is a Fantope point)")})
 
 
 # ----------------------------------------------------------------- trace ratio
@@ -453,7 +458,11 @@ def trace_ratio(A, B, d: int, *, sense: str = "max", regularization: float = 0.0
     return Formulation(problem, {"Y": Y, "t": t}, meta={
         "method": "trace_ratio", "variant": f"charnes-cooper/{sense}",
         "equations": ("Charnes & Cooper 1962",), "kind": "trace_ratio", "d": d,
-        "sense": sense, "B": B, "regularization": float(regularization)},
+        "sense": sense, "B": B, "regularization": float(regularization), "statement": (
+            f"{sense}imize     <A, Y>  over Y in S^{p}, t >= 0",
+            "subject to   <B, Y> = 1,  0 << Y << t I,  tr Y = d t",
+            f"             (Charnes-Cooper form of {sense} <A, W> / <B, W> over the Fantope, "
+            "W = Y / t)")},
         expressions={"Y_fantope": Y / t})
 
 
@@ -493,7 +502,9 @@ def fantope_subproblem(A, B, d: int, *, sense: str = "max",
     return Formulation(problem, {"Y": Y}, {"lam": lam}, meta={
         "method": "trace_ratio", "variant": f"dinkelbach/{sense}",
         "equations": ("Dinkelbach 1967",), "kind": "trace_ratio", "d": d, "sense": sense,
-        "A": A, "B": B, "regularization": float(regularization)})
+        "A": A, "B": B, "regularization": float(regularization), "statement": (
+            f"{sense}imize     <A, Y> - lam <B, Y>  over Y in S^{p}",
+            "subject to   0 << Y << I,  tr Y = d   (Dinkelbach's subproblem at lam)")})
 
 
 def trace_ratio_iteration(A, B, d: int, *, sense: str = "max", tol: float = 1e-12,

@@ -58,7 +58,7 @@ class DinkelbachResult(TraceRatioResult):
     formulation: Formulation | None = None
 
 
-def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "CLARABEL", tol: float = 1e-8,
+def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "auto", tol: float = 1e-8,
                max_iter: int = 100, regularization: float = 0.0, lam0: float | None = None,
                **solver_options) -> DinkelbachResult:
     r"""Trace ratio by Dinkelbach's iteration over Fantope SDPs.
@@ -80,8 +80,8 @@ def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "CLARABEL", to
         As for :func:`sdpembed.relaxations.trace_ratio`.
     d : int
     sense : {"max", "min"}
-    solver : str
-        Backend for :func:`sdpembed.solvers.solve`.
+    solver : str, default "auto"
+        Backend for :func:`sdpembed.solvers.solve` (``"auto"``: its choice).
     tol : float
         Stop when :math:`|F(\lambda_k)| \le tol \cdot (|\langle A, Y_k\rangle| +
         |\lambda_k \langle B, Y_k\rangle|)` or
@@ -130,7 +130,7 @@ def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "CLARABEL", to
                             seconds=time.perf_counter() - t0, reports=reports, formulation=form)
 
 
-def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = "CLARABEL",
+def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = "auto",
                   **solver_options):
     r"""Run OTCA's r steps on :func:`sdpembed.formulations.tca.otca_step_formulation`.
 

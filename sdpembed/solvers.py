@@ -41,6 +41,7 @@ from .exceptions import (
 )
 from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
+from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
 from .solve_status import check_inaccurate
 
@@ -215,9 +216,11 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
       certified gap.
     * Anything else goes to the first interior-point backend that fits in memory
       (``"CLARABEL"``, ``"MOSEK"``, ``"CSDP"``), else to ``"SCS"`` (first order,
-      memory :math:`O(n^2)`). A backend the memory guard would refuse is never
-      chosen; if none fits, :class:`~sdpembed.exceptions.ProblemTooLargeError`
-      says what would.
+      memory :math:`O(n^2)`); a PSD cone larger than
+      :data:`~sdpembed.relaxations.MAX_INTERIOR_POINT_DIM` goes to ``"SCS"``, as
+      :func:`~sdpembed.relaxations.check_sdp_size` refuses interior-point backends
+      there. A backend the memory guard would refuse is never chosen; if none fits,
+      :class:`~sdpembed.exceptions.ProblemTooLargeError` says what would.
     """
     from .formulations.gram import GramFormulation, _check_memory
 
@@ -227,10 +230,9 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
     if gram and "LOWRANK" in available:
         refusal = _CUSTOM_REFUSALS["LOWRANK"](formulation)
     if gram:
-        gp = formulation.meta.get("eliminated_problem", formulation.meta["gram_problem"])
-        n = gp.n
+        n = formulation.n_points
         try:
-            _check_memory(formulation._size, formulation._n_edges, formulation.method)
+            _check_memory(formulation.psd_size, formulation.n_edges, formulation.method)
             dense_fits = True
         except ProblemTooLargeError:
             dense_fits = False
@@ -243,13 +245,17 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
                 f"{formulation.method} on {n} points: the dense problem would not fit in "
                 f"memory and LOWRANK cannot solve it as posed ({refusal}); drop what LOWRANK "
                 "refuses, or use a reduced basis (basis_rank=30)")
-        side = formulation._size
+        side = formulation.psd_size
         clarabel_need = _CLARABEL_BYTES_PER_BLOCK_ENTRY * (side * (side + 1) // 2) ** 2
         note = ("" if refusal is None else f" (LOWRANK refuses it: {refusal})")
         small = f"a Gram SDP on {n} points{note}"
     else:
         clarabel_need = backend_memory_estimate(formulation.problem, "CLARABEL") or 0
         small = f"a {formulation.method} problem (not a Gram SDP)"
+        side = max(_psd_sides(formulation.problem), default=0)
+        if side > MAX_INTERIOR_POINT_DIM and "SCS" in available:
+            return "SCS", (f"{small} with a {side} x {side} PSD cone, above the interior-point "
+                           f"limit {MAX_INTERIOR_POINT_DIM}: SCS needs O(p^2)")
     fits = clarabel_need <= 0.8 * _available_memory()
     for name in ("CLARABEL", "MOSEK", "CSDP"):
         if name in available and (name != "CLARABEL" or fits):
@@ -258,6 +264,12 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
         return "SCS", f"{small}: no interior-point backend fits in memory, SCS needs O(n^2)"
     raise SolverMissingError(f"no backend available for {formulation.method}; "
                              f"{INSTALL_HINTS['SCS']}")
+
+
+def _psd_sides(problem: cp.Problem) -> list[int]:
+    sides = [c.args[0].shape[0] for c in problem.constraints if isinstance(c, cp.constraints.PSD)]
+    return sides + [v.shape[0] for v in problem.variables()
+                    if v.attributes.get("PSD") or v.attributes.get("NSD")]
 
 
 def _available_memory() -> int:
@@ -384,10 +396,8 @@ def backend_memory_estimate(problem: cp.Problem, solver: str) -> int | None:
     """
     if solver != "CLARABEL":
         return None
-    sides = [c.args[0].shape[0] for c in problem.constraints if isinstance(c, cp.constraints.PSD)]
-    sides += [v.shape[0] for v in problem.variables()
-              if v.attributes.get("PSD") or v.attributes.get("NSD")]
-    return int(_CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2 for s in sides))
+    return int(_CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2
+                                                     for s in _psd_sides(problem)))
 
 
 def _check_backend_memory(problem: cp.Problem, solver: str, method: str) -> None:
@@ -432,7 +442,7 @@ def _check_available(name: str) -> None:
 
 
 def _raise_for_status(status: str, formulation: Formulation, name: str, message: str = ""):
-    where = f"{name} on {formulation.method} ({formulation.meta.get('variant', '')})"
+    where = f"{name} on {formulation.method} ({formulation.variant or ''})"
     if status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE):
         hint = formulation.meta.get("infeasible_hint",
                                     "check that the constraints can hold together")

@@ -27,7 +27,8 @@ why the DVU paper relaxes its distance constraints (section 3.2).
 The DVU paper (Vernaza, Lee & Taskar, "Discriminative Variance Unfolding",
 section 4) builds its USPS neighbourhood graph from tangent distances between
 deslanted digits; :func:`tangent_knn_graph` does that and is what
-``sdpembed.graphs.knn_graph(..., metric="tangent")`` calls.
+``sdpembed.graphs.knn_graph(..., metric="tangent")`` calls. It builds on the
+graph core (:mod:`sdpembed.graphs.core`), which imports nothing of this module.
 
 Computation
 -----------
@@ -70,7 +71,7 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from .exceptions import InputError, LabelError
-from .graphs import NeighborhoodGraph, _random_partners
+from .graphs.core import NeighborhoodGraph, check_edge_counts, random_partners
 
 __all__ = [
     "TRANSFORMS",
@@ -751,9 +752,7 @@ def tangent_knn_graph(images, shape=(16, 16), n_neighbors=2, n_random=1, candida
         Two joined images are identical (zero tangent distance).
     """
     st = _settings(shape, transforms, sigma, blur, regularization, "two")
-    n_neighbors, n_random = int(n_neighbors), int(n_random)
-    if n_neighbors < 0 or n_random < 0 or n_neighbors + n_random == 0:
-        raise InputError("need n_neighbors >= 0, n_random >= 0 and at least one edge per point")
+    n_neighbors, n_random = check_edge_counts(n_neighbors, n_random)
     X = _check_images(images, st.shape, min_samples=2)
     n = X.shape[0]
     if n_neighbors >= n:
@@ -764,7 +763,7 @@ def tangent_knn_graph(images, shape=(16, 16), n_neighbors=2, n_random=1, candida
     if n_neighbors:
         _, ind = _kneighbors(P, P, n_neighbors, candidates, "two", True, n_jobs)
         pairs = np.c_[np.repeat(np.arange(n), n_neighbors), ind.ravel()]
-    pairs = np.r_[pairs, _random_partners(n, n_random, rng)]
+    pairs = np.r_[pairs, random_partners(n, n_random, rng)]
     pairs = np.unique(np.sort(pairs, axis=1), axis=0)
     # recompute each undirected edge once, from the image difference itself, so that
     # identical images get exactly zero whatever the search path

@@ -208,7 +208,11 @@ def test_sdp_too_large_for_interior_point():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((400, 160))
     with pytest.raises(ProblemTooLargeError, match="PCA"):
-        PCA(n_components=2, method="sdp").fit(X)
+        PCA(n_components=2, method="sdp", solver="CLARABEL").fit(X)
+    # the default, solver="auto", leaves a 160 x 160 PSD cone to SCS and says why
+    est = PCA(n_components=2, method="sdp").fit(X)
+    assert est.solve_report_.solver == "SCS"
+    assert "160 x 160 PSD cone" in est.solve_report_.selection
 
 
 def test_bad_parameters_raise_scikit_learn_errors():
@@ -229,3 +233,27 @@ def test_bad_parameters_raise_scikit_learn_errors():
                           LDA(method="sdp")])
 def test_sklearn_api(estimator, check):
     check(estimator)
+
+
+# --------------------------------------------------------------- solver="auto"
+def _eigen_estimators():
+    from sdpembed.estimators.discriminative import DiscriminativeProjections
+    from sdpembed.estimators.dne import DNE
+    from sdpembed.estimators.tca import OTCA, TCA
+
+    return [LDA, LPP, SDA, PCA, DiscriminativeProjections, DNE, TCA, OTCA]
+
+
+@pytest.mark.parametrize("cls", _eigen_estimators(), ids=lambda c: c.__name__)
+def test_eigen_estimators_solve_their_sdp_with_auto_by_default(cls):
+    # the default backend is solve()'s choice; on these small relaxations an
+    # interior-point one, and the report says so
+    import inspect
+
+    assert inspect.signature(cls).parameters["solver"].default == "auto"
+    X, y, ys = _data(load_iris, standardize=True, frac_labeled=0.5)
+    est = cls(method="sdp").fit(X, ys)
+    report = est.solve_report_
+    assert report.selection and "interior-point" in report.selection
+    assert report.solver == "CLARABEL"
+

@@ -11,7 +11,14 @@ from sdpembed.exceptions import (
     LabelError,
     UnboundedError,
 )
-from sdpembed.formulations.dvu import dvu, dvu_problem, min_bounded_slack_weight
+from sdpembed.formulations.dvu import (
+    _explicit_problem,
+    centroid_lifting,
+    dvu,
+    dvu_problem,
+    explicit_centroid_factor,
+    min_bounded_slack_weight,
+)
 from sdpembed.graphs import NeighborhoodGraph
 from sdpembed.solvers import available_solvers
 
@@ -71,6 +78,52 @@ def test_explicit_centroid_rows_are_the_class_means(usps_small):
         np.testing.assert_allclose(Z[n + k], Z[:n][y == k].mean(0), atol=1e-4)
     np.testing.assert_allclose(Z[n + K], Z[n:n + K].mean(0), atol=1e-4)
     np.testing.assert_allclose(Z[:n].mean(0), 0, atol=1e-4)
+
+
+def _small_dvu_problem(seed=0):
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((14, 3))
+    y = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 2, -1, -1, 0, -1])
+    return dvu_problem(complete_graph(Z), y), y, rng
+
+
+def test_centroid_lifting_maps_onto_the_explicit_problem():
+    # against the lifted problem as _explicit_problem writes it: centring vectors,
+    # objective matrix and edges; exact algebra, so only rounding (1e-12) is allowed
+    gp, y, rng = _small_dvu_problem()
+    lifted = _explicit_problem(gp, 3)
+    L = centroid_lifting(y, 3)
+    assert L.shape == (14 + 3 + 1, 14)
+    W = rng.standard_normal((14, 4))
+    F = W - W.mean(axis=0)                                   # a centred factor: G 1 = 0
+    G, X = F @ F.T, L @ F @ F.T @ L.T
+    np.testing.assert_allclose(X[:14, :14], G)
+    # every centring constraint c^T X c = 0 holds, as X c = 0
+    np.testing.assert_allclose(X @ lifted.centering_vectors(), 0, atol=1e-12)
+    # same objective and same edge distances as the eliminated problem
+    assert lifted.objective.inner(X) == pytest.approx(gp.objective.inner(G), rel=1e-12)
+    np.testing.assert_allclose(L.T @ lifted.objective.dense() @ L, gp.objective.dense(),
+                               atol=1e-12)
+    np.testing.assert_allclose(lifted.distances_of(X), gp.distances_of(G))
+    # the factor form is the same map without forming L
+    np.testing.assert_allclose(explicit_centroid_factor(gp, F), L @ F, atol=1e-14)
+
+
+def test_centroid_lifting_inverts_a_solved_explicit_problem(usps_small):
+    # the inverse X -> X[:n, :n] loses nothing: a solved explicit problem is L G L^T
+    # of its own points block (CLARABEL's accuracy: 1e-6 relative to the largest entry)
+    X, _, y, _ = usps_small
+    f = dvu(knn_graph(X, random_state=0), y, centroids="explicit")
+    solve(f, solver="CLARABEL")
+    Xf = f.value("gram_full")
+    L = centroid_lifting(f.points_problem.meta["y"], 5)
+    np.testing.assert_allclose(L @ Xf[:40, :40] @ L.T, Xf, atol=1e-6 * np.abs(Xf).max())
+
+
+def test_explicit_centroid_factor_checks_its_shape():
+    gp, _, _ = _small_dvu_problem()
+    with pytest.raises(InputError, match="shape"):
+        explicit_centroid_factor(gp, np.ones((13, 2)))
 
 
 def test_facial_reduction_matches_the_constrained_problem(usps_small):
@@ -179,6 +232,30 @@ def test_normalization_is_recorded(usps_small):
     assert f.meta["distance_scale"] == pytest.approx(g.sqdist.mean())
     np.testing.assert_allclose(f.meta["gram_problem"].target.mean(), 1.0)
     assert f.meta["method"] == "dvu" and "(3)" in f.meta["equations"]
+
+
+def test_typed_description_agrees_with_meta_and_the_problem(usps_small):
+    # the typed attributes are what code reads; meta stays populated for compatibility
+    X, _, y, _ = usps_small
+    g = knn_graph(X, random_state=0)
+    explicit = dvu(g, y, centroids="explicit")
+    assert explicit.centroids == "explicit" and explicit.basis_rank is None
+    assert explicit.distance_scale == explicit.meta["distance_scale"] == pytest.approx(
+        g.sqdist.mean())
+    np.testing.assert_array_equal(explicit.classes, np.unique(y[y >= 0]))
+    # the lifted problem has rows for the 5 centroids and their mean; the points' one n rows
+    assert explicit.gram_problem.n == 40 + 5 + 1 and explicit.points_problem.n == 40
+    assert explicit.points_problem is explicit.meta["eliminated_problem"]
+    assert explicit.n_points == 40 and explicit.n_edges == g.n_edges
+    assert explicit.variant == explicit.meta["variant"] and explicit.equations == "(3)-(9)"
+    basis = dvu(g, y, centroids="eliminated", basis_rank=6,
+                basis_graph=knn_graph(X, n_neighbors=6, n_random=0))
+    assert basis.basis_rank == 6 and basis.psd_size == 6 and basis.reduced_basis.shape == (40, 6)
+    assert basis.points_problem is basis.gram_problem and basis.centroids == "eliminated"
+    maxed = dvu(g, y, centroids="eliminated", trace="max", trace_weight=1e-3)
+    assert maxed.trace_sign == -1.0 and maxed.current_problem().trace_weight == -1e-3
+    raw = dvu(g, y, centroids="eliminated", normalize=False, reduce_face=False)
+    assert raw.distance_scale == 1.0 and not raw.reduce_face and raw.psd_size == 40
 
 
 def test_bad_inputs_raise_before_solving():

@@ -204,6 +204,17 @@ def test_auto_for_an_eigen_relaxation_and_with_options():
         solve(f, eps_abs=1e-3)
 
 
+def test_auto_keeps_large_psd_cones_off_interior_point_backends():
+    # check_sdp_size refuses CLARABEL above MAX_INTERIOR_POINT_DIM; auto must not pick it
+    from sdpembed.relaxations import MAX_INTERIOR_POINT_DIM, fantope_trace
+
+    p = MAX_INTERIOR_POINT_DIM + 1
+    name, why = choose_backend(fantope_trace(np.diag(np.arange(p, dtype=float)), 2))
+    assert name == "SCS" and f"{p} x {p} PSD cone" in why
+    name, _ = choose_backend(fantope_trace(np.diag(np.arange(10.0)), 2))
+    assert name == "CLARABEL"
+
+
 def test_auto_never_picks_a_backend_the_memory_guard_refuses(data, monkeypatch):
     import sdpembed.solvers as solvers
 

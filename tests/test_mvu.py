@@ -6,7 +6,7 @@ import pytest
 from sdpembed import solve
 from sdpembed.exceptions import DisconnectedGraphError, UnboundedError
 from sdpembed.formulations.mvu import mvu
-from sdpembed.graphs import NeighborhoodGraph
+from sdpembed.graphs import NeighborhoodGraph, knn_graph
 from sdpembed.recovery import embedding_from_gram, spectrum
 from sdpembed.solvers import available_solvers
 
@@ -55,3 +55,14 @@ def test_disconnected_graph_raises_before_solving():
     g = NeighborhoodGraph(4, [[0, 1], [2, 3]], np.ones(2))
     with pytest.raises(DisconnectedGraphError):
         mvu(g)
+
+
+def test_typed_description_of_mvu():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((15, 2))
+    g = knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+    f = mvu(g)
+    assert f.classes is None and f.centroids is None and f.basis_rank is None
+    assert f.n_points == 15 and f.points_problem is f.gram_problem
+    assert f.distance_scale == pytest.approx(g.sqdist.mean()) and f.psd_size == 14
+

@@ -175,8 +175,12 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         ``"eigen"``: closed form. ``"sdp"``: the exact convex relaxation of
         :mod:`sdpembed.relaxations` (Fantope, ratio-trace SDP in
         :math:`Z = P P^\\top`, or Charnes–Cooper trace-ratio SDP), solved by ``solver``.
-    solver : str, default "CLARABEL"
+    solver : str, default "auto"
         Backend name for ``method="sdp"`` (see :func:`sdpembed.available_solvers`).
+        ``"auto"`` lets :func:`sdpembed.solvers.choose_backend` pick: an
+        interior-point backend (CLARABEL) for these small relaxations, SCS when a
+        PSD cone is too large for one; ``solve_report_.selection`` says which and
+        why. Naming a backend is needed to pass ``solver_options``.
     solver_options : dict or None
         Options for the backend (e.g. ``{"eps_abs": 1e-8}`` for SCS).
     rank_tol : float, default 1e-8
@@ -241,7 +245,7 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         "rank_tol": [Interval(Real, 0, 1, closed="left")],
     }
 
-    def __init__(self, *, n_components=None, method="eigen", solver="CLARABEL",
+    def __init__(self, *, n_components=None, method="eigen", solver="auto",
                  solver_options=None, rank_tol=rlx.RANK_TOL):
         self.n_components = n_components
         self.method = method

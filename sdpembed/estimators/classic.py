@@ -110,7 +110,7 @@ class LDA(_ClassBased):
     }
 
     def __init__(self, *, n_components=None, criterion="ratio_trace", regularization=0.0,
-                 method="eigen", solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
+                 method="eigen", solver="auto", solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.criterion = criterion
@@ -168,7 +168,7 @@ class SDA(_ClassBased):
     }
 
     def __init__(self, *, n_components=None, alpha=0.1, n_neighbors=5, weights="binary",
-                 sigma=None, regularization=0.0, method="eigen", solver="CLARABEL",
+                 sigma=None, regularization=0.0, method="eigen", solver="auto",
                  solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
@@ -239,7 +239,7 @@ class LPP(ProjectionEstimator):
     }
 
     def __init__(self, *, n_components=2, n_neighbors=5, weights="heat", sigma=None,
-                 regularization=0.0, method="eigen", solver="CLARABEL", solver_options=None,
+                 regularization=0.0, method="eigen", solver="auto", solver_options=None,
                  rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
@@ -292,7 +292,7 @@ class PCA(ProjectionEstimator):
 
     _requires_y = False
 
-    def __init__(self, *, n_components=2, method="eigen", solver="CLARABEL",
+    def __init__(self, *, n_components=2, method="eigen", solver="auto",
                  solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)

@@ -117,7 +117,7 @@ class DiscriminativeProjections(ProjectionEstimator):
 
     def __init__(self, *, n_components=2, mu="auto", n_neighbors=5, labels="discrete",
                  weights="heat", sigma=None, regularization=0.0, method="eigen",
-                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
+                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.mu = mu

@@ -10,7 +10,7 @@ from sklearn.utils._param_validation import Interval
 
 from .._labels import check_partial_labels
 from ..exceptions import InputError
-from ..formulations.dne import DNE_EQUATIONS, dne_pencil
+from ..formulations.dne import DNE_EQUATIONS, DNE_PAPER, dne_pencil
 from ..relaxations import RANK_TOL, Pencil
 from ..scatter.dne import energy_dimension
 from ._projection import ProjectionEstimator
@@ -66,8 +66,10 @@ class DNE(ProjectionEstimator):
         :math:`\\min \\langle X(S-F)X^T, Y\\rangle` s.t. :math:`0 \\preceq Y
         \\preceq I,\\ \\mathrm{tr}\\,Y = d`, exact by Ky Fan
         (:mod:`sdpembed.formulations.dne`).
-    solver : str, default "CLARABEL"
-        Backend for ``method="sdp"``.
+    solver : str, default "auto"
+        Backend for ``method="sdp"``; ``"auto"`` as in
+        :class:`~sdpembed.estimators._projection.ProjectionEstimator`
+        (:func:`sdpembed.solvers.choose_backend`).
     solver_options : dict or None
     rank_tol : float, default 1e-8
         Threshold of the rank-revealing step (above).
@@ -123,7 +125,7 @@ class DNE(ProjectionEstimator):
     }
 
     def __init__(self, *, n_components=None, n_neighbors=1, energy=0.96, method="eigen",
-                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
+                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.energy = energy
@@ -159,4 +161,5 @@ class DNE(ProjectionEstimator):
         self.component_eigenvalues_ = np.asarray(values, dtype=float)
 
     def _formulation_meta(self) -> dict:
-        return {"method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS}
+        return {"method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS,
+                "paper": DNE_PAPER}

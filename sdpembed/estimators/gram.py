@@ -90,7 +90,7 @@ class _GramEmbedding(TransformerMixin, BaseEstimator):
         options = dict(self.solver_options or {})
         self.formulation_ = formulation
         self.solve_report_ = solve(formulation, solver=self.solver, **options)
-        scale = formulation.meta.get("distance_scale", 1.0)
+        scale = formulation.distance_scale
         factor = getattr(formulation, "factor", None)
         self.__dict__.pop("_gram", None)
         self.__dict__.pop("gram_factor_", None)

@@ -181,8 +181,12 @@ class TCA(_TransductiveBase):
     method : {"eigen", "sdp"}, default "eigen"
         ``"eigen"``: ``scipy.linalg.eigh(A, B)``. ``"sdp"``: the exact
         ratio-trace SDP in :math:`Z = UU^T` (:mod:`sdpembed.formulations.tca`).
-    solver : str, default "CLARABEL"
+    solver : str, default "auto"
+        Backend for ``method="sdp"``; ``"auto"`` lets
+        :func:`sdpembed.solvers.choose_backend` pick one that fits and records why
+        in ``solve_report_.selection``.
     solver_options : dict or None
+        Backend options (name the backend to pass them).
     rank_tol : float, default 1e-8
         Threshold of the rank-revealing step (Notes).
 
@@ -232,7 +236,7 @@ class TCA(_TransductiveBase):
 
     def __init__(self, *, n_components=None, alpha=10.0, beta=6.0, n_neighbors=5, sigma=None,
                  pca=True, regularization=0.0, normalize="unit", method="eigen",
-                 solver="CLARABEL", solver_options=None, rank_tol=RANK_TOL):
+                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta
@@ -311,8 +315,11 @@ class OTCA(_TransductiveBase):
     method : {"eigen", "sdp"}, default "eigen"
         ``"eigen"``: the closed form (27). ``"sdp"``: the per-step convex
         programs, see above.
-    solver : str, default "CLARABEL"
+    solver : str, default "auto"
+        Backend of each step's program for ``method="sdp"``; ``"auto"`` as in
+        :class:`TCA` (each step's report has its ``selection``).
     solver_options : dict or None
+        Backend options (name the backend to pass them).
 
     Attributes
     ----------
@@ -350,7 +357,7 @@ class OTCA(_TransductiveBase):
     }
 
     def __init__(self, *, n_components=None, alpha=4.0, beta=10.0, gamma=1e-3, n_neighbors=5,
-                 sigma=None, pca=True, method="eigen", solver="CLARABEL", solver_options=None):
+                 sigma=None, pca=True, method="eigen", solver="auto", solver_options=None):
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta

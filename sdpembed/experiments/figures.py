@@ -18,7 +18,7 @@ import numpy as np
 
 from .._checks import Boolean, Integer, ListOf, NoneOr, Number, OneOf, Table, Text, is_number
 from .methods import METHODS
-from .schema import REQUIRED, Field, fail
+from .tables import REQUIRED, Field, fail
 
 __all__ = ["FigureKind", "FIGURE_KINDS", "figure_selects", "make_figures"]
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._checks import Integer, Number, Text
 from .methods import EMBEDDING_KINDS
-from .schema import Field
+from .tables import Field
 
 __all__ = ["MetricKind", "METRIC_KINDS", "EvalContext"]
 

@@ -55,6 +55,11 @@ __all__ = ["LABEL_KINDS", "resolve_mu", "check_continuous_labels", "discriminati
 #: Accepted ``labels`` values.
 LABEL_KINDS = ("discrete", "continuous")
 
+#: The papers: "Wang & Mahadevan a" in the equation references, and its companion.
+DISCRIMINATIVE_PAPER = ("Wang & Mahadevan, Learning Locality-Preserving Discriminative Features "
+                        "(a); Jointly Learning Data-Dependent Label and Locality-Preserving "
+                        "Projections (IJCAI 2011)")
+
 #: Default :math:`\mu` relative to :math:`l/s` (Wang & Mahadevan a, sec. 4).
 MU_FACTOR = {"discrete": 1.0, "continuous": 0.1}
 
@@ -105,6 +110,7 @@ def discriminative_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, mu="a
     A, B, C = discriminative_projection_matrices(X, y, n_classes, L, mu)
     return Pencil(A + C, B + C, "min", "ratio_trace",
                   {"method": "discriminative_projections", "variant": "discrete", "mu": mu,
+                   "paper": DISCRIMINATIVE_PAPER,
                    "equations": ("Wang & Mahadevan a, sec. 2.4, Theorem 1",)})
 
 
@@ -118,6 +124,7 @@ def continuous_discriminative_pencil(X: np.ndarray, Y: np.ndarray, labeled: np.n
     ZLZ, ZDZ = continuous_label_matrices(X, Y, labeled, L, deg, mu)
     return Pencil(ZLZ, ZDZ, "min", "ratio_trace",
                   {"method": "discriminative_projections", "variant": "continuous", "mu": mu,
+                   "paper": DISCRIMINATIVE_PAPER,
                    "equations": ("Wang & Mahadevan a, sec. 3.3, Theorem 2",)})
 
 

@@ -26,10 +26,12 @@ from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.dne import discriminant_adjacency, dne_matrix
 from ._base import Formulation
 
-__all__ = ["dne_pencil", "dne_formulation", "DNE_EQUATIONS"]
+__all__ = ["dne_pencil", "dne_formulation", "DNE_EQUATIONS", "DNE_PAPER"]
 
 #: Paper equations the DNE formulation implements.
 DNE_EQUATIONS = ("1", "5", "6", "8", "9", "10")
+DNE_PAPER = ("Zhang, Xue, Sun, Guo & Lu, Optimal Dimensionality of Metric Space for "
+             "Classification (ICML 2007)")
 
 
 def dne_pencil(X, y, *, n_neighbors: int = 1) -> Pencil:
@@ -81,4 +83,5 @@ def dne_formulation(X, y, n_components: int, *, n_neighbors: int = 1,
     """
     pencil = dne_pencil(X, y, n_neighbors=n_neighbors)
     return formulate_reduced(pencil, n_components, rank_tol=rank_tol, meta={
-        "method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS, "A": pencil.A})
+        "method": "dne", "variant": "fantope", "equations": DNE_EQUATIONS, "paper": DNE_PAPER,
+        "A": pencil.A})

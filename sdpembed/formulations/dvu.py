@@ -23,7 +23,26 @@ from .gram import (
     with_parameter_values,
 )
 
-__all__ = ["dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight"]
+#: the paper of DVU (recorded in ``meta["paper"]``)
+DVU_PAPER = ("Vernaza, Lee & Taskar, Learning a kernel for discriminative, low-dimensional "
+             "embedding of partially labeled data (Discriminative Variance Unfolding)")
+
+__all__ = ["DVU_PAPER", "dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight",
+           "class_mean_weights", "centroid_lifting", "explicit_centroid_factor"]
+
+
+def class_mean_weights(y_int: np.ndarray, n_classes: int) -> np.ndarray:
+    """Columns :math:`a_k = \\mathbf 1_{\\mathcal K_k}/|\\mathcal K_k|` (n x K): class means.
+
+    :math:`Z a_k` is the centroid of class :math:`k` of points :math:`Z` (p x n);
+    unlabelled points (``y == -1``) have zero weight.
+    """
+    n = y_int.shape[0]
+    A = np.zeros((n, n_classes))
+    labeled = y_int >= 0
+    counts = np.bincount(y_int[labeled], minlength=n_classes).astype(float)
+    A[np.flatnonzero(labeled), y_int[labeled]] = 1.0 / counts[y_int[labeled]]
+    return A
 
 
 def variance_functionals(y_int: np.ndarray,
@@ -46,10 +65,9 @@ def variance_functionals(y_int: np.ndarray,
     """
     n = y_int.shape[0]
     K = n_classes
-    A = np.zeros((n, K))
+    A = class_mean_weights(y_int, K)
     labeled = y_int >= 0
     counts = np.bincount(y_int[labeled], minlength=K).astype(float)
-    A[np.flatnonzero(labeled), y_int[labeled]] = 1.0 / counts[y_int[labeled]]
     b = A.mean(axis=1)
     w = np.zeros(n)
     w[labeled] = 1.0 / (K * counts[y_int[labeled]])
@@ -208,6 +226,54 @@ def _explicit_problem(gp: GramProblem, n_classes: int) -> GramProblem:
     )
 
 
+def centroid_lifting(y_int: np.ndarray, n_classes: int) -> np.ndarray:
+    """The lifting :math:`L` ((n + K + 1) x n) of the explicit-centroid DVU, :math:`X = LGL^T`.
+
+    .. math::
+
+        L = \\begin{pmatrix} I_n \\\\ A^T \\\\ b^T \\end{pmatrix},\\qquad
+        A = (a_1, \\dots, a_K),\\quad b = \\tfrac1K \\textstyle\\sum_k a_k
+
+    (:func:`class_mean_weights`). It maps the eliminated problem onto the
+    lifted one of :func:`_explicit_problem` and back, a bijection of the
+    feasible sets that keeps the objective:
+
+    * :math:`X = LGL^T` satisfies the centring constraints: with
+      :math:`c_k = (a_k, -e_k, 0)`, :math:`L^T c_k = a_k - a_k = 0`; with
+      :math:`c_\\mu = (0, \\mathbf 1/K, -1)`, :math:`L^T c_\\mu = b - b = 0`;
+      and :math:`(\\mathbf 1_n, 0, 0)^T X (\\mathbf 1_n, 0, 0) = \\mathbf 1^T G\\mathbf 1`.
+      Its points block is :math:`G`, so the distance constraints are the same.
+    * Its inverse is :math:`X \\mapsto X_{1:n,1:n}`: for a feasible
+      :math:`X = WW^T \\succeq 0`, :math:`c^TXc = 0` forces :math:`W^Tc = 0`,
+      i.e. the centroid rows of :math:`W` are the class means of its point rows
+      and the last row their mean, :math:`W = L\\,W_{1:n}`.
+    * :math:`\\langle C_{\\mathrm{lift}}, LGL^T\\rangle = \\langle L^TC_{\\mathrm{lift}}L, G\\rangle
+      = \\sigma^2_{icv}(G) - \\sigma^2_{bcv}(G)`, the eliminated objective
+      (:func:`variance_functionals`).
+
+    Dense; for a factor use :func:`explicit_centroid_factor`.
+    """
+    A = class_mean_weights(y_int, n_classes)
+    return np.r_[np.eye(y_int.shape[0]), A.T, A.mean(axis=1)[None, :]]
+
+
+def explicit_centroid_factor(gp: GramProblem, F: np.ndarray) -> np.ndarray:
+    """The inverse of the centroid elimination on a factor: :math:`LF` for :math:`G = FF^T`.
+
+    ``gp`` is the eliminated problem (:func:`dvu_problem`, which records the
+    labels); ``F`` (n x r) a factor of its solution. Returns the factor of the
+    lifted solution :math:`X = LGL^T` (:func:`centroid_lifting`): the n point
+    rows, then the K class centroids (the class means of the labelled point
+    rows) and the mean of the centroids, without forming :math:`L`.
+    """
+    F = np.asarray(F, dtype=float)
+    y_int = gp.meta["y"]
+    if F.ndim != 2 or F.shape[0] != y_int.shape[0]:
+        raise InputError(f"F must have shape ({y_int.shape[0]}, r); got {F.shape}")
+    centroids = class_mean_weights(y_int, len(gp.meta["classes"])).T @ F
+    return np.r_[F, centroids, centroids.mean(axis=0)[None, :]]
+
+
 def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interval",
         slack_weight=1.0, trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
         normalize=True, reduce_face=True, basis_rank=None, basis_graph=None) -> Formulation:
@@ -226,6 +292,17 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
 
     Unlabelled points (``y == -1``) enter only through the distance constraints.
 
+    The optimum is generally not unique: objective and constraints are linear in
+    :math:`G`, so the optimal set is a face of the feasible set, and backends that
+    reach the same optimal value can return different points of it (an
+    interior-point method converges to the relative interior of that face, a
+    point of highest rank; ``"LOWRANK"`` to a low-rank one), with different
+    embeddings and k-NN accuracies. To select one, add the trace tie-break
+    ``trace="min", trace_weight=1e-3`` (with ``centroids="eliminated"``): the term
+    :math:`\\tau\\,\\mathrm{tr}\\,G` makes the program prefer, among solutions of
+    (nearly) equal objective, the one of least trace, at a cost of that term in the
+    optimal value.
+
     Parameters
     ----------
     graph : NeighborhoodGraph
@@ -236,7 +313,8 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     centroids : {"explicit", "eliminated"}
         ``"explicit"``: the paper's Gram matrix :math:`X` over the n points,
         the K class centroids and the mean of centroids, tied to the points
-        by the centring constraints (see :func:`_explicit_problem`).
+        by the centring constraints (see :func:`_explicit_problem`; the map
+        between the two forms is :func:`centroid_lifting`).
         ``"eliminated"``: the same problem on the n x n matrix alone, the
         centroids written as averages :math:`m_k = Z a_k` (see
         :func:`variance_functionals`); identical optimum, smaller matrix.
@@ -313,6 +391,7 @@ def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interva
     parameters = gram_parameters(gp)
     trace_sign = float(np.sign(gp.trace_weight)) or 1.0
     meta = {"distance_scale": gp.meta["distance_scale"], "classes": gp.meta["classes"],
+            "paper": DVU_PAPER,
             "unbounded_hint": _UnboundedHint(gp, parameters, trace_sign),
             "centroids": centroids, "reduce_face": reduce_face, "trace_sign": trace_sign}
     if centroids == "explicit":

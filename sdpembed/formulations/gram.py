@@ -14,7 +14,7 @@ This module holds the numpy description of such a problem
 (:func:`build_gram_formulation`), optionally on a face or subspace
 :math:`G = V Y V^T` (facial reduction of the centring constraint, or a
 reduced basis for large n). The large-n solver reads the same
-:class:`GramProblem` from ``formulation.meta["gram_problem"]``.
+:class:`GramProblem` (:meth:`GramFormulation.current_problem`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
+from .describe import gram_summary
 
 __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edge_operator",
            "centering_basis", "build_gram_formulation", "laplacian_basis", "gram_basis",
@@ -301,9 +302,9 @@ def _check_memory(size: int, n_edges: int, what: str) -> None:
 class GramFormulation(Formulation):
     r"""A :class:`Formulation` of a Gram SDP: a structured description and a lazy cvxpy problem.
 
-    The description is a :class:`GramProblem` (``meta["gram_problem"]``; for the
+    The description is a :class:`GramProblem` (:attr:`gram_problem`; for the
     explicit-centroid DVU the lifted one, with the points' problem in
-    ``meta["eliminated_problem"]``) and the basis; backends that read it
+    :attr:`points_problem`) and the basis; backends that read it
     (``"LOWRANK"``) take it through :meth:`current_problem`, which applies the
     *current* values of :attr:`parameters` and the constraints added by
     :meth:`with_constraints`. The cvxpy ``problem`` is built the first time it is
@@ -350,6 +351,86 @@ class GramFormulation(Formulation):
             return object.__getattribute__(self, name)
         raise AttributeError(name)
 
+    # ------------------------------------------------------------------ typed description
+    @property
+    def gram_problem(self) -> GramProblem:
+        """The :class:`GramProblem` the cvxpy problem is built from (for the explicit-centroid
+        DVU the lifted one over points, centroids and their mean), at the builder's values."""
+        return self.meta["gram_problem"]
+
+    @property
+    def points_problem(self) -> GramProblem:
+        """The points' :class:`GramProblem` at the builder's values: the same as
+        :attr:`gram_problem` except for the explicit-centroid DVU, where it is the
+        centroid-eliminated problem (what ``"LOWRANK"`` solves; see
+        :func:`~sdpembed.formulations.dvu.centroid_lifting`). :meth:`current_problem`
+        applies the current parameter values and the added constraints to it."""
+        return self.meta.get("eliminated_problem", self.meta["gram_problem"])
+
+    @property
+    def n_points(self) -> int:
+        """Number of embedded points :math:`n` (the side of ``expressions["gram"]``)."""
+        return self.points_problem.n
+
+    @property
+    def n_edges(self) -> int:
+        """Number of edges of the graph (distance constraints or penalties)."""
+        return self._n_edges
+
+    @property
+    def psd_size(self) -> int:
+        """Side of the PSD matrix variable of the cvxpy problem (``G``, or ``Y`` on a basis)."""
+        return self._size
+
+    @property
+    def distance_scale(self) -> float:
+        r"""The factor the target distances were divided by (``normalize=True``: their
+        mean), so that the Gram matrix in the data's units is ``distance_scale * G``."""
+        return float(self.meta.get("distance_scale", 1.0))
+
+    @property
+    def classes(self) -> np.ndarray | None:
+        """The class labels of DVU (in the order of the label indices), ``None`` for MVU."""
+        return self.meta.get("classes")
+
+    @property
+    def centroids(self) -> str | None:
+        """DVU's centroid form, ``"explicit"`` or ``"eliminated"``; ``None`` for MVU."""
+        return self.meta.get("centroids")
+
+    @property
+    def basis_rank(self) -> int | None:
+        """Rank of the reduced Laplacian basis, or ``None`` (the full Gram matrix)."""
+        rank = self.meta.get("basis_rank")
+        return None if rank is None else int(rank)
+
+    @property
+    def reduce_face(self) -> bool:
+        """Whether the problem is posed on the face :math:`G = VYV^T`, :math:`V^T\\mathbf 1 = 0`."""
+        return bool(self.meta.get("reduce_face", False))
+
+    @property
+    def centered_basis(self) -> bool:
+        """Whether the basis satisfies the centring constraints (they are then left out)."""
+        return self._centered
+
+    @property
+    def trace_sign(self) -> float:
+        """+1 when a trace term is minimised (or absent), -1 when it is maximised."""
+        return float(self.meta.get("trace_sign", 1.0))
+
+    def summary(self) -> str:
+        """The program in plain-text math with its sizes, read from the description.
+
+        Method, variant, paper and equations; the data sizes (points, edges,
+        classes, the distance scale); the SDP as posed (on the face or reduced
+        basis when there is one); the current parameter values; the constraints
+        added with :meth:`with_constraints`; and the cones a conic solver would
+        receive (:func:`~sdpembed.formulations.describe.gram_cone_sizes`). Never
+        builds the cvxpy problem (see :mod:`sdpembed.formulations.describe`).
+        """
+        return gram_summary(self)
+
     # ------------------------------------------------------------------ building
     def _build_variables(self) -> None:
         if "variables" in self.__dict__:
@@ -359,8 +440,8 @@ class GramFormulation(Formulation):
         else:
             basis = self.basis()
             if basis is not None:
-                _check_basis_memory(basis.shape, f"{self.method} ({self.meta.get('variant')})")
-            variables, expressions = _make_variables(self.meta["gram_problem"], basis)
+                _check_basis_memory(basis.shape, f"{self.method} ({self.variant})")
+            variables, expressions = _make_variables(self.gram_problem, basis)
         object.__setattr__(self, "variables", _frozen(variables))
         object.__setattr__(self, "expressions", _frozen(expressions))
 
@@ -371,8 +452,8 @@ class GramFormulation(Formulation):
         base = self._parent._base if self._parent is not None else None
         if base is None:
             _check_memory(self._size, self._n_edges,
-                          f"{self.meta.get('method', 'gram')} ({self.meta.get('variant', '')})")
-            base = _base_problem(self.meta["gram_problem"], self.basis(), self._centered,
+                          f"{self.method} ({self.variant or ''})")
+            base = _base_problem(self.gram_problem, self.basis(), self._centered,
                                  self.parameters, self.variables)
         self._set_problem(base, cp.Problem(base[0], list(base[1]) + list(self._user_constraints)))
 
@@ -391,7 +472,7 @@ class GramFormulation(Formulation):
     @property
     def reduced_basis(self) -> np.ndarray | None:
         r"""The reduced basis :math:`Q` of ``basis_rank`` (:math:`G = QYQ^T`), else ``None``."""
-        return self.basis() if self.meta.get("basis_rank") is not None else None
+        return self.basis() if self.basis_rank is not None else None
 
     @property
     def is_built(self) -> bool:
@@ -457,8 +538,7 @@ class GramFormulation(Formulation):
         UnsupportedProblemError
             An added constraint that is not affine in :math:`G`.
         """
-        gp = self.meta.get("eliminated_problem", self.meta["gram_problem"])
-        gp = with_parameter_values(gp, self.parameters, self.meta.get("trace_sign", 1.0))
+        gp = with_parameter_values(self.points_problem, self.parameters, self.trace_sign)
         if self._user_constraints:
             self._build_variables()
             from .constraints import affine_gram_constraints
@@ -513,8 +593,8 @@ class GramFormulation(Formulation):
         state = "built" if self.is_built else "not built"
         extra = f", {len(self._user_constraints)} added constraint(s)" \
             if self._user_constraints else ""
-        return (f"GramFormulation(method={self.method!r}, variant={self.meta.get('variant')!r}, "
-                f"n={self.meta.get('n')}{extra}, {state})")
+        return (f"GramFormulation(method={self.method!r}, variant={self.variant!r}, "
+                f"n={self.n_points}{extra}, {state})")
 
 
 def _restore_gram_formulation(meta, size, n_edges, basis, centered, factor, parameters,

@@ -9,7 +9,12 @@ from ..graphs import NeighborhoodGraph
 from ._base import Formulation
 from .gram import DISTANCE_MODES, DiagPlusLowRank, GramProblem, build_gram_formulation, gram_basis
 
-__all__ = ["mvu", "mvu_problem"]
+__all__ = ["MVU_PAPER", "mvu", "mvu_problem"]
+
+#: the papers of MVU (recorded in ``meta["paper"]``)
+MVU_PAPER = ("Weinberger & Saul, Learning a kernel matrix for nonlinear dimensionality "
+             "reduction (ICML 2004); Unsupervised learning of image manifolds by semidefinite "
+             "programming (IJCV 2006)")
 
 
 def mvu_problem(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0,
@@ -61,4 +66,5 @@ def mvu(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0, nor
         + (f"/basis-{int(basis_rank)}" if basis_rank is not None else ""), equations="sec. 2",
         basis_size=size,
         extra_meta={"distance_scale": gp.meta["distance_scale"], "unbounded_hint": hint,
+                    "paper": MVU_PAPER,
                     "reduce_face": reduce_face, "basis_rank": basis_rank})

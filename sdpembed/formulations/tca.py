@@ -46,11 +46,12 @@ from ..scatter.tca import TCAOperators, tca_operators
 from ._base import Formulation
 
 __all__ = ["tca_pencil", "tca_formulation", "otca_step_formulation", "otca_objective",
-           "TCA_EQUATIONS", "OTCA_EQUATIONS"]
+           "TCA_EQUATIONS", "OTCA_EQUATIONS", "TCA_PAPER"]
 
 #: Paper equations implemented by TCA and OTCA.
 TCA_EQUATIONS = ("4", "10", "12", "15", "17", "18", "19", "20", "21")
 OTCA_EQUATIONS = ("22", "23", "24", "25", "26", "27")
+TCA_PAPER = "Liu, Tao & Liu, Transductive Component Analysis (ICDM 2008)"
 
 
 def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
@@ -108,7 +109,8 @@ def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_nei
     return formulate_reduced(tca_pencil(ops, beta=beta), n_components,
                              regularization=regularization, relative=False, rank_tol=rank_tol,
                              meta={"method": "tca", "variant": "ratio_trace",
-                                   "equations": TCA_EQUATIONS, "alpha": float(alpha)})
+                                   "equations": TCA_EQUATIONS, "paper": TCA_PAPER,
+                                   "alpha": float(alpha)})
 
 
 def _psd_factor(M: np.ndarray) -> np.ndarray:
@@ -178,7 +180,13 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
     problem = cp.Problem(objective, [previous @ a_hat == 0])
     return Formulation(problem, {"a_hat": a_hat}, {"target": target, "previous": previous},
                        meta={"method": "otca", "variant": "sequential-qp",
-                             "equations": OTCA_EQUATIONS, "beta": beta, "gamma": gamma,
+                             "equations": OTCA_EQUATIONS, "paper": TCA_PAPER,
+                             "statement": (
+                                 "minimize     ||F a||^2 - 2 target^T a  over a in R^p"
+                                 "   (F^T F = Q / q)",
+                                 "subject to   previous a = 0   (one step of the OTCA "
+                                 "sequence: eq. 25 under eq. 22)"),
+                             "beta": beta, "gamma": gamma,
                              "Q": Q, "R": R, "q": q})
 
 

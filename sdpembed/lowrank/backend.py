@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, UnsupportedProblemError
+from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
 from .options import LowRankOptions
@@ -50,20 +51,7 @@ def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -
     if not formulation.variables_built:
         return False
     variables = formulation.variables
-    meta = formulation.meta
-    if lifted:
-        lp = meta["gram_problem"]
-        y = gp.meta["y"]
-        K = len(gp.meta["classes"])
-        counts = np.bincount(y[y >= 0], minlength=K).astype(float)
-        A = np.zeros((gp.n, K))
-        idx = np.flatnonzero(y >= 0)
-        A[idx, y[idx]] = 1.0 / counts[y[idx]]
-        cent = F.T @ A                              # centroids (k x K)
-        Ff = np.r_[F, cent.T, cent.mean(axis=1)[None, :]]
-        assert Ff.shape[0] == lp.n
-    else:
-        Ff = F
+    Ff = explicit_centroid_factor(gp, F) if lifted else F
     name = "G" if "G" in variables else "Y"
     var = variables[name]
     if name == "G":

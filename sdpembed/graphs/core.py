@@ -1,15 +1,15 @@
-"""Neighbourhood graphs with target distances.
+"""The graph core: neighbourhood graphs with target distances.
 
 A :class:`NeighborhoodGraph` is the topological prior of the Gram-matrix SDPs
 (DVU, MVU): an undirected edge set :math:`\\mathcal{E}` over ``n_nodes``
 points, with a squared target distance :math:`\\bar D_{ij}` per edge and
-optional edge weights (for Laplacians).
-
-:func:`knn_graph` builds the DVU paper's graph (Vernaza, Lee & Taskar, section
-3.2.1): each point is joined to its ``n_neighbors`` nearest neighbours plus
-``n_random`` randomly chosen partners ("long edges"), which keeps the graph
-connected with high probability; a disconnected graph makes the DVU objective
-unbounded, so the builders check connectivity before any SDP is formed.
+optional edge weights (for Laplacians). This module holds the graph type (its
+Laplacian, connectivity checks and networkx round trip), the random long edges
+of DVU (:func:`random_partners`), heat-kernel weights and the input checks
+shared by every graph builder. It imports nothing else of the toolkit's graphs,
+so that :mod:`sdpembed.tangent` builds its graphs on it and
+:mod:`sdpembed.graphs.knn` (the builder :func:`~sdpembed.graphs.knn_graph`)
+can dispatch to :mod:`sdpembed.tangent`: the imports run one way.
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 import numbers
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
-from sklearn.utils import check_random_state
 
-from .exceptions import DisconnectedGraphError, DuplicatePointsError, InputError
+from ..exceptions import DisconnectedGraphError, DuplicatePointsError, InputError
 
-__all__ = ["NeighborhoodGraph", "knn_graph", "heat_kernel_weights", "check_data_matrix"]
+__all__ = ["NeighborhoodGraph", "check_data_matrix", "check_edge_counts", "random_partners",
+           "heat_kernel_weights"]
 
 logger = logging.getLogger(__name__)
 
@@ -237,126 +236,36 @@ def _from_pairs(n: int, pairs: np.ndarray, sqdist: np.ndarray) -> NeighborhoodGr
     return NeighborhoodGraph(n, pairs[first], sqdist[first])
 
 
-def _random_partners(n: int, n_random: int, rng) -> np.ndarray:
-    """``n_random`` uniformly random partners j != i for every node i."""
-    if n_random == 0:
-        return np.empty((0, 2), dtype=np.int64)
-    i = np.repeat(np.arange(n), n_random)
-    j = rng.randint(0, n - 1, size=i.size)
-    j = j + (j >= i)  # uniform over {0..n-1} \ {i}
-    return np.c_[i, j]
+def check_edge_counts(n_neighbors, n_random) -> tuple[int, int]:
+    """``(n_neighbors, n_random)`` as ints, or :class:`InputError`.
 
-
-def knn_graph(
-    X,
-    n_neighbors: int = 2,
-    n_random: int = 1,
-    metric: str | Callable = "euclidean",
-    random_state=None,
-    **metric_params,
-) -> NeighborhoodGraph:
-    """k nearest neighbours plus random long edges, with squared target distances.
-
-    Each point :math:`i` is joined to its ``n_neighbors`` nearest neighbours
-    and to ``n_random`` partners drawn uniformly at random; edges are made
-    undirected and deduplicated. The target distance of edge :math:`(i, j)` is
-    :math:`\\bar D_{ij} = d(x_i, x_j)^2`.
-
-    Parameters
-    ----------
-    X : array-like, shape (n, p) or (n, n)
-        Data, or a distance matrix when ``metric="precomputed"``.
-    n_neighbors, n_random : int
-        Nearest neighbours and random partners per point (DVU: 2 and 1).
-    metric : str or callable
-        Any scikit-learn metric name, ``"precomputed"``, a callable
-        ``metric(a, b) -> float``, or ``"tangent"`` (images; forwards
-        ``metric_params`` to :func:`sdpembed.tangent.tangent_knn_graph`).
-    random_state : int, RandomState or None
-
-    Raises
-    ------
-    DuplicatePointsError
-        Two joined points coincide (zero target distance).
+    Integers only, as scikit-learn's ``Interval(Integral, ...)``: 2.7 is not
+    rounded to 2; at least one edge per point.
     """
     for name, value in (("n_neighbors", n_neighbors), ("n_random", n_random)):
-        # integers only, as scikit-learn's Interval(Integral, ...): 2.7 is not rounded to 2
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise InputError(f"{name} must be an integer >= 0; got {value!r} "
                              f"({type(value).__name__})")
     n_neighbors, n_random = int(n_neighbors), int(n_random)
     if n_neighbors < 0 or n_random < 0 or n_neighbors + n_random == 0:
         raise InputError("need n_neighbors >= 0, n_random >= 0 and at least one edge per point")
-    if isinstance(metric, str) and metric == "tangent":
-        from .tangent import tangent_knn_graph
-
-        return tangent_knn_graph(X, n_neighbors=n_neighbors, n_random=n_random,
-                                 random_state=random_state, **metric_params)
-    rng = check_random_state(random_state)
-    if isinstance(metric, str) and metric == "precomputed":
-        D = _check_distance_matrix(X)
-        n = D.shape[0]
-        dist = lambda a, b: D[a, b]  # noqa: E731
-        knn_pairs = _knn_from_matrix(D, n_neighbors)
-    else:
-        X = check_data_matrix(X)
-        n = X.shape[0]
-        if callable(metric):
-            from sklearn.metrics import pairwise_distances
-
-            D = pairwise_distances(X, metric=metric, **metric_params)
-            D = _check_distance_matrix(D)
-            dist = lambda a, b: D[a, b]  # noqa: E731
-            knn_pairs = _knn_from_matrix(D, n_neighbors)
-        else:
-            from sklearn.metrics.pairwise import paired_distances
-            from sklearn.neighbors import NearestNeighbors
-
-            if n_neighbors >= n:
-                raise InputError(f"n_neighbors={n_neighbors} must be below n_samples={n}")
-            if n_neighbors:
-                nn = NearestNeighbors(n_neighbors=n_neighbors, metric=metric, **metric_params)
-                ind = nn.fit(X).kneighbors(return_distance=False)
-                knn_pairs = np.c_[np.repeat(np.arange(n), n_neighbors), ind.ravel()]
-            else:
-                knn_pairs = np.empty((0, 2), dtype=np.int64)
-            if metric == "euclidean":
-                dist = lambda a, b: np.sqrt(((X[a] - X[b]) ** 2).sum(axis=1))  # noqa: E731
-            else:
-                dist = lambda a, b: paired_distances(X[a], X[b], metric=metric)  # noqa: E731
-    if n_neighbors >= n:
-        raise InputError(f"n_neighbors={n_neighbors} must be below n_samples={n}")
-    pairs = np.r_[knn_pairs, _random_partners(n, n_random, rng)]
-    pairs = np.unique(np.sort(pairs, axis=1), axis=0)
-    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    d = np.asarray(dist(pairs[:, 0], pairs[:, 1]), dtype=float)
-    graph = NeighborhoodGraph(n, pairs, d**2)
-    graph.check_distinct()
-    logger.debug("knn_graph: %d nodes, %d edges", n, graph.n_edges)
-    return graph
+    return n_neighbors, n_random
 
 
-def _check_distance_matrix(D) -> np.ndarray:
-    D = check_data_matrix(D, name="distance matrix")
-    if D.shape[0] != D.shape[1]:
-        raise InputError(f"a precomputed distance matrix must be square; got {D.shape}")
-    if np.any(D < 0):
-        raise InputError("distances must be non-negative")
-    if not np.allclose(D, D.T, rtol=1e-8, atol=1e-10):
-        raise InputError("a precomputed distance matrix must be symmetric")
-    return D
+def random_partners(n: int, n_random: int, rng) -> np.ndarray:
+    """``n_random`` partners :math:`j \\ne i` for every node :math:`i`, uniformly at random.
 
-
-def _knn_from_matrix(D: np.ndarray, k: int) -> np.ndarray:
-    n = D.shape[0]
-    if k == 0:
+    The long edges of DVU (Vernaza, Lee & Taskar, section 3.2.1), which keep a
+    k-NN graph connected with high probability. Returns the ``(n * n_random, 2)``
+    array of pairs ``(i, j)``, unsorted and possibly repeated; ``rng`` is a
+    ``numpy.random.RandomState`` (``sklearn.utils.check_random_state``).
+    """
+    if n_random == 0:
         return np.empty((0, 2), dtype=np.int64)
-    if k >= n:
-        raise InputError(f"n_neighbors={k} must be below n_samples={n}")
-    Dm = D.copy()
-    np.fill_diagonal(Dm, np.inf)
-    ind = np.argpartition(Dm, k - 1, axis=1)[:, :k]
-    return np.c_[np.repeat(np.arange(n), k), ind.ravel()]
+    i = np.repeat(np.arange(n), n_random)
+    j = rng.randint(0, n - 1, size=i.size)
+    j = j + (j >= i)  # uniform over {0..n-1} \ {i}
+    return np.c_[i, j]
 
 
 def heat_kernel_weights(graph: NeighborhoodGraph, sigma: float | None = None) -> NeighborhoodGraph:
