@@ -320,3 +320,22 @@ def test_infeasible_added_constraints_are_not_a_solution(data):
         solve(g, solver="CLARABEL")
     with pytest.raises((InfeasibleError, SolverFailedError)):
         solve(g, solver="LOWRANK", time_limit=20)
+
+
+def test_lowrank_verbose_prints_a_progress_table(data, capsys):
+    """verbose=True prints one row per outer iteration (as SCS prints its own), and only
+    while the solve runs."""
+    import logging
+
+    _, y, graph = data
+    rep = solve(F.dvu(graph, y), solver="LOWRANK", verbose=True)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split("|")[0].strip() == "outer" and "certified" in out[0]
+    rows = [line for line in out[2:] if line.strip()]
+    assert len(rows) == rep.iterations
+    last = rows[-1].split("|")
+    assert int(last[0]) == rep.iterations and float(last[4]) == pytest.approx(
+        rep.certified_gap, rel=0.01)
+    assert not logging.getLogger("sdpembed.lowrank").handlers
+    solve(F.dvu(graph, y), solver="LOWRANK")
+    assert capsys.readouterr().out == ""

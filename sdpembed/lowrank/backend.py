@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 import time
 from typing import Any
 
@@ -39,7 +41,7 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
             f"solve it with a conic backend ({_CONIC})")
     formulation.check_unchanged()
     gp = formulation.current_problem()
-    return gp, formulation.reduced_basis, "eliminated_problem" in formulation.meta
+    return gp, formulation.reduced_basis, formulation.centroids == "explicit"
 
 
 _CONIC = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
@@ -66,13 +68,34 @@ def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -
     return True
 
 
+@contextlib.contextmanager
+def _progress_table(verbose: bool):
+    """With ``verbose``, the outer loop's progress table goes to standard output while the
+    solve runs (as the conic backends print theirs), through a handler on the
+    ``sdpembed.lowrank`` logger that is removed afterwards."""
+    if not verbose:
+        yield
+        return
+    log = logging.getLogger(__package__)
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setLevel(logging.INFO)
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport:
     """``solve(formulation, solver="LOWRANK", **options)``; options: :class:`LowRankOptions`."""
     opts = LowRankOptions.from_options(options)
     gp, basis, lifted = _formulation_problem(formulation)
-    if verbose:
-        logging.getLogger(__package__).setLevel(logging.INFO)  # every lowrank module
-    result = lowrank_solve(gp, basis=basis, options=opts)
+    with _progress_table(verbose):
+        result = lowrank_solve(gp, basis=basis, options=opts)
     cert = result.certificate
     extra: dict[str, Any] = {
         "rank": result.factor.shape[1],

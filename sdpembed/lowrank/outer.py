@@ -75,6 +75,23 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
     return U[:, :k] * s[:k]
 
 
+#: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
+_TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
+               "seconds\n" + "-" * 74)
+
+
+def _table_row(entry: dict, infeas: float) -> str:
+    """One line of the progress table: the outer iteration's objective, infeasibility, cheap
+    and certified gaps (an estimate in parentheses when unverified), rank and time."""
+    def gap(v):
+        return "    -    " if v is None or not np.isfinite(v) else f"{v:9.2e}"
+    cert = entry.get("certified_gap", entry.get("combined_gap"))
+    cell = gap(cert) if "estimated_gap" not in entry else f"({entry['estimated_gap']:.1e})"
+    return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
+            f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
+            f"{entry['seconds']:7.1f}")
+
+
 class _OuterLoop:
     r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
 
@@ -152,13 +169,14 @@ class _OuterLoop:
     # ------------------------------------------------------------------ iterations
     def run(self) -> None:
         """Outer iterations until certified, out of time or iterations, or diverging."""
+        logger.info(_TABLE_HEAD)
         for it in range(1, self.opts.max_outer + 1):
             self.it = it
             entry, step = self.step()
             self.history.append(entry)
+            logger.info(_table_row(entry, self.infeas))
             if self.status == "optimal":
                 break
-            logger.info("LOWRANK outer %d: %s", self.it, entry)
             if time.perf_counter() - self.t0 > self.opts.time_limit:
                 break
             self.schedule(**step)
