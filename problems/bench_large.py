@@ -83,11 +83,37 @@ def _formulation(spec, run, X, y_obs, graph):
         basis_graph = knn_graph(X, n_neighbors=spec["basis"]["n_neighbors"], n_random=0)
     lam = run.get("slack_weight", spec["solve"]["slack_weight"])
     if run["method"] == "dvu":
-        return dvu(graph, y_obs, centroids="eliminated", slack_weight=lam,
-                   distances=run.get("distances", "interval"), basis_rank=basis_rank,
-                   basis_graph=basis_graph)
+        f = dvu(graph, y_obs, centroids="eliminated", slack_weight=lam,
+                distances=run.get("distances", "interval"), basis_rank=basis_rank,
+                basis_graph=basis_graph)
+        return _with_links(f, y_obs, run["links"]) if run.get("links") else f
     return mvu(graph, distances=run.get("distances", "equality"), slack_weight=lam,
                basis_rank=basis_rank, basis_graph=basis_graph)
+
+
+def _with_links(f, y_obs, links: dict):
+    """``f`` with must-link and cannot-link bounds on random pairs of labelled points
+    (``f.with_constraints``): same-class pairs at most the ``low``-th percentile of the target
+    distances, different-class pairs at least the ``high``-th."""
+    rng = np.random.default_rng(links.get("seed", 0))
+    lab = np.flatnonzero(y_obs >= 0)
+    low, high = np.percentile(f.current_problem().target, [links["low"], links["high"]])
+
+    def pairs(same: bool, k: int) -> np.ndarray:
+        out: list[tuple[int, int]] = []
+        while len(out) < k:
+            a, b = rng.choice(lab, 2, replace=False)
+            if (y_obs[a] == y_obs[b]) == same:
+                out.append((a, b))
+        return np.array(out)
+
+    G = f.expressions["gram"]
+    ml, cl = pairs(True, links["must_link"]), pairs(False, links["cannot_link"])
+
+    def sqdist(P):
+        return G[P[:, 0], P[:, 0]] + G[P[:, 1], P[:, 1]] - 2 * G[P[:, 0], P[:, 1]]
+
+    return f.with_constraints([sqdist(ml) <= low, sqdist(cl) >= high])
 
 
 def _distances(run) -> str:
@@ -141,7 +167,13 @@ def _variant(run, backend) -> str:
     """The row's own backend options (beyond the spec's [solve] defaults), for the table."""
     own = run.get(backend.lower())
     own = own if isinstance(own, dict) else {}
-    return ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
+    text = ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
+    if run.get("links"):
+        lk = run["links"]
+        text = ", ".join(filter(None, [f"{lk['must_link']} must-link <= q{lk['low']}, "
+                                       f"{lk['cannot_link']} cannot-link >= q{lk['high']}",
+                                       text]))
+    return text
 
 
 def _run_one(spec, run, backend, timeout):
