@@ -14,7 +14,7 @@ import logging
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.metrics import accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
@@ -31,6 +31,7 @@ from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import solve
+from ._validation import TypedParameterValidation
 
 __all__ = ["DVU", "MVU"]
 
@@ -41,7 +42,7 @@ def _num_rows(X) -> int:
     return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
-class _GramEmbedding(TransformerMixin, BaseEstimator):
+class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
     """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding."""
 
     #: constraints shared by DVU and MVU (graph, distances, basis, solver)
@@ -314,9 +315,9 @@ class DVU(_GramEmbedding):
         self.solver_options = solver_options
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Embed the rows of ``X``; ``y`` holds class labels with ``-1`` for unlabelled rows."""
-        self._validate_params()
         if y is None:
             raise InputError("DVU requires y to be passed, but the target y is None: give class "
                              "labels with -1 for unlabeled points (use MVU without labels)")
@@ -437,9 +438,9 @@ class MVU(_GramEmbedding):
         self.solver_options = solver_options
         self.random_state = random_state
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Embed the rows of ``X`` (``y`` is ignored)."""
-        self._validate_params()
         X = validate_data(self, X, ensure_min_samples=3)
         self._check_components(X.shape[0])
         self.graph_ = self._graph(X)
