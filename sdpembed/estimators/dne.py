@@ -76,7 +76,7 @@ class DNE(ProjectionEstimator):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Orthonormal projection directions :math:`P^T`, smallest eigenvalue first.
         ``transform(X) = X @ components_.T`` (eq. 11; no centring is needed:
         the criterion is translation invariant).
@@ -85,7 +85,7 @@ class DNE(ProjectionEstimator):
         form, whatever ``method``), for the paper's spectrum plots (Figs. 4-6)
         and the energy rule. The first ``n_components_`` belong to
         ``components_``.
-    component_eigenvalues_ : ndarray, shape (n_components_,)
+    component_eigenvalues_ : ndarray, shape (``n_components_``,)
         Eigenvalues of the kept directions as found by the chosen ``method``
         (Ritz values of the recovered subspace on the SDP path).
     n_negative_ : int

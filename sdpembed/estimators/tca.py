@@ -192,20 +192,20 @@ class TCA(_TransductiveBase):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Rows of :math:`U^T = (P[a_1\\cdots a_r])^T`, smallest eigenvalue
         first, scaled as ``normalize`` says (not orthogonal: see :class:`OTCA`).
-    eigenvalues_ : ndarray, shape (n_components_,)
+    eigenvalues_ : ndarray, shape (``n_components_``,)
         Generalized eigenvalues of eq. (21) (Ritz values on the SDP path).
     objective_ : float
         Their sum, the optimum of eq. (20) for r directions.
     mean_ : ndarray, shape (n_features,)
         Mean of all training points (labeled and unlabeled).
-    pca_components_ : ndarray, shape (n_pca_components_, n_features) or None
+    pca_components_ : ndarray, shape (``n_pca_components_``, n_features) or None
         :math:`P^T` of step 4, or ``None`` when it was skipped.
     n_pca_components_ : int
         :math:`d_1`.
-    basis_ : ndarray, shape (n_features, n_pca_components_)
+    basis_ : ndarray, shape (n_features, ``n_pca_components_``)
         The coordinates eq. (21) is solved in: whitened principal axes
         (unless ``pca=False``, then the identity); ``components_`` are
         ``basis_ @ a``.
@@ -323,16 +323,16 @@ class OTCA(_TransductiveBase):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Mutually orthogonal rows :math:`u_k^T = (Pa_k)^T` (eq. 22), not
         normalised (the indicator fit sets their scale), in class order.
-    step_objectives_ : ndarray, shape (n_components_,)
+    step_objectives_ : ndarray, shape (``n_components_``,)
         Value of eq. (25) at each :math:`a_k`.
     objective_ : float
         Their sum.
     mean_, pca_components_, n_pca_components_, n_labeled_, classes_, n_components_
         As in :class:`TCA`.
-    basis_ : ndarray, shape (n_features, n_pca_components_)
+    basis_ : ndarray, shape (n_features, ``n_pca_components_``)
         The orthonormal principal axes of step 4 (never whitened: OTCA's
         orthogonality is Euclidean), or the identity when step 4 is skipped.
     solve_reports_ : list of SolveReport
