@@ -77,12 +77,15 @@ def run(solver="auto", n_samples=60, n_pairs=4, quiet=True):
         print(f"without pairs: {plain.solver:8s} objective {plain.objective: .5f}")
         print(f"with pairs:    {constrained.solver:8s} objective {constrained.objective: .5f}")
         print(f"  chosen because: {constrained.selection}")
+        if constrained.certified_gap is not None:
+            print(f"  certified gap {constrained.certified_gap:.1e} (of the constrained problem)")
         for (i, j), d0, d1, kind in zip(must + cannot, D0, D1,
                                         ["must"] * len(must) + ["cannot"] * len(cannot)):
             bound = must_bound if kind == "must" else cannot_bound
             sign = "<=" if kind == "must" else ">="
             print(f"  {kind:6s} ({i:2d},{j:2d}): D = {d0:6.3f} -> {d1:6.3f}  ({sign} {bound:.3f})")
-    return {"plain": plain, "constrained": constrained, "must": must, "cannot": cannot,
+    return {"plain": plain, "constrained": constrained, "formulation": g,
+            "must": must, "cannot": cannot,
             "must_bound": must_bound, "cannot_bound": cannot_bound,
             "D_plain": D0, "D_constrained": D1, "G_plain": G0, "G_constrained": G1,
             "y": y, "y_partial": y_partial}

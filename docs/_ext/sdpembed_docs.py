@@ -48,8 +48,9 @@ API = [
       "sdpembed.lowrank.certificate", "sdpembed.lowrank.repair",
       "sdpembed.lowrank.reduced_ipm", "sdpembed.lowrank.lmi_lp",
       "sdpembed.lowrank.ipm_common", "sdpembed.large", "sdpembed.reduced"]),
-    ("Recovery", "Gram matrices and factors to coordinates and spectra.",
-     ["sdpembed.recovery"]),
+    ("Recovery and out-of-sample points", "Gram matrices and factors to coordinates and "
+     "spectra; new points placed in a fitted embedding.",
+     ["sdpembed.recovery", "sdpembed.outofsample"]),
     ("Estimators", "scikit-learn estimators.",
      ["sdpembed.estimators", "sdpembed.estimators.gram", "sdpembed.estimators.classic",
       "sdpembed.estimators.discriminative", "sdpembed.estimators.dne",
