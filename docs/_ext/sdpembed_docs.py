@@ -93,6 +93,17 @@ def _summary(obj) -> str:
     return " ".join(doc.split())
 
 
+def _directive(obj) -> str:
+    """The autodoc directive that documents ``obj``."""
+    import inspect
+
+    if inspect.isclass(obj):
+        return "autoexception" if issubclass(obj, BaseException) else "autoclass"
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
+        return "autofunction"
+    return "autodata"
+
+
 def _module_page(name: str) -> str:
     import importlib
 
@@ -113,8 +124,11 @@ def _module_page(name: str) -> str:
             foreign.append((f"{home}.{obj.__qualname__}", _summary(obj)))
         elif attr not in here and isinstance(obj, type(module)):
             foreign.append((obj.__name__, _summary(obj)))
-    lines.append(f"   :members: {', '.join(local)}" if local else "   :no-members:")
-    lines.append("")
+    # the local members one directive each (autodoc's ``:members: a, b`` with an
+    # ``__all__`` that also lists re-exports documented some re-exports instead)
+    lines += ["   :no-members:", ""]
+    for attr in local:
+        lines += [f".. {_directive(getattr(module, attr))}:: {name}.{attr}", ""]
     if foreign:
         lines += [".. rubric:: Re-exported here", ""]
         for target, summary in foreign:
