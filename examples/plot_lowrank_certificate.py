@@ -79,14 +79,17 @@ if __name__ == "__main__":
 
 # %%
 # Convergence: each outer iteration of the augmented Lagrangian records the
-# objective, the distance residual :math:`\|\mathcal A(G) - z\|` and the cheap
+# objective of its iterate (the returned point is the best certified pair), the
+# distance residual :math:`\|\mathcal A(G) - z\|` and the cheap
 # duality gap (from a Lanczos estimate of :math:`\lambda_{\min}(S)`, before the
 # final verified certificate).
 if __name__ == "__main__":
     history = result["report"].extra["history"]
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.3))
-    axes[0].plot([h["outer"] for h in history], [h["rank"] for h in history], "o-")
-    axes[0].set_title("rank of the factor")
+    axes[0].plot([h["outer"] for h in history], [h["objective"] for h in history], "o-")
+    axes[0].axhline(result["report"].objective, color="k", ls=":", label="returned")
+    axes[0].legend()
+    axes[0].set_title("objective of the iterate")
     axes[1].semilogy([h["outer"] for h in history], [h["residual"] for h in history], "o-",
                      label="residual")
     axes[1].semilogy([h["outer"] for h in history],

@@ -99,7 +99,8 @@ if __name__ == "__main__":
 
 # %%
 # The two embeddings, with the must-link pairs joined by solid lines and the
-# cannot-link pairs by dashed ones.
+# cannot-link pairs by dashed ones. Only the top two coordinates are drawn; the
+# bounds hold for the distances in the whole embedding (the table above).
 if __name__ == "__main__":
     fig, axes = plt.subplots(1, 2, figsize=(9, 4))
     labeled = result["y_partial"] >= 0
