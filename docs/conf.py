@@ -71,6 +71,9 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_preserve_defaults = True
+# the aliases of sdpembed/_typing.py by name, not expanded (NumPy's ArrayLike is a long union)
+autodoc_type_aliases = {"ArrayLike": "ArrayLike", "MatrixLike": "MatrixLike",
+                        "RandomStateLike": "RandomStateLike"}
 autosummary_generate = False
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False

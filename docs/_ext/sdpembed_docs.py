@@ -26,7 +26,7 @@ from docutils.statemachine import StringList
 API = [
     ("Package", "The names imported by ``import sdpembed``.", ["sdpembed"]),
     ("Graphs and tangent distance", "Arrays to neighbourhood graphs with target distances.",
-     ["sdpembed.graphs", "sdpembed.tangent"]),
+     ["sdpembed.graphs", "sdpembed.graphs.core", "sdpembed.graphs.knn", "sdpembed.tangent"]),
     ("Operators", "Numpy-only scatter matrices, Laplacians and label maps.",
      ["sdpembed.scatter", "sdpembed.scatter.discriminant", "sdpembed.scatter.dne",
       "sdpembed.scatter.tca", "sdpembed.scatter.propagation"]),
@@ -36,7 +36,8 @@ API = [
       "sdpembed.formulations.dvu", "sdpembed.formulations.mvu",
       "sdpembed.formulations.constraints", "sdpembed.formulations.lda",
       "sdpembed.formulations.lpp", "sdpembed.formulations.sda", "sdpembed.formulations.dne",
-      "sdpembed.formulations.discriminative", "sdpembed.formulations.tca"]),
+      "sdpembed.formulations.discriminative", "sdpembed.formulations.tca",
+      "sdpembed.formulations.describe"]),
     ("Solving", "One solve() for every backend, reports, options and errors.",
      ["sdpembed.solvers", "sdpembed.report", "sdpembed.solve_status",
       "sdpembed.backend_options", "sdpembed.exceptions", "sdpembed.sequential"]),
@@ -58,7 +59,8 @@ API = [
     ("Data, evaluation and figures", "Loaders, transductive metrics and matplotlib figures.",
      ["sdpembed.datasets", "sdpembed.evaluation", "sdpembed.plotting"]),
     ("Experiments", "Declarative specs and the grid runner behind ``sdpembed run``.",
-     ["sdpembed.experiments", "sdpembed.experiments.schema", "sdpembed.experiments.spec",
+     ["sdpembed.experiments", "sdpembed.experiments.schema", "sdpembed.experiments.tables",
+      "sdpembed.experiments.spec",
       "sdpembed.experiments.methods", "sdpembed.experiments.metrics",
       "sdpembed.experiments.figures", "sdpembed.experiments.grid",
       "sdpembed.experiments.tasks", "sdpembed.experiments.runner",
@@ -144,7 +146,12 @@ def write_api_pages(app) -> None:
     out.mkdir(exist_ok=True)
     index = ["API reference", "=============", "",
              "Generated from the docstrings. Every object is documented on the page of the "
-             "module that defines it; packages list what they re-export.", ""]
+             "module that defines it; packages list what they re-export.", "",
+             "Signatures use three type aliases: ``ArrayLike`` (NumPy's: anything "
+             "``numpy.asarray`` accepts), ``MatrixLike`` (an ``ArrayLike`` or a SciPy sparse "
+             "matrix or array) and ``RandomStateLike`` (an ``int`` seed, a "
+             "``numpy.random.RandomState`` or ``None``, as scikit-learn's "
+             "``check_random_state`` accepts).", ""]
     for title, summary, modules in API:
         index += [title, "-" * len(title), "", summary, "", ".. toctree::", "   :maxdepth: 1",
                   ""]
