@@ -65,7 +65,7 @@ class Setting:
     doc: str = ""
     writes_file: bool | Callable[[object], bool] = False
 
-    def writes(self, value) -> bool:
+    def writes(self, value: object) -> bool:
         return self.writes_file(value) if callable(self.writes_file) else bool(self.writes_file)
 
 

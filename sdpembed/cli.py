@@ -7,6 +7,7 @@ import logging
 import signal
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 from .exceptions import SdpEmbedError
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; errors are one line on stderr (``-v`` adds the traceback).
 
     Exit status: 0 success; 1 a failure while running (some runs of a grid

@@ -41,10 +41,12 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.utils import Bunch, check_random_state
 
+from ._typing import ArrayLike, RandomStateLike
 from .exceptions import (  # the dataset errors are re-exported here (see __all__)
     ChecksumError,
     DatasetError,
@@ -742,7 +744,8 @@ def _with_loader_parameters(loader: Callable) -> Callable:
 
 @_with_loader_parameters
 def load_usps(*, subset: str = "all", return_X_y: bool = False,
-              data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
+              data_home: str | os.PathLike | None = None,
+              download_if_missing: bool = True) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """USPS handwritten digits (Hastie, Tibshirani & Friedman's ``zip.train``/``zip.test``).
 
     9,298 grey-level 16x16 digits with pixel values in [0, 1] (the ESL values
@@ -780,8 +783,8 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
 
 
 @_with_loader_parameters
-def load_uci(name: str, *, return_X_y: bool = False,
-             data_home: str | os.PathLike | None = None, download_if_missing: bool = True):
+def load_uci(name: str, *, return_X_y: bool = False, data_home: str | os.PathLike | None = None,
+             download_if_missing: bool = True) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """One of the UCI sets sonar, ionosphere, car, mushroom.
 
     sonar and ionosphere have continuous attributes (used by the DNE paper);
@@ -817,7 +820,7 @@ def load_uci(name: str, *, return_X_y: bool = False,
 
 @_with_loader_parameters
 def load_umist32(*, return_X_y: bool = False, data_home: str | os.PathLike | None = None,
-                 download_if_missing: bool = True):
+                 download_if_missing: bool = True) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """UMIST (Sheffield) faces, 575 images of 20 people, downsampled to 32x32.
 
     Grey levels are the integers of the source, stored as float32; pixels are
@@ -844,7 +847,7 @@ def load_umist32(*, return_X_y: bool = False, data_home: str | os.PathLike | Non
     return _finish(bunch, return_X_y)
 
 
-def load_sklearn(name: str, *, return_X_y: bool = False):
+def load_sklearn(name: str, *, return_X_y: bool = False) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """scikit-learn's bundled iris, wine, breast_cancer or digits, with int64 targets.
 
     Parameters
@@ -877,7 +880,8 @@ def load_sklearn(name: str, *, return_X_y: bool = False):
     return _finish(bunch, return_X_y)
 
 
-def make_two_moons_3d(n: int = 600, *, noise: float = 0.05, random_state=None):
+def make_two_moons_3d(n: int = 600, *, noise: float = 0.05,
+                      random_state: RandomStateLike = None) -> tuple[np.ndarray, np.ndarray]:
     """Two moons lifted to 3-D, the toy problem of TCA (Liu, Tao & Liu, section 5.1).
 
     The 2-D moons :math:`(x, y)` are scikit-learn's ``make_moons`` (upper moon
@@ -936,7 +940,7 @@ _LOADERS: dict[str, Callable[..., object]] = {
 }
 
 
-def load_dataset(name: str, **kwargs):
+def load_dataset(name: str, **kwargs: Any) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """Load any dataset of :func:`list_datasets` by name.
 
     Parameters
@@ -965,8 +969,8 @@ def load_dataset(name: str, **kwargs):
 # --------------------------------------------------------------------------- labels
 
 
-def partial_labels(y, fraction, *, per_class: bool = True, min_per_class: int = 1,
-                   random_state=None) -> np.ndarray:
+def partial_labels(y: ArrayLike, fraction: float | int, *, per_class: bool = True,
+                   min_per_class: int = 1, random_state: RandomStateLike = None) -> np.ndarray:
     """Hide labels at random: a copy of ``y`` with ``-1`` for unlabeled points.
 
     Parameters

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._typing import RandomStateLike
 from ._version import __version__
 from .datasets import partial_labels
 from .estimators.gram import DVU
@@ -55,7 +56,8 @@ SLACK_WEIGHT = 1.0
 TOL = 1e-3
 
 
-def load_demo_data(n_samples: int | None = None, *, random_state=0):
+def load_demo_data(n_samples: int | None = None, *,
+                   random_state: RandomStateLike = 0) -> tuple[np.ndarray, np.ndarray]:
     """Digits scaled to [0, 1] and their labels; ``n_samples`` draws a class-stratified subset.
 
     Parameters

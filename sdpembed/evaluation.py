@@ -29,6 +29,7 @@ import numpy as np
 from sklearn.neighbors import KNeighborsClassifier, NearestNeighbors
 from sklearn.svm import LinearSVC
 
+from ._typing import ArrayLike, RandomStateLike
 from .datasets import _integer_labels
 from .exceptions import InputError, LabelError
 from .graphs import check_data_matrix
@@ -104,8 +105,8 @@ def _check_transductive(embedding, y_true, labeled_mask, metric: str):
 # --------------------------------------------------------------------------- accuracy
 
 
-def transductive_knn_accuracy(embedding, y_true, labeled_mask, n_neighbors: int = 3, *,
-                              metric: str = "euclidean") -> float:
+def transductive_knn_accuracy(embedding: ArrayLike, y_true: ArrayLike, labeled_mask: ArrayLike,
+                              n_neighbors: int = 3, *, metric: str = "euclidean") -> float:
     """k-NN accuracy on the unlabeled rows, with the labeled rows as training set.
 
     Each unlabeled row :math:`i` is assigned the majority label among its
@@ -161,9 +162,9 @@ def transductive_knn_accuracy(embedding, y_true, labeled_mask, n_neighbors: int 
     return float(np.mean(pred == y[~mask]))
 
 
-def transductive_svm_accuracy(embedding, y_true, labeled_mask, C: float = 1.0, *,
-                              fit_intercept: bool = True, max_iter: int = 10_000,
-                              tol: float = 1e-4, random_state=0) -> float:
+def transductive_svm_accuracy(embedding: ArrayLike, y_true: ArrayLike, labeled_mask: ArrayLike,
+                              C: float = 1.0, *, fit_intercept: bool = True, max_iter: int = 10_000,
+                              tol: float = 1e-4, random_state: RandomStateLike = 0) -> float:
     """Linear multiclass SVM accuracy on the unlabeled rows (Crammer & Singer).
 
     Trains scikit-learn's ``LinearSVC(multi_class="crammer_singer")`` on the
@@ -230,7 +231,8 @@ def _neighbours(X: np.ndarray, k: int, metric: str) -> np.ndarray:
     return nn.kneighbors(return_distance=False)  # X=None: each point's own row is left out
 
 
-def loo_same_class_curve(X, y, max_k: int = 10, *, metric: str = "euclidean") -> np.ndarray:
+def loo_same_class_curve(X: ArrayLike, y: ArrayLike, max_k: int = 10, *,
+                         metric: str = "euclidean") -> np.ndarray:
     """Leave-one-out curve: fraction of points with a same-class point among K nearest.
 
     For :math:`K = 1, \\dots, \\text{max\\_k}`,
@@ -269,7 +271,7 @@ def loo_same_class_curve(X, y, max_k: int = 10, *, metric: str = "euclidean") ->
     return hit.mean(axis=0)
 
 
-def topology_preservation_curve(X_original, X_embedded, max_k: int = 10, *,
+def topology_preservation_curve(X_original: ArrayLike, X_embedded: ArrayLike, max_k: int = 10, *,
                                 metric: str = "euclidean") -> np.ndarray:
     """Fraction of points whose original nearest neighbour is among their K nearest after embedding.
 
@@ -316,7 +318,8 @@ def topology_preservation_curve(X_original, X_embedded, max_k: int = 10, *,
     return hit.mean(axis=0)
 
 
-def neighbourhood_metrics(X_original, X_embedded, y=None, max_k: int = 10) -> dict:
+def neighbourhood_metrics(X_original: ArrayLike, X_embedded: ArrayLike, y: ArrayLike | None = None,
+                          max_k: int = 10) -> dict:
     """Both neighbourhood curves and scikit-learn's trustworthiness, in one dict.
 
     Parameters

@@ -6,7 +6,7 @@ builders in :mod:`sdpembed.formulations` and :mod:`sdpembed.relaxations` import 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from math import prod
 from types import MappingProxyType
@@ -81,7 +81,8 @@ class ConeSizes:
         return "; ".join(parts)
 
 
-def cone_sizes(constraints=(), variables=()) -> ConeSizes:
+def cone_sizes(constraints: Iterable[cp.Constraint] = (),
+               variables: Iterable[cp.Variable] = ()) -> ConeSizes:
     """:class:`ConeSizes` of cvxpy ``constraints`` and the sign/PSD attributes of ``variables``.
 
     Counted at the modelling level, without compiling: exact for problems whose
@@ -255,7 +256,7 @@ class Formulation:
                          "infinite directions removed); P = T Q with T = meta['reduction_basis']")
         return facts
 
-    def value(self, name: str):
+    def value(self, name: str) -> Any:
         """Value of a variable, parameter or expression after a solve."""
         for table in (self.expressions, self.variables, self.parameters):
             if name in table:

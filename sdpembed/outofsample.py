@@ -115,9 +115,11 @@ import logging
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from ._typing import ArrayLike
 from .exceptions import InaccurateSolutionWarning, InputError
 from .graphs import check_data_matrix
 
@@ -148,8 +150,9 @@ _CHUNK_BYTES = 32 * 2**20
 
 
 # ------------------------------------------------------------------ neighbours
-def fitted_neighbors(X_new, X_fit, n_neighbors: int, *, metric: str | Callable = "euclidean",
-                     exclude=None, **metric_params):
+def fitted_neighbors(X_new: ArrayLike, X_fit: ArrayLike, n_neighbors: int, *,
+                     metric: str | Callable = "euclidean", exclude: ArrayLike | None = None,
+                     **metric_params: Any) -> tuple[np.ndarray, np.ndarray]:
     """The ``n_neighbors`` nearest fitted points of each new point, in the fit's metric.
 
     Parameters
@@ -307,7 +310,7 @@ def _duplicate_mean(Z, ind, zero) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ Nyström
-def nystrom_extension(embedding, ind, sqdist) -> np.ndarray:
+def nystrom_extension(embedding: ArrayLike, ind: ArrayLike, sqdist: ArrayLike) -> np.ndarray:
     """Nyström extension of the learned kernel with normalised Shepard weights.
 
     :math:`f(x) = \\sum_{j \\in N(x)} w_j(x) z_j`, :math:`w_j \\propto
@@ -466,8 +469,8 @@ def _crossover(y, A, z, lam, omega) -> np.ndarray:
     return y + np.einsum("rkd,rd->rk", np.linalg.pinv(Mf), resid)
 
 
-def place_by_distances(embedding, ind, sqdist, *, tol: float = 1e-6,
-                       max_newton: int = 400) -> Placement:
+def place_by_distances(embedding: ArrayLike, ind: ArrayLike, sqdist: ArrayLike, *,
+                       tol: float = 1e-6, max_newton: int = 400) -> Placement:
     """Place new points by the DVU slack SOCP with the fitted embedding fixed.
 
     Solves, for every new point independently and all at once,
@@ -637,7 +640,8 @@ def place_by_distances(embedding, ind, sqdist, *, tol: float = 1e-6,
     return Placement(coords, lift, objective, gap, steps)
 
 
-def extend(embedding, ind, sqdist, method: str = "distances", **options) -> np.ndarray:
+def extend(embedding: ArrayLike, ind: ArrayLike, sqdist: ArrayLike, method: str = "distances",
+           **options: Any) -> np.ndarray:
     """Coordinates of new points by ``method`` (:data:`OUT_OF_SAMPLE_METHODS`).
 
     ``"nystrom"``: :func:`nystrom_extension`; ``"distances"``:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
@@ -22,6 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
+from ._typing import ArrayLike
 from .exceptions import InputError
 
 __all__ = [
@@ -73,9 +75,10 @@ def _names(class_names, classes: np.ndarray) -> list[str]:
     return [str(names[c]) for c in classes]
 
 
-def plot_embedding(embedding, y, labeled_mask=None, *, ax: Axes | None = None, dims: int = 2,
-                   components=None, class_names=None, s: float = 18.0,
-                   legend: bool = True, title: str | None = None) -> Axes:
+def plot_embedding(embedding: ArrayLike, y: ArrayLike, labeled_mask: ArrayLike | None = None, *,
+                   ax: Axes | None = None, dims: int = 2, components: Sequence[int] | None = None,
+                   class_names: Sequence[str] | None = None, s: float = 18.0, legend: bool = True,
+                   title: str | None = None) -> Axes:
     """Scatter an embedding coloured by class, unlabeled points hollow.
 
     Every class gets one colour (:func:`class_colors`); points whose label was
@@ -189,8 +192,8 @@ def _mark_index(values: np.ndarray, mark) -> int | None:
     return int(np.searchsorted(share, mark - 1e-12) + 1)
 
 
-def plot_spectrum(eigenvalues, *, ax: Axes | None = None, cumulative: bool = True, mark=None,
-                  title: str | None = None) -> Axes:
+def plot_spectrum(eigenvalues: ArrayLike, *, ax: Axes | None = None, cumulative: bool = True,
+                  mark: int | float | str | None = None, title: str | None = None) -> Axes:
     """Bar chart of an eigenvalue spectrum with its cumulative curve.
 
     Two uses in the papers:
@@ -253,8 +256,9 @@ def plot_spectrum(eigenvalues, *, ax: Axes | None = None, cumulative: bool = Tru
     return ax
 
 
-def plot_label_prototypes(prototypes, *, ax: Axes | None = None, class_names=None,
-                          components=(0, 1), title: str | None = None) -> Axes:
+def plot_label_prototypes(prototypes: ArrayLike, *, ax: Axes | None = None,
+                          class_names: Sequence[str] | None = None,
+                          components: tuple[int, int] = (0, 1), title: str | None = None) -> Axes:
     """Label prototypes :math:`g^\\top s_k` in the embedding space, one per class.
 
     In Wang & Mahadevan's discriminative projections, the label map :math:`g`
@@ -311,8 +315,9 @@ def plot_label_prototypes(prototypes, *, ax: Axes | None = None, class_names=Non
     return ax
 
 
-def plot_accuracy_vs_dimension(dims, acc, *, ax: Axes | None = None, label: str | None = None,
-                               std=None, ylabel: str = "accuracy", marker: str = "o") -> Axes:
+def plot_accuracy_vs_dimension(dims: ArrayLike, acc: ArrayLike, *, ax: Axes | None = None,
+                               label: str | None = None, std: ArrayLike | None = None,
+                               ylabel: str = "accuracy", marker: str = "o") -> Axes:
     """Accuracy (or any score) against the embedding dimension, one line per call.
 
     Parameters

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from ._typing import ArrayLike
 from .exceptions import InputError
 
 __all__ = ["embedding_from_gram", "embedding_from_factor", "spectrum", "spectrum_from_factor",
@@ -30,7 +31,7 @@ def fix_signs(vectors: np.ndarray) -> np.ndarray:
     return vectors * signs
 
 
-def embedding_from_gram(G, n_components: int) -> np.ndarray:
+def embedding_from_gram(G: ArrayLike, n_components: int) -> np.ndarray:
     """Coordinates :math:`Z_d = U_d \\Lambda_d^{1/2}` from the top ``n_components`` eigenpairs.
 
     For :math:`G = U\\Lambda U^T` the rows of :math:`Z = U\\Lambda^{1/2}` are
@@ -49,7 +50,7 @@ def embedding_from_gram(G, n_components: int) -> np.ndarray:
     return fix_signs(U) * np.sqrt(np.clip(w, 0.0, None))
 
 
-def spectrum(G) -> np.ndarray:
+def spectrum(G: ArrayLike) -> np.ndarray:
     """Eigenvalue fractions :math:`\\lambda_i / \\sum_j \\max(\\lambda_j, 0)`, descending.
 
     Shows how low-rank a solution is: the cumulative sum of the first d

@@ -71,6 +71,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
+from ._typing import ArrayLike
 from .exceptions import InputError, ProblemTooLargeError, SingularMatrixError  # re-exported
 from .formulation import Formulation
 
@@ -252,7 +253,7 @@ def check_sdp_size(p: int, solver: str) -> None:
             "make_pipeline(PCA(n_components=50), estimator), or use solver='SCS'")
 
 
-def absolute_regularization(B, relative: float) -> float:
+def absolute_regularization(B: ArrayLike, relative: float) -> float:
     r"""Ridge :math:`B + r I` with :math:`r = \text{relative} \cdot \operatorname{tr}(B) / m`.
 
     Estimators and method builders take ``regularization`` in this relative
@@ -283,7 +284,7 @@ def _objective(sense: str, expr):
 
 
 # --------------------------------------------------------------------- Fantope
-def fantope_constraints(Y, d: int) -> list:
+def fantope_constraints(Y: cp.Expression, d: int) -> list:
     r"""Constraints of the Fantope.
 
     :math:`\mathcal{F}_d = \{0 \preceq Y \preceq I,\ \operatorname{tr} Y = d\}`.
@@ -303,7 +304,7 @@ def fantope_constraints(Y, d: int) -> list:
     return [Y >> 0, np.eye(p) - Y >> 0, cp.trace(Y) == d]
 
 
-def fantope_trace(A, d: int, *, sense: str = "min") -> Formulation:
+def fantope_trace(A: ArrayLike, d: int, *, sense: str = "min") -> Formulation:
     r"""Trace optimisation over orthonormal bases as an exact Fantope SDP.
 
     .. math::
@@ -344,7 +345,8 @@ def fantope_trace(A, d: int, *, sense: str = "min") -> Formulation:
 
 
 # ----------------------------------------------------------------- ratio trace
-def ratio_trace(A, B, d: int, *, sense: str = "min", regularization: float = 0.0) -> Formulation:
+def ratio_trace(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "min",
+                regularization: float = 0.0) -> Formulation:
     r"""Generalized eigenproblem :math:`A p = \lambda B p` as an exact SDP in :math:`Z = P P^\top`.
 
     .. math::
@@ -407,7 +409,8 @@ def ratio_trace(A, B, d: int, *, sense: str = "min", regularization: float = 0.0
 
 
 # ----------------------------------------------------------------- trace ratio
-def trace_ratio(A, B, d: int, *, sense: str = "max", regularization: float = 0.0) -> Formulation:
+def trace_ratio(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "max",
+                regularization: float = 0.0) -> Formulation:
     r"""Trace-ratio problem as one SDP through the Charnes–Cooper transformation.
 
     The Fantope relaxation of
@@ -466,7 +469,7 @@ def trace_ratio(A, B, d: int, *, sense: str = "max", regularization: float = 0.0
         expressions={"Y_fantope": Y / t})
 
 
-def fantope_subproblem(A, B, d: int, *, sense: str = "max",
+def fantope_subproblem(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "max",
                        regularization: float = 0.0) -> Formulation:
     r"""Dinkelbach's subproblem :math:`\max_{Y \in \mathcal{F}_d} \langle A - \lambda B, Y\rangle`.
 
@@ -507,8 +510,8 @@ def fantope_subproblem(A, B, d: int, *, sense: str = "max",
             "subject to   0 << Y << I,  tr Y = d   (Dinkelbach's subproblem at lam)")})
 
 
-def trace_ratio_iteration(A, B, d: int, *, sense: str = "max", tol: float = 1e-12,
-                          max_iter: int = 100, regularization: float = 0.0,
+def trace_ratio_iteration(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "max",
+                          tol: float = 1e-12, max_iter: int = 100, regularization: float = 0.0,
                           lam0: float | None = None) -> TraceRatioResult:
     r"""Iterative trace-ratio algorithm (ITR) of Wang, Yan, Xu, Tang & Huang (CVPR 2007).
 
@@ -569,8 +572,9 @@ def _extreme_eigh(A, B, d, sense):
     return w, np.ascontiguousarray(V)
 
 
-def generalized_eigh(A, B=None, d: int | None = None, *, sense: str = "min",
-                     regularization: float = 0.0):
+def generalized_eigh(A: ArrayLike, B: ArrayLike | None = None, d: int | None = None, *,
+                     sense: str = "min",
+                     regularization: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     r"""The ``d`` extreme solutions of :math:`A v = \lambda B v` (``scipy.linalg.eigh``).
 
     Parameters
@@ -609,7 +613,7 @@ def generalized_eigh(A, B=None, d: int | None = None, *, sense: str = "min",
     return _extreme_eigh(A, B, d, sense)
 
 
-def recover_basis(M, d: int, *, B=None) -> np.ndarray:
+def recover_basis(M: ArrayLike, d: int, *, B: ArrayLike | None = None) -> np.ndarray:
     r"""Basis of the top-:math:`d` eigenspace of an SDP solution.
 
     * ``B=None``: ``M`` is a Fantope point :math:`Y`; returns the :math:`d`
@@ -635,7 +639,8 @@ def recover_basis(M, d: int, *, B=None) -> np.ndarray:
     return _extreme_eigh(0.5 * (BMB + BMB.T), B, d, "max")[1]
 
 
-def rayleigh_ritz(A, B, P, *, sense: str = "min"):
+def rayleigh_ritz(A: ArrayLike, B: ArrayLike | None, P: ArrayLike, *,
+                  sense: str = "min") -> tuple[np.ndarray, np.ndarray]:
     r"""Rotate a basis of a subspace onto the (generalized) Ritz vectors of ``(A, B)``.
 
     Solves the :math:`d \times d` pencil :math:`(P^\top A P, P^\top B P)` and
@@ -655,7 +660,7 @@ def rayleigh_ritz(A, B, P, *, sense: str = "min"):
     return w, P @ Q
 
 
-def rank_gap(M, d: int, *, B=None) -> float:
+def rank_gap(M: ArrayLike, d: int, *, B: ArrayLike | None = None) -> float:
     r"""Tightness diagnostic: eigenvalue mass of ``M`` beyond the top :math:`d`, as a fraction.
 
     .. math:: \mathrm{gap}(M) = \frac{\sum_{i > d} \lambda_i^+}{\sum_i \lambda_i^+}
@@ -678,7 +683,7 @@ def rank_gap(M, d: int, *, B=None) -> float:
     return float(ev[d:].sum() / total) if total > 0 else 0.0
 
 
-def principal_angles(U, V) -> np.ndarray:
+def principal_angles(U: ArrayLike, V: ArrayLike) -> np.ndarray:
     """Principal angles (radians, ascending) between the column spans of ``U`` and ``V``."""
     return scipy.linalg.subspace_angles(np.asarray(U, float), np.asarray(V, float))[::-1]
 
@@ -694,7 +699,8 @@ def _check_kind(kind: str) -> str:
 PRECONDITIONERS = ("cholesky", "jacobi", "none")
 
 
-def precondition(pencil: Pencil, *, regularization: float = 0.0, method: str = "cholesky"):
+def precondition(pencil: Pencil, *, regularization: float = 0.0,
+                 method: str = "cholesky") -> tuple[Pencil, np.ndarray, float]:
     r"""Rescale a pencil for the SDP backends without changing its solutions.
 
     SDP solvers are sensitive to the scale and conditioning of the data
@@ -842,7 +848,7 @@ class NumericalRange:
         return np.linalg.qr(N)[0] if N.shape[1] else N
 
 
-def numerical_range(M, *, rank_tol: float = RANK_TOL) -> NumericalRange:
+def numerical_range(M: ArrayLike, *, rank_tol: float = RANK_TOL) -> NumericalRange:
     r"""Rank-revealing eigendecomposition of a PSD matrix, invariant to the units of the features.
 
     The rank is decided on the unit-diagonal (Jacobi-scaled) matrix
@@ -1179,7 +1185,8 @@ def formulate_reduced(pencil: Pencil, d: int, *, regularization: float = 0.0,
         "n_infinite": red.n_infinite})
 
 
-def solve_closed_form(pencil: Pencil, d: int, *, regularization: float = 0.0):
+def solve_closed_form(pencil: Pencil, d: int, *,
+                      regularization: float = 0.0) -> tuple[np.ndarray, np.ndarray, float]:
     """Solve a :class:`Pencil` in closed form.
 
     Returns

@@ -67,7 +67,7 @@ def _always() -> bool:
     return True
 
 
-def _accepts_all(formulation) -> str | None:
+def _accepts_all(formulation: Any) -> str | None:
     return None
 
 

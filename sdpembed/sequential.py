@@ -22,9 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ._typing import ArrayLike
 from .exceptions import InputError
 from .formulation import Formulation
 from .relaxations import (
@@ -58,9 +60,9 @@ class DinkelbachResult(TraceRatioResult):
     formulation: Formulation | None = None
 
 
-def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "auto", tol: float = 1e-8,
-               max_iter: int = 100, regularization: float = 0.0, lam0: float | None = None,
-               **solver_options) -> DinkelbachResult:
+def dinkelbach(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "max", solver: str = "auto",
+               tol: float = 1e-8, max_iter: int = 100, regularization: float = 0.0,
+               lam0: float | None = None, **solver_options: Any) -> DinkelbachResult:
     r"""Trace ratio by Dinkelbach's iteration over Fantope SDPs.
 
     With :math:`F(\lambda) = \max_{Y \in \mathcal{F}_d} \langle A - \lambda B, Y\rangle`
@@ -131,7 +133,7 @@ def dinkelbach(A, B, d: int, *, sense: str = "max", solver: str = "auto", tol: f
 
 
 def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = "auto",
-                  **solver_options):
+                  **solver_options: Any) -> tuple[np.ndarray, list[SolveReport]]:
     r"""Run OTCA's r steps on :func:`sdpembed.formulations.tca.otca_step_formulation`.
 
     Step k sets the parameters ``"target"`` (:math:`\gamma X_lY_{\cdot k}`

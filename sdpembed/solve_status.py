@@ -31,8 +31,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .exceptions import SolverFailedError
+
+if TYPE_CHECKING:
+    from .report import SolveReport
 
 __all__ = ["FAR_FROM_OPTIMAL", "relative_gap", "distance_from_optimal", "check_inaccurate"]
 
@@ -62,7 +66,8 @@ def _scale(solver: str, objective) -> float:
     return max(1.0, abs(p) if p is not None else 0.0)
 
 
-def relative_gap(solver: str, objective, stats) -> float | None:
+def relative_gap(solver: str, objective: float | None,
+                 stats: Mapping[str, Any] | SolveReport) -> float | None:
     """Relative duality gap of a solve, or ``None`` if the backend reported no gap.
 
     Parameters
@@ -81,7 +86,8 @@ def relative_gap(solver: str, objective, stats) -> float | None:
     return None if gap is None else abs(gap) / _scale(solver, objective)
 
 
-def distance_from_optimal(solver: str, objective, stats) -> float | None:
+def distance_from_optimal(solver: str, objective: float | None,
+                          stats: Mapping[str, Any] | SolveReport) -> float | None:
     """The largest of the relative gap and relative residuals (``None`` if none is known)."""
     scale = _scale(solver, objective)
     values = [abs(v) / scale for v in (_get(stats, k) for k in
@@ -91,7 +97,8 @@ def distance_from_optimal(solver: str, objective, stats) -> float | None:
     return max(values) if values else None
 
 
-def check_inaccurate(solver: str, status: str, objective, stats, *, what: str = "") -> None:
+def check_inaccurate(solver: str, status: str, objective: float | None,
+                     stats: Mapping[str, Any] | SolveReport, *, what: str = "") -> None:
     """Raise :class:`SolverFailedError` if an ``optimal_inaccurate`` solve is far from optimal.
 
     Does nothing for other statuses (they are judged by the caller), for

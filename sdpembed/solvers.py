@@ -143,7 +143,7 @@ def solver_version(name: str) -> str:
 
 # ------------------------------------------------------------------------ solve
 def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False, *,
-          fallback: Sequence[str] | None = None, **options) -> SolveReport:
+          fallback: Sequence[str] | None = None, **options: Any) -> SolveReport:
     """Solve a :class:`~sdpembed.formulations.Formulation` with the named backend.
 
     Parameters

@@ -60,6 +60,7 @@ rows; the :math:`k \\times k` solves run stacked (``numpy.linalg.solve``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -70,6 +71,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ._typing import ArrayLike, RandomStateLike
 from .exceptions import InputError, LabelError
 from .graphs.core import NeighborhoodGraph, check_edge_counts, random_partners
 
@@ -223,7 +225,9 @@ def _settings(shape, transforms, sigma, blur, regularization, sided="two") -> _S
 
 
 # ------------------------------------------------------------------ tangents
-def image_tangents(images, shape=(16, 16), transforms=TRANSFORMS, sigma=DEFAULT_SIGMA):
+def image_tangents(images: ArrayLike, shape: tuple[int, int] = (16, 16),
+                   transforms: Sequence[str] = TRANSFORMS,
+                   sigma: float = DEFAULT_SIGMA) -> np.ndarray:
     """Tangent vectors of a batch of images, one per transformation.
 
     Each tangent is the derivative, at zero, of the Gaussian-smoothed image
@@ -342,7 +346,7 @@ def _prepare(X, st: _Settings, deslanted=False) -> _Prepared:
 
 
 # ------------------------------------------------------------------ deslant
-def deslant(images, shape=(16, 16)):
+def deslant(images: ArrayLike, shape: tuple[int, int] = (16, 16)) -> np.ndarray:
     """Remove the slant of each image by a horizontal shear (moment normalisation).
 
     With pixel intensities as weights (after subtracting each image's
@@ -500,8 +504,10 @@ def _block_td(A: _Prepared, B: _Prepared, sided) -> np.ndarray:
     return out
 
 
-def tangent_distance(a, b, *, shape=(16, 16), sided="two", transforms=TRANSFORMS,
-                     sigma=DEFAULT_SIGMA, blur=DEFAULT_BLUR, regularization=0.0) -> float:
+def tangent_distance(a: ArrayLike, b: ArrayLike, *, shape: tuple[int, int] = (16, 16),
+                     sided: str = "two", transforms: Sequence[str] = TRANSFORMS,
+                     sigma: float = DEFAULT_SIGMA, blur: float = DEFAULT_BLUR,
+                     regularization: float = 0.0) -> float:
     """Squared tangent distance between two images.
 
     .. math::
@@ -543,9 +549,10 @@ def tangent_distance(a, b, *, shape=(16, 16), sided="two", transforms=TRANSFORMS
     return float(_pair_td(A, B, [0], [0], st.sided)[0])
 
 
-def paired_tangent_distances(A, B, *, shape=(16, 16), sided="two", transforms=TRANSFORMS,
-                             sigma=DEFAULT_SIGMA, blur=DEFAULT_BLUR,
-                             regularization=0.0) -> np.ndarray:
+def paired_tangent_distances(A: ArrayLike, B: ArrayLike, *, shape: tuple[int, int] = (16, 16),
+                             sided: str = "two", transforms: Sequence[str] = TRANSFORMS,
+                             sigma: float = DEFAULT_SIGMA, blur: float = DEFAULT_BLUR,
+                             regularization: float = 0.0) -> np.ndarray:
     """Squared tangent distances between ``A[e]`` and ``B[e]`` for every row e.
 
     Same definition and parameters as :func:`tangent_distance`; ``A`` and
@@ -565,8 +572,10 @@ def paired_tangent_distances(A, B, *, shape=(16, 16), sided="two", transforms=TR
     return _pair_td(_prepare(A, st), _prepare(B, st), idx, idx, st.sided)
 
 
-def tangent_distances(A, B=None, *, shape=(16, 16), sided="two", transforms=TRANSFORMS,
-                      sigma=DEFAULT_SIGMA, blur=DEFAULT_BLUR, regularization=0.0) -> np.ndarray:
+def tangent_distances(A: ArrayLike, B: ArrayLike | None = None, *,
+                      shape: tuple[int, int] = (16, 16), sided: str = "two",
+                      transforms: Sequence[str] = TRANSFORMS, sigma: float = DEFAULT_SIGMA,
+                      blur: float = DEFAULT_BLUR, regularization: float = 0.0) -> np.ndarray:
     """Matrix of squared tangent distances between all images of ``A`` and ``B``.
 
     Entry ``[i, j]`` is :math:`\\mathrm{TD}^2(A_i, B_j)` as in
@@ -623,9 +632,12 @@ def _kneighbors(Q: _Prepared, R: _Prepared, n_neighbors, candidates, sided, excl
     return np.take_along_axis(D, order, axis=1), np.take_along_axis(cand, order, axis=1)
 
 
-def tangent_kneighbors(X, X_ref=None, *, n_neighbors=1, candidates=50, shape=(16, 16),
-                       sided="two", transforms=TRANSFORMS, sigma=DEFAULT_SIGMA,
-                       blur=DEFAULT_BLUR, regularization=0.0, deslant=False, n_jobs=None):
+def tangent_kneighbors(X: ArrayLike, X_ref: ArrayLike | None = None, *, n_neighbors: int = 1,
+                       candidates: int | None = 50, shape: tuple[int, int] = (16, 16),
+                       sided: str = "two", transforms: Sequence[str] = TRANSFORMS,
+                       sigma: float = DEFAULT_SIGMA, blur: float = DEFAULT_BLUR,
+                       regularization: float = 0.0, deslant: bool = False,
+                       n_jobs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Nearest neighbours in tangent distance, preselected by Euclidean distance.
 
     For each image of ``X``, the ``candidates`` images of ``X_ref`` nearest
@@ -678,10 +690,12 @@ def _vote(labels, n_classes) -> np.ndarray:
     return votes.argmax(axis=1)
 
 
-def tangent_knn_predict(X_train, y_train, X_test, *, n_neighbors=1, candidates=50,
-                        shape=(16, 16), sided="two", transforms=TRANSFORMS,
-                        sigma=DEFAULT_SIGMA, blur=DEFAULT_BLUR, regularization=0.0,
-                        deslant=False, n_jobs=None):
+def tangent_knn_predict(X_train: ArrayLike, y_train: ArrayLike, X_test: ArrayLike, *,
+                        n_neighbors: int = 1, candidates: int | None = 50,
+                        shape: tuple[int, int] = (16, 16), sided: str = "two",
+                        transforms: Sequence[str] = TRANSFORMS, sigma: float = DEFAULT_SIGMA,
+                        blur: float = DEFAULT_BLUR, regularization: float = 0.0,
+                        deslant: bool = False, n_jobs: int | None = None) -> np.ndarray:
     """k-nearest-neighbour classification under the tangent distance.
 
     Majority vote among the ``n_neighbors`` training images nearest to each
@@ -707,10 +721,12 @@ def tangent_knn_predict(X_train, y_train, X_test, *, n_neighbors=1, candidates=5
 
 
 # ----------------------------------------------------------------- the graph
-def tangent_knn_graph(images, shape=(16, 16), n_neighbors=2, n_random=1, candidates=50,
-                      random_state=None, *, transforms=TRANSFORMS, sigma=DEFAULT_SIGMA,
-                      blur=DEFAULT_BLUR, regularization=0.0, deslant=False,
-                      n_jobs=None) -> NeighborhoodGraph:
+def tangent_knn_graph(images: ArrayLike, shape: tuple[int, int] = (16, 16), n_neighbors: int = 2,
+                      n_random: int = 1, candidates: int | None = 50,
+                      random_state: RandomStateLike = None, *,
+                      transforms: Sequence[str] = TRANSFORMS, sigma: float = DEFAULT_SIGMA,
+                      blur: float = DEFAULT_BLUR, regularization: float = 0.0,
+                      deslant: bool = False, n_jobs: int | None = None) -> NeighborhoodGraph:
     """DVU neighbourhood graph of images under the two-sided tangent distance.
 
     Every image :math:`i` is joined to its ``n_neighbors`` nearest images in

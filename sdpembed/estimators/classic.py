@@ -13,11 +13,14 @@ for that method).
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any
 
+import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..formulations.lda import CRITERIA, lda_pencil
 from ..formulations.lpp import lpp_pencil
 from ..formulations.sda import sda_pencil
@@ -109,8 +112,9 @@ class LDA(_ClassBased):
         "regularization": [Interval(Real, 0, None, closed="left")],
     }
 
-    def __init__(self, *, n_components=None, criterion="ratio_trace", regularization=0.0,
-                 method="eigen", solver="auto", solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int | None = None, criterion: str = "ratio_trace",
+                 regularization: float = 0.0, method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None, rank_tol: float = RANK_TOL) -> None:
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.criterion = criterion
@@ -167,9 +171,10 @@ class SDA(_ClassBased):
         "alpha": [Interval(Real, 0, None, closed="left")],
     }
 
-    def __init__(self, *, n_components=None, alpha=0.1, n_neighbors=5, weights="binary",
-                 sigma=None, regularization=0.0, method="eigen", solver="auto",
-                 solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int | None = None, alpha: float = 0.1, n_neighbors: int = 5,
+                 weights: str = "binary", sigma: float | None = None, regularization: float = 0.0,
+                 method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None, rank_tol: float = RANK_TOL) -> None:
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.alpha = alpha
@@ -238,9 +243,10 @@ class LPP(ProjectionEstimator):
         **_GRAPH_CONSTRAINTS,
     }
 
-    def __init__(self, *, n_components=2, n_neighbors=5, weights="heat", sigma=None,
-                 regularization=0.0, method="eigen", solver="auto", solver_options=None,
-                 rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, weights: str = "heat",
+                 sigma: float | None = None, regularization: float = 0.0, method: str = "eigen",
+                 solver: str = "auto", solver_options: dict[str, Any] | None = None,
+                 rank_tol: float = RANK_TOL) -> None:
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.n_neighbors = n_neighbors
@@ -253,7 +259,7 @@ class LPP(ProjectionEstimator):
         return lpp_pencil(X - self.mean_, n_neighbors=self.n_neighbors, weights=self.weights,
                           sigma=self.sigma)
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Project the centred data: ``(X - mean_) @ components_.T``."""
         check_is_fitted(self, "components_")
         return super().transform(X) - self.mean_ @ self.components_.T
@@ -292,8 +298,8 @@ class PCA(ProjectionEstimator):
 
     _requires_y = False
 
-    def __init__(self, *, n_components=2, method="eigen", solver="auto",
-                 solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int = 2, method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None, rank_tol: float = RANK_TOL) -> None:
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
 
@@ -306,7 +312,7 @@ class PCA(ProjectionEstimator):
         super()._set_components(vectors, values)
         self.explained_variance_ = self.eigenvalues_
 
-    def transform(self, X):
+    def transform(self, X: ArrayLike) -> np.ndarray:
         """Project the centred data: ``(X - mean_) @ components_.T``."""
         return super().transform(X) - self.mean_ @ self.components_.T
 

@@ -6,12 +6,14 @@ See :mod:`sdpembed.formulations.discriminative` for the model.
 from __future__ import annotations
 
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..formulations.discriminative import (
     LABEL_KINDS,
@@ -115,9 +117,10 @@ class DiscriminativeProjections(ProjectionEstimator):
         "regularization": [Interval(Real, 0, None, closed="left")],
     }
 
-    def __init__(self, *, n_components=2, mu="auto", n_neighbors=5, labels="discrete",
-                 weights="heat", sigma=None, regularization=0.0, method="eigen",
-                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int = 2, mu: float | str = "auto", n_neighbors: int = 5,
+                 labels: str = "discrete", weights: str = "heat", sigma: float | None = None,
+                 regularization: float = 0.0, method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None, rank_tol: float = RANK_TOL) -> None:
         super().__init__(n_components=n_components, method=method, solver=solver,
                          solver_options=solver_options, rank_tol=rank_tol)
         self.mu = mu
@@ -176,7 +179,7 @@ class DiscriminativeProjections(ProjectionEstimator):
     def _formulation_meta(self):
         return {"method": "discriminative_projections"}
 
-    def label_prototypes(self, labels=None) -> np.ndarray:
+    def label_prototypes(self, labels: ArrayLike | None = None) -> np.ndarray:
         r"""Images :math:`g^\top s` of labels in the embedding space.
 
         Parameters

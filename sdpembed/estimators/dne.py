@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval
@@ -76,7 +77,7 @@ class DNE(ProjectionEstimator):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Orthonormal projection directions :math:`P^T`, smallest eigenvalue first.
         ``transform(X) = X @ components_.T`` (eq. 11; no centring is needed:
         the criterion is translation invariant).
@@ -85,7 +86,7 @@ class DNE(ProjectionEstimator):
         form, whatever ``method``), for the paper's spectrum plots (Figs. 4-6)
         and the energy rule. The first ``n_components_`` belong to
         ``components_``.
-    component_eigenvalues_ : ndarray, shape (n_components_,)
+    component_eigenvalues_ : ndarray, shape (``n_components_``,)
         Eigenvalues of the kept directions as found by the chosen ``method``
         (Ritz values of the recovered subspace on the SDP path).
     n_negative_ : int
@@ -124,8 +125,9 @@ class DNE(ProjectionEstimator):
         "energy": [Interval(Real, 0, 1, closed="right")],
     }
 
-    def __init__(self, *, n_components=None, n_neighbors=1, energy=0.96, method="eigen",
-                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int | None = None, n_neighbors: int = 1,
+                 energy: float = 0.96, method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None, rank_tol: float = RANK_TOL) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.energy = energy

@@ -11,7 +11,9 @@ scikit-learn ``Pipeline``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
@@ -23,6 +25,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike, RandomStateLike
 from ..exceptions import InputError
 from ..formulations.dvu import dvu
 from ..formulations.gram import DISTANCE_MODES
@@ -284,12 +287,17 @@ class DVU(_GramEmbedding):
         "classifier": [StrOptions({"knn", "svm"}), HasMethods(["fit", "predict"])],
     }
 
-    def __init__(self, *, n_components=10, n_neighbors=2, n_random=1, metric="euclidean",
-                 graph=None, slack_weight=1.0, distances="interval", centroids="eliminated",
-                 snr=None, trace=None, trace_weight=1e-3, ratio=None, ratio_weight=1.0,
-                 normalize=True, reduce_face=True, basis_rank=None, basis_neighbors=8,
-                 transductive_neighbors=3, out_of_sample="distances", out_of_sample_neighbors=3,
-                 classifier="knn", solver="auto", solver_options=None, random_state=None):
+    def __init__(self, *, n_components: int = 10, n_neighbors: int = 2, n_random: int = 1,
+                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 slack_weight: float = 1.0, distances: str = "interval",
+                 centroids: str = "eliminated", snr: float | None = None, trace: str | None = None,
+                 trace_weight: float = 1e-3, ratio: float | None = None, ratio_weight: float = 1.0,
+                 normalize: bool = True, reduce_face: bool = True, basis_rank: int | None = None,
+                 basis_neighbors: int = 8, transductive_neighbors: int = 3,
+                 out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
+                 classifier: str | object = "knn", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -316,7 +324,7 @@ class DVU(_GramEmbedding):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> DVU:
         """Embed the rows of ``X``; ``y`` holds class labels with ``-1`` for unlabelled rows."""
         if y is None:
             raise InputError("DVU requires y to be passed, but the target y is None: give class "
@@ -356,7 +364,7 @@ class DVU(_GramEmbedding):
             clf = clone(self.classifier)
         self.classifier_ = clf.fit(self.embedding_[labeled], self.transduction_[labeled])
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Class of each new point: ``classifier_`` applied to :meth:`transform` ``(X)``.
 
         :math:`\\hat y(x) = c(f(x))`, with :math:`f` the out-of-sample map of
@@ -373,7 +381,7 @@ class DVU(_GramEmbedding):
         check_is_fitted(self, "classifier_")
         return self.classifier_.predict(self.transform(X))
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
         """Accuracy of :meth:`predict` on the labelled rows of ``(X, y)`` (``y == -1`` skipped).
 
         Returns
@@ -416,11 +424,13 @@ class MVU(_GramEmbedding):
     attributes as in :class:`DVU`.
     """
 
-    def __init__(self, *, n_components=2, n_neighbors=5, n_random=0, metric="euclidean",
-                 graph=None, distances="equality", slack_weight=1.0, normalize=True,
-                 reduce_face=True, basis_rank=None, basis_neighbors=8,
-                 out_of_sample="distances", out_of_sample_neighbors=3, solver="auto",
-                 solver_options=None, random_state=None):
+    def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, n_random: int = 0,
+                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 distances: str = "equality", slack_weight: float = 1.0, normalize: bool = True,
+                 reduce_face: bool = True, basis_rank: int | None = None, basis_neighbors: int = 8,
+                 out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
+                 solver: str = "auto", solver_options: dict[str, Any] | None = None,
+                 random_state: RandomStateLike = None) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -439,7 +449,7 @@ class MVU(_GramEmbedding):
         self.random_state = random_state
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> MVU:
         """Embed the rows of ``X`` (``y`` is ignored)."""
         X = validate_data(self, X, ensure_min_samples=3)
         self._check_components(X.shape[0])

@@ -264,7 +264,8 @@ class LGC(_GraphTransduction):
         "alpha": [Interval(Real, 0, 1, closed="neither")],
     }
 
-    def __init__(self, *, alpha=0.99, kernel="knn", gamma=20.0, n_neighbors=7, sigma=None):
+    def __init__(self, *, alpha: float = 0.99, kernel: str = "knn", gamma: float = 20.0,
+                 n_neighbors: int = 7, sigma: float | None = None) -> None:
         self.alpha = alpha
         self.kernel = kernel
         self.gamma = gamma
@@ -315,8 +316,8 @@ class GFHF(_GraphTransduction):
         "class_mass_normalization": ["boolean"],
     }
 
-    def __init__(self, *, kernel="knn", gamma=20.0, n_neighbors=7, sigma=None,
-                 class_mass_normalization=False):
+    def __init__(self, *, kernel: str = "knn", gamma: float = 20.0, n_neighbors: int = 7,
+                 sigma: float | None = None, class_mass_normalization: bool = False) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.n_neighbors = n_neighbors

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -11,6 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..formulations.tca import (
     OTCA_EQUATIONS,
@@ -192,20 +194,20 @@ class TCA(_TransductiveBase):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Rows of :math:`U^T = (P[a_1\\cdots a_r])^T`, smallest eigenvalue
         first, scaled as ``normalize`` says (not orthogonal: see :class:`OTCA`).
-    eigenvalues_ : ndarray, shape (n_components_,)
+    eigenvalues_ : ndarray, shape (``n_components_``,)
         Generalized eigenvalues of eq. (21) (Ritz values on the SDP path).
     objective_ : float
         Their sum, the optimum of eq. (20) for r directions.
     mean_ : ndarray, shape (n_features,)
         Mean of all training points (labeled and unlabeled).
-    pca_components_ : ndarray, shape (n_pca_components_, n_features) or None
+    pca_components_ : ndarray, shape (``n_pca_components_``, n_features) or None
         :math:`P^T` of step 4, or ``None`` when it was skipped.
     n_pca_components_ : int
         :math:`d_1`.
-    basis_ : ndarray, shape (n_features, n_pca_components_)
+    basis_ : ndarray, shape (n_features, ``n_pca_components_``)
         The coordinates eq. (21) is solved in: whitened principal axes
         (unless ``pca=False``, then the identity); ``components_`` are
         ``basis_ @ a``.
@@ -234,9 +236,11 @@ class TCA(_TransductiveBase):
         "normalize": [StrOptions({"unit", "constraint"})],
     }
 
-    def __init__(self, *, n_components=None, alpha=10.0, beta=6.0, n_neighbors=5, sigma=None,
-                 pca=True, regularization=0.0, normalize="unit", method="eigen",
-                 solver="auto", solver_options=None, rank_tol=RANK_TOL):
+    def __init__(self, *, n_components: int | None = None, alpha: float = 10.0, beta: float = 6.0,
+                 n_neighbors: int = 5, sigma: float | None = None, pca: bool | int = True,
+                 regularization: float = 0.0, normalize: str = "unit", method: str = "eigen",
+                 solver: str = "auto", solver_options: dict[str, Any] | None = None,
+                 rank_tol: float = RANK_TOL) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta
@@ -323,16 +327,16 @@ class OTCA(_TransductiveBase):
 
     Attributes
     ----------
-    components_ : ndarray, shape (n_components_, n_features)
+    components_ : ndarray, shape (``n_components_``, n_features)
         Mutually orthogonal rows :math:`u_k^T = (Pa_k)^T` (eq. 22), not
         normalised (the indicator fit sets their scale), in class order.
-    step_objectives_ : ndarray, shape (n_components_,)
+    step_objectives_ : ndarray, shape (``n_components_``,)
         Value of eq. (25) at each :math:`a_k`.
     objective_ : float
         Their sum.
     mean_, pca_components_, n_pca_components_, n_labeled_, classes_, n_components_
         As in :class:`TCA`.
-    basis_ : ndarray, shape (n_features, n_pca_components_)
+    basis_ : ndarray, shape (n_features, ``n_pca_components_``)
         The orthonormal principal axes of step 4 (never whitened: OTCA's
         orthogonality is Euclidean), or the identity when step 4 is skipped.
     solve_reports_ : list of SolveReport
@@ -356,8 +360,10 @@ class OTCA(_TransductiveBase):
         "gamma": _POSITIVE,
     }
 
-    def __init__(self, *, n_components=None, alpha=4.0, beta=10.0, gamma=1e-3, n_neighbors=5,
-                 sigma=None, pca=True, method="eigen", solver="auto", solver_options=None):
+    def __init__(self, *, n_components: int | None = None, alpha: float = 4.0, beta: float = 10.0,
+                 gamma: float = 1e-3, n_neighbors: int = 5, sigma: float | None = None,
+                 pca: bool | int = True, method: str = "eigen", solver: str = "auto",
+                 solver_options: dict[str, Any] | None = None) -> None:
         self.n_components = n_components
         self.alpha = alpha
         self.beta = beta
@@ -370,7 +376,7 @@ class OTCA(_TransductiveBase):
         self.solver_options = solver_options
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> OTCA:
         """Fit OTCA on all points; ``y == -1`` marks the unlabeled ones.
 
         Parameters

@@ -13,12 +13,17 @@ import json
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._checks import Boolean, Integer, ListOf, NoneOr, Number, OneOf, Table, Text, is_number
 from .methods import METHODS
 from .tables import REQUIRED, Field, fail
+
+if TYPE_CHECKING:  # annotations only
+    from .results import ExperimentResult
+    from .schema import FigureSpec, Spec
 
 __all__ = ["FigureKind", "FIGURE_KINDS", "figure_selects", "make_figures"]
 
@@ -98,8 +103,8 @@ def _check_metric_vs_param(o, where, labels, metrics) -> None:
 # --------------------------------------------------------------------------- drawing
 
 
-def figure_selects(spec, fig, dataset, fraction, method, params: Mapping, want_method: str,
-                   want_params) -> bool:
+def figure_selects(spec: Spec, fig: FigureSpec, dataset: str, fraction: float, method: str,
+                   params: Mapping, want_method: str, want_params: Mapping | None) -> bool:
     """Whether a run (dataset, fraction, method label, params) is the one a figure shows."""
     ds = fig.dataset or spec.datasets[0].name
     fr = spec.labels.fractions[0] if fig.fraction is None else fig.fraction
@@ -250,7 +255,7 @@ FIGURE_KINDS: dict[str, FigureKind] = {k.name: k for k in [
 ]}
 
 
-def make_figures(result) -> dict:
+def make_figures(result: ExperimentResult) -> dict:
     """Draw the spec's figures from a result; a figure that cannot be drawn is logged."""
     import logging
 

@@ -94,7 +94,7 @@ class MethodInfo:
         names = set(inspect.signature(self.factory.__init__).parameters) - {"self"}
         return names | set(self.extra_params)
 
-    def build(self, params: Mapping[str, Any]):
+    def build(self, params: Mapping[str, Any]) -> Any:
         params = dict(params)
         if self.translate is not None:
             params = self.translate(params)

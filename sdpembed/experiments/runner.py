@@ -18,6 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ class RunInterrupted(KeyboardInterrupt):
         The run's folder (``None`` for a run without one: nothing was kept).
     """
 
-    def __init__(self, signum: int, finished: int, total: int, folder):
+    def __init__(self, signum: int, finished: int, total: int, folder: str | None) -> None:
         self.signum, self.finished, self.total, self.folder = signum, finished, total, folder
         name = signal.Signals(signum).name
         where = (f"; the {finished} finished runs are in {folder}: finish with --resume"
@@ -110,8 +111,9 @@ class _Interrupts:
 
 
 def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
-             seeds: Iterable[int] | None = None, n_jobs: int = 1, scheduler=None,
-             out_dir=None, progress: bool = True, resume: bool = False,
+             seeds: Iterable[int] | None = None, n_jobs: int = 1,
+             scheduler: str | Any | None = None, out_dir: str | os.PathLike | None = None,
+             progress: bool = True, resume: bool = False,
              overwrite: bool = False) -> ExperimentResult:
     """Run every cell of a spec's grid and collect the results.
 

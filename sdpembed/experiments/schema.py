@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .._checks import Boolean, Integer, ListOf, Number, OneOf, PlainName, Table, Text
 from .tables import (
@@ -33,6 +34,9 @@ from .tables import (
     read_table,
     thaw,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .metrics import MetricKind
 
 __all__ = ["REQUIRED", "Field", "FrozenMap", "freeze", "thaw", "none_strings", "read_table",
            "fail", "check_known", "schema_reference", "DatasetSpec", "LabelSpec", "GraphSpec",
@@ -235,7 +239,7 @@ class MetricSpec:
     error: bool = False
 
     @property
-    def info(self):
+    def info(self) -> MetricKind:
         from .metrics import METRIC_KINDS
 
         return METRIC_KINDS[self.kind]
@@ -264,7 +268,7 @@ class PaperValue:
     fraction: float | None = None
     params: FrozenMap | None = None
 
-    def matches(self, dataset, fraction, method, params: Mapping) -> bool:
+    def matches(self, dataset: str, fraction: float, method: str, params: Mapping) -> bool:
         if self.method != method:
             return False
         if self.dataset is not None and self.dataset != dataset:

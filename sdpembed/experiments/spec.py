@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import inspect
 import logging
+import os
 import re
 from collections.abc import Mapping
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 try:  # Python >= 3.11
@@ -92,7 +94,7 @@ def list_specs() -> list[str]:
     return sorted(p.name[:-5] for p in _shipped().iterdir() if p.name.endswith(".toml"))
 
 
-def find_spec(name_or_path):
+def find_spec(name_or_path: str | os.PathLike) -> Path | Traversable:
     """A spec file: an existing path, else the spec of that name shipped with sdpembed.
 
     Shipped specs are package data (found through :mod:`importlib.resources`),
@@ -119,7 +121,7 @@ def find_spec(name_or_path):
                     f"shipped with sdpembed ({', '.join(list_specs())})")
 
 
-def load_spec(path) -> Spec:
+def load_spec(path: str | os.PathLike | Traversable) -> Spec:
     """Read and validate a TOML spec (a path, or a shipped spec from :func:`find_spec`).
 
     Raises

@@ -42,6 +42,7 @@ import os
 import socket
 import sys
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ OUTPUTS = ("results.csv", "results.json", "summary.md")
 FIGURES = "figures"
 
 
-def fingerprint(spec_raw: Any, solvers, seeds) -> str:
+def fingerprint(spec_raw: Any, solvers: Sequence[str] | None, seeds: Iterable[int]) -> str:
     """sha256 of the parsed spec and the grid options: what a resumed run must match."""
     doc = json.dumps({"spec": spec_raw, "solvers": solvers, "seeds": list(seeds)},
                      sort_keys=True, default=str)
@@ -132,8 +133,8 @@ class RunStore:
         The command line, recorded in the lock for a second run's message.
     """
 
-    def __init__(self, folder, manifest: dict, *, resume: bool = False,
-                 overwrite: bool = False, command: str | None = None):
+    def __init__(self, folder: str | os.PathLike, manifest: dict, *, resume: bool = False,
+                 overwrite: bool = False, command: str | None = None) -> None:
         if resume and overwrite:
             raise OutputError("choose one of resume and overwrite")
         self.folder = Path(folder)

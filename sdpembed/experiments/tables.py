@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from .._checks import Check, NoneOr
 from ..exceptions import SpecError
@@ -20,7 +20,7 @@ __all__ = ["REQUIRED", "Field", "FrozenMap", "freeze", "thaw", "none_strings", "
 
 REQUIRED = type("Required", (), {"__repr__": lambda self: "required"})()
 
-def fail(where: str, problem: str):
+def fail(where: str, problem: str) -> NoReturn:
     """Raise the :class:`SpecError` of field ``where``."""
     raise SpecError(f"{where}: {problem}" if where else problem)
 
@@ -86,7 +86,7 @@ class FrozenMap(Mapping):
         return FrozenMap, (tuple(self._data.items()),)
 
 
-def freeze(value):
+def freeze(value: Any) -> Any:
     """Tables become :class:`FrozenMap`, arrays tuples, recursively."""
     if isinstance(value, Mapping):
         return FrozenMap((k, freeze(v)) for k, v in value.items())
@@ -95,7 +95,7 @@ def freeze(value):
     return value
 
 
-def thaw(value):
+def thaw(value: Any) -> Any:
     """The inverse of :func:`freeze`: dicts and lists (for JSON and for estimators)."""
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
@@ -104,7 +104,7 @@ def thaw(value):
     return value
 
 
-def none_strings(value):
+def none_strings(value: Any) -> Any:
     """TOML has no null: the string ``"none"`` stands for ``None`` (recursively in tables)."""
     if isinstance(value, str) and value == "none":
         return None

@@ -29,7 +29,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from .methods import METHODS, MethodInfo
 from .metrics import EvalContext, evaluate
 from .schema import DatasetSpec, GraphSpec, LabelSpec, Spec, thaw
 from .spec import IMAGE_SHAPES
+
+if TYPE_CHECKING:  # annotations only
+    from .grid import Task
 
 __all__ = ["run_task", "load_data", "clear_caches"]
 
@@ -239,7 +242,7 @@ def base_row(spec: Spec, task) -> dict[str, Any]:
     }
 
 
-def run_task(spec: Spec, task, data: Data | None = None) -> tuple[dict, dict]:
+def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, dict]:
     """Fit and evaluate one cell of the grid; never raises for a failure of the task itself.
 
     Parameters

@@ -31,6 +31,7 @@ know, or a parameter without a value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import cvxpy as cp
@@ -348,7 +349,8 @@ def _sense(constraint) -> tuple:
     raise _Refusal(f"a {type(constraint).__name__} constraint is not an affine (in)equality")
 
 
-def affine_gram_constraints(constraints, gram, n: int) -> AffineGramConstraints:
+def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expression,
+                            n: int) -> AffineGramConstraints:
     r"""The constraints as :class:`AffineGramConstraints` on the :math:`n\times n` matrix ``gram``.
 
     Parameters

@@ -17,7 +17,7 @@ import numpy as np
 from cvxpy.atoms.affine.affine_atom import AffAtom
 
 from ..exceptions import UnsupportedProblemError
-from ..formulation import ConeSizes, cone_sizes, shape_text
+from ..formulation import ConeSizes, Formulation, cone_sizes, shape_text
 from .constraints import affine_gram_constraints
 
 __all__ = ["gram_summary", "gram_cone_sizes"]
@@ -30,7 +30,7 @@ SYMBOLS = {"slack_weight": "lambda", "trace_weight": "tau", "snr": "eta", "ratio
 MAX_CONSTRAINT_ROWS = 8
 
 
-def gram_cone_sizes(form) -> ConeSizes:
+def gram_cone_sizes(form: Formulation) -> ConeSizes:
     """The cones of the cvxpy problem ``form`` builds (or built), from its description.
 
     Equal to what cvxpy compiles for the conic solvers: the PSD variable; the
@@ -204,7 +204,7 @@ def _added_lines(form) -> list[str]:
     return lines
 
 
-def gram_summary(form) -> str:
+def gram_summary(form: Formulation) -> str:
     """The teaching view of a :class:`~sdpembed.formulations.gram.GramFormulation` (module
     docstring); builds nothing."""
     gp, pts = form.gram_problem, form.points_problem

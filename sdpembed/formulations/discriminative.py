@@ -38,6 +38,7 @@ import numbers
 import numpy as np
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError
 from ..graphs import check_data_matrix
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
@@ -64,7 +65,7 @@ DISCRIMINATIVE_PAPER = ("Wang & Mahadevan, Learning Locality-Preserving Discrimi
 MU_FACTOR = {"discrete": 1.0, "continuous": 0.1}
 
 
-def resolve_mu(mu, n_labeled: int, W, labels: str = "discrete") -> float:
+def resolve_mu(mu: float | str, n_labeled: int, W: MatrixLike, labels: str = "discrete") -> float:
     """:math:`\\mu`: a number, or ``"auto"`` = ``MU_FACTOR[labels] * l / sum(W)``."""
     if isinstance(mu, str):
         if mu != "auto":
@@ -76,7 +77,7 @@ def resolve_mu(mu, n_labeled: int, W, labels: str = "discrete") -> float:
     return float(mu)
 
 
-def check_continuous_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def check_continuous_labels(y: ArrayLike, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """Real-valued labels ``(n, r)`` with NaN rows for unlabeled points -> ``(Y, labeled)``."""
     if y is None:
         raise LabelError("labels='continuous' needs real-valued labels y (NaN for unlabeled)")
@@ -100,7 +101,7 @@ def check_continuous_labels(y, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     return np.where(labeled[:, None], Y, 0.0), labeled
 
 
-def discriminative_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, mu="auto",
+def discriminative_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, mu: float | str = "auto",
                           n_neighbors: int = 5, weights: str = "heat",
                           sigma: float | None = None) -> Pencil:
     """Pencil ``(A + C, B + C, "min", "ratio_trace")`` of discriminative projections."""
@@ -115,8 +116,8 @@ def discriminative_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, mu="a
 
 
 def continuous_discriminative_pencil(X: np.ndarray, Y: np.ndarray, labeled: np.ndarray, *,
-                                     mu="auto", n_neighbors: int = 5, weights: str = "heat",
-                                     sigma: float | None = None) -> Pencil:
+                                     mu: float | str = "auto", n_neighbors: int = 5,
+                                     weights: str = "heat", sigma: float | None = None) -> Pencil:
     """Pencil ``(Z L^ Z', Z D^ Z', "min", "ratio_trace")`` of the continuous-label variant."""
     W = knn_affinity(X, n_neighbors, weights=weights, sigma=sigma)
     L, deg = graph_laplacian(W)
@@ -128,10 +129,10 @@ def continuous_discriminative_pencil(X: np.ndarray, Y: np.ndarray, labeled: np.n
                    "equations": ("Wang & Mahadevan a, sec. 3.3, Theorem 2",)})
 
 
-def discriminative_projections_formulation(
-        X, y, n_components: int = 2, *, labels: str = "discrete", mu="auto", n_neighbors: int = 5,
-        weights: str = "heat", sigma: float | None = None,
-        regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+def discriminative_projections_formulation(X: ArrayLike, y: ArrayLike, n_components: int = 2, *,
+        labels: str = "discrete", mu: float | str = "auto", n_neighbors: int = 5,
+        weights: str = "heat", sigma: float | None = None, regularization: float = 0.0,
+        rank_tol: float = RANK_TOL) -> Formulation:
     """Exact SDP of discriminative projections after the rank-revealing step (module docstring).
 
     The variable ``"Z"`` is :math:`\\gamma\\gamma^\\top` in the reduced

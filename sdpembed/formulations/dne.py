@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.dne import discriminant_adjacency, dne_matrix
 from ._base import Formulation
@@ -34,7 +35,7 @@ DNE_PAPER = ("Zhang, Xue, Sun, Guo & Lu, Optimal Dimensionality of Metric Space 
              "Classification (ICML 2007)")
 
 
-def dne_pencil(X, y, *, n_neighbors: int = 1) -> Pencil:
+def dne_pencil(X: ArrayLike, y: ArrayLike, *, n_neighbors: int = 1) -> Pencil:
     """DNE's eigenproblem as a :class:`~sdpembed.relaxations.Pencil` (kind ``"trace"``, min).
 
     Parameters
@@ -57,7 +58,7 @@ def dne_pencil(X, y, *, n_neighbors: int = 1) -> Pencil:
     return Pencil(A, None, "min", "trace", {"adjacency": F, "n_neighbors": int(n_neighbors)})
 
 
-def dne_formulation(X, y, n_components: int, *, n_neighbors: int = 1,
+def dne_formulation(X: ArrayLike, y: ArrayLike, n_components: int, *, n_neighbors: int = 1,
                     rank_tol: float = RANK_TOL) -> Formulation:
     """Build DNE's Fantope SDP (see the module docstring).
 

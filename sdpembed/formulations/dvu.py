@@ -8,6 +8,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import NeighborhoodGraph
 from ._base import Formulation
@@ -108,9 +109,10 @@ def _prepare_graph(graph, n: int, normalize: bool):
     return graph.sqdist / scale, scale
 
 
-def dvu_problem(graph: NeighborhoodGraph, y, *, distances="interval", slack_weight=1.0,
-                trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
-                normalize=True) -> GramProblem:
+def dvu_problem(graph: NeighborhoodGraph, y: ArrayLike, *, distances: str = "interval",
+                slack_weight: float = 1.0, trace: str | None = None, trace_weight: float = 0.0,
+                snr: float | None = None, ratio: float | None = None, ratio_weight: float = 1.0,
+                normalize: bool = True) -> GramProblem:
     """Validated numpy description of the (centroid-eliminated) DVU problem.
 
     See :func:`dvu` for the mathematics. Used by :func:`dvu` and by the
@@ -274,9 +276,11 @@ def explicit_centroid_factor(gp: GramProblem, F: np.ndarray) -> np.ndarray:
     return np.r_[F, centroids, centroids.mean(axis=0)[None, :]]
 
 
-def dvu(graph: NeighborhoodGraph, y, *, centroids="explicit", distances="interval",
-        slack_weight=1.0, trace=None, trace_weight=0.0, snr=None, ratio=None, ratio_weight=1.0,
-        normalize=True, reduce_face=True, basis_rank=None, basis_graph=None) -> Formulation:
+def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "explicit",
+        distances: str = "interval", slack_weight: float = 1.0, trace: str | None = None,
+        trace_weight: float = 0.0, snr: float | None = None, ratio: float | None = None,
+        ratio_weight: float = 1.0, normalize: bool = True, reduce_face: bool = True,
+        basis_rank: int | None = None, basis_graph: NeighborhoodGraph | None = None) -> Formulation:
     """Build the DVU semidefinite program (Vernaza, Lee & Taskar, section 3.3).
 
     .. math::

@@ -23,9 +23,9 @@ import dataclasses
 import functools
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cvxpy as cp
 import numpy as np
@@ -33,9 +33,13 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._typing import ArrayLike
 from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
 from .describe import gram_summary
+
+if TYPE_CHECKING:  # annotations only: the graph layer is imported where it is used
+    from ..graphs import NeighborhoodGraph
 
 __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edge_operator",
            "centering_basis", "build_gram_formulation", "laplacian_basis", "gram_basis",
@@ -490,7 +494,8 @@ class GramFormulation(Formulation):
         return self._user_constraints
 
     # ------------------------------------------------------------------ the description
-    def with_constraints(self, constraints) -> GramFormulation:
+    def with_constraints(self,
+                         constraints: cp.Constraint | Sequence[cp.Constraint]) -> GramFormulation:
         r"""A new formulation with ``constraints`` added, written on ``expressions["gram"]``.
 
         The new formulation's cvxpy problem is this one's objective and constraints
@@ -567,7 +572,7 @@ class GramFormulation(Formulation):
     def set_factor(self, F: np.ndarray | None) -> None:
         object.__setattr__(self, "_factor", None if F is None else np.asarray(F, dtype=float))
 
-    def value(self, name: str):
+    def value(self, name: str) -> Any:
         if self._factor is not None and not self.variables_built and name == "gram":
             return self._factor @ self._factor.T
         return Formulation.value(self, name)
@@ -662,7 +667,8 @@ def gram_parameters(gp: GramProblem) -> dict[str, cp.Parameter]:
     return params
 
 
-def with_parameter_values(gp: GramProblem, parameters, trace_sign: float = 1.0) -> GramProblem:
+def with_parameter_values(gp: GramProblem, parameters: Mapping[str, cp.Parameter],
+                          trace_sign: float = 1.0) -> GramProblem:
     """``gp`` with its weights replaced by the current values of ``parameters``
     (``trace_weight`` times ``trace_sign``: +1 minimises the trace, -1 maximises it)."""
     values = {}
@@ -688,8 +694,8 @@ def _check_basis_memory(shape: tuple, what: str) -> None:
             "reduce_face=False")
 
 
-def laplacian_basis(graph_or_edges, n: int | None = None, rank: int = 30, *,
-                    weights=None) -> np.ndarray:
+def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None = None,
+                    rank: int = 30, *, weights: ArrayLike | None = None) -> np.ndarray:
     """Reduced basis ``Q`` (n x rank), orthonormal, :math:`Q^T\\mathbf 1 = 0`.
 
     The bottom non-constant eigenvectors of a graph Laplacian (Weinberger,
@@ -747,8 +753,10 @@ def laplacian_basis(graph_or_edges, n: int | None = None, rank: int = 30, *,
     return Uq[:, :rank]
 
 
-def gram_basis(gp: GramProblem, reduce_face: bool, basis_rank: int | None = None,
-               basis_graph=None):
+def gram_basis(
+    gp: GramProblem, reduce_face: bool, basis_rank: int | None = None,
+    basis_graph: NeighborhoodGraph | None = None,
+) -> tuple[np.ndarray | Callable[[], np.ndarray] | None, int]:
     """The basis of a builder: ``(basis or a callable computing it, its number of columns)``.
 
     ``basis_rank=r`` gives the reduced Laplacian basis of ``basis_graph``

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
@@ -50,8 +51,9 @@ def lda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *,
                    "equations": ("Fisher 1936", "Wang et al. 2007 (trace ratio)")})
 
 
-def lda_formulation(X, y, n_components: int | None = None, *, criterion: str = "ratio_trace",
-                    regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+def lda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None, *,
+                    criterion: str = "ratio_trace", regularization: float = 0.0,
+                    rank_tol: float = RANK_TOL) -> Formulation:
     """Exact SDP of LDA after the rank-revealing step (see module docstring).
 
     Parameters

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ..graphs import check_data_matrix
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import graph_laplacian, knn_affinity, laplacian_scatter
@@ -39,8 +40,8 @@ def lpp_pencil(X: np.ndarray, *, n_neighbors: int = 5, weights: str = "heat",
                   {"method": "lpp", "variant": weights, "equations": ("He & Niyogi 2003, sec. 3",)})
 
 
-def lpp_formulation(X, n_components: int = 2, *, n_neighbors: int = 5, weights: str = "heat",
-                    sigma: float | None = None, regularization: float = 0.0,
+def lpp_formulation(X: ArrayLike, n_components: int = 2, *, n_neighbors: int = 5,
+                    weights: str = "heat", sigma: float | None = None, regularization: float = 0.0,
                     rank_tol: float = RANK_TOL) -> Formulation:
     """Exact SDP of LPP on the centred data after the rank-revealing step (module docstring).
 

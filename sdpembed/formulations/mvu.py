@@ -17,8 +17,8 @@ MVU_PAPER = ("Weinberger & Saul, Learning a kernel matrix for nonlinear dimensio
              "programming (IJCV 2006)")
 
 
-def mvu_problem(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0,
-                normalize=True) -> GramProblem:
+def mvu_problem(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: float = 1.0,
+                normalize: bool = True) -> GramProblem:
     """Numpy description of MVU; see :func:`mvu`."""
     if not isinstance(graph, NeighborhoodGraph):
         raise InputError("graph must be a sdpembed.graphs.NeighborhoodGraph")
@@ -35,8 +35,9 @@ def mvu_problem(graph: NeighborhoodGraph, *, distances="equality", slack_weight=
                        meta={"distance_scale": scale})
 
 
-def mvu(graph: NeighborhoodGraph, *, distances="equality", slack_weight=1.0, normalize=True,
-        reduce_face=True, basis_rank=None, basis_graph=None) -> Formulation:
+def mvu(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: float = 1.0,
+        normalize: bool = True, reduce_face: bool = True, basis_rank: int | None = None,
+        basis_graph: NeighborhoodGraph | None = None) -> Formulation:
     """Build the MVU semidefinite program (DVU paper, section 2).
 
     .. math::

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._labels import check_partial_labels
+from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
@@ -54,9 +55,10 @@ def sda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, alpha: float = 0
                    "equations": ("Cai, He & Han 2007, eqs. (6)-(7)",)})
 
 
-def sda_formulation(X, y, n_components: int | None = None, *, alpha: float = 0.1,
-                    n_neighbors: int = 5, weights: str = "binary", sigma: float | None = None,
-                    regularization: float = 0.0, rank_tol: float = RANK_TOL) -> Formulation:
+def sda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None, *,
+                    alpha: float = 0.1, n_neighbors: int = 5, weights: str = "binary",
+                    sigma: float | None = None, regularization: float = 0.0,
+                    rank_tol: float = RANK_TOL) -> Formulation:
     """Exact SDP of SDA after the rank-revealing step (module docstring).
 
     ``regularization`` is relative; the variables live in the reduced

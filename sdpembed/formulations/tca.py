@@ -40,7 +40,9 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from .._typing import ArrayLike
 from ..exceptions import InputError
+from ..graphs import NeighborhoodGraph
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.tca import TCAOperators, tca_operators
 from ._base import Formulation
@@ -67,8 +69,9 @@ def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
     return Pencil(A, B, "min", "ratio_trace", {"beta": beta})
 
 
-def tca_formulation(X, y, n_components: int, *, alpha: float, beta: float, n_neighbors: int = 5,
-                    sigma: float | None = None, graph=None, regularization: float = 0.0,
+def tca_formulation(X: ArrayLike, y: ArrayLike, n_components: int, *, alpha: float, beta: float,
+                    n_neighbors: int = 5, sigma: float | None = None,
+                    graph: NeighborhoodGraph | None = None, regularization: float = 0.0,
                     rank_tol: float = RANK_TOL) -> Formulation:
     """Build TCA's exact ratio-trace SDP (module docstring) from centred data.
 
@@ -190,7 +193,8 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
                              "Q": Q, "R": R, "q": q})
 
 
-def otca_objective(Q, R, A, gamma: float, class_sizes) -> np.ndarray:
+def otca_objective(Q: ArrayLike, R: ArrayLike, A: ArrayLike, gamma: float,
+                   class_sizes: ArrayLike) -> np.ndarray:
     """Value of eq. (25) for each column :math:`a_k` of ``A``.
 
     :math:`a_k^TQa_k - 2R_{:,k}^Ta_k + \\gamma l_k` equals

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._typing import ArrayLike
 from ..exceptions import DisconnectedGraphError, DuplicatePointsError, InputError
 
 __all__ = ["NeighborhoodGraph", "check_data_matrix", "check_edge_counts", "random_partners",
@@ -32,7 +33,7 @@ __all__ = ["NeighborhoodGraph", "check_data_matrix", "check_edge_counts", "rando
 logger = logging.getLogger(__name__)
 
 
-def check_data_matrix(X, *, name: str = "X", min_samples: int = 2) -> np.ndarray:
+def check_data_matrix(X: ArrayLike, *, name: str = "X", min_samples: int = 2) -> np.ndarray:
     """Return ``X`` as a finite 2-D float array or raise :class:`InputError`."""
     try:
         X = np.asarray(X, dtype=float)
@@ -123,7 +124,7 @@ class NeighborhoodGraph:
     def __repr__(self) -> str:
         return f"NeighborhoodGraph(n_nodes={self.n_nodes}, n_edges={self.n_edges})"
 
-    def adjacency(self, weights=None) -> sp.csr_matrix:
+    def adjacency(self, weights: ArrayLike | None = None) -> sp.csr_matrix:
         """Symmetric sparse adjacency matrix :math:`W` (``weights`` or ones)."""
         w = self._weights(weights)
         i, j = self.edges.T
@@ -131,7 +132,7 @@ class NeighborhoodGraph:
                           shape=(self.n_nodes, self.n_nodes))
         return W.tocsr()
 
-    def laplacian(self, weights=None) -> sp.csr_matrix:
+    def laplacian(self, weights: ArrayLike | None = None) -> sp.csr_matrix:
         """Sparse graph Laplacian :math:`L = D - W` with :math:`D = \\mathrm{diag}(W 1)`."""
         W = self.adjacency(weights)
         return (sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W).tocsr()
@@ -191,7 +192,8 @@ class NeighborhoodGraph:
         return g
 
     @classmethod
-    def from_networkx(cls, g: nx.Graph, sqdist: str = "sqdist", weight: str | None = None):
+    def from_networkx(cls, g: nx.Graph, sqdist: str = "sqdist",
+                      weight: str | None = None) -> NeighborhoodGraph:
         """Build from a networkx graph whose nodes are ``0 .. n-1``.
 
         ``sqdist`` names the edge attribute holding squared target distances;
@@ -216,7 +218,7 @@ class NeighborhoodGraph:
         edges = np.array(rows, dtype=np.int64).reshape(-1, 2)
         return cls(n, edges, np.array(d, dtype=float), np.array(w) if weight is not None else None)
 
-    def with_weights(self, weights) -> NeighborhoodGraph:
+    def with_weights(self, weights: ArrayLike | None) -> NeighborhoodGraph:
         return dataclasses.replace(self, weights=np.asarray(weights, dtype=float))
 
     def union(self, other: NeighborhoodGraph) -> NeighborhoodGraph:
@@ -236,7 +238,7 @@ def _from_pairs(n: int, pairs: np.ndarray, sqdist: np.ndarray) -> NeighborhoodGr
     return NeighborhoodGraph(n, pairs[first], sqdist[first])
 
 
-def check_edge_counts(n_neighbors, n_random) -> tuple[int, int]:
+def check_edge_counts(n_neighbors: int, n_random: int) -> tuple[int, int]:
     """``(n_neighbors, n_random)`` as ints, or :class:`InputError`.
 
     Integers only, as scikit-learn's ``Interval(Integral, ...)``: 2.7 is not
@@ -252,7 +254,7 @@ def check_edge_counts(n_neighbors, n_random) -> tuple[int, int]:
     return n_neighbors, n_random
 
 
-def random_partners(n: int, n_random: int, rng) -> np.ndarray:
+def random_partners(n: int, n_random: int, rng: np.random.RandomState) -> np.ndarray:
     """``n_random`` partners :math:`j \\ne i` for every node :math:`i`, uniformly at random.
 
     The long edges of DVU (Vernaza, Lee & Taskar, section 3.2.1), which keep a

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._typing import ArrayLike, RandomStateLike
 from ..exceptions import InputError
 from .core import NeighborhoodGraph, check_data_matrix, check_edge_counts, random_partners
 
@@ -29,14 +30,9 @@ __all__ = ["knn_graph"]
 logger = logging.getLogger(__name__)
 
 
-def knn_graph(
-    X,
-    n_neighbors: int = 2,
-    n_random: int = 1,
-    metric: str | Callable = "euclidean",
-    random_state=None,
-    **metric_params,
-) -> NeighborhoodGraph:
+def knn_graph(X: ArrayLike, n_neighbors: int = 2, n_random: int = 1,
+              metric: str | Callable = "euclidean", random_state: RandomStateLike = None,
+              **metric_params: object) -> NeighborhoodGraph:
     """k nearest neighbours plus random long edges, with squared target distances.
 
     Each point :math:`i` is joined to its ``n_neighbors`` nearest neighbours

@@ -162,7 +162,8 @@ def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> boo
         and space.limits.eig < space.dim <= space.limits.interval
 
 
-def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig_tol=1e-6,
+def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float | np.ndarray | None,
+            *, factor: np.ndarray | None = None, eig_tol: float = 1e-6,
             cache: CertificateCache | None = None, verify: bool = False,
             target: float | None = None) -> Certificate:
     """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
@@ -218,7 +219,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y, nu, *, factor=None, eig
 
 
 def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *,
-                       eig_tol=1e-6, cache: CertificateCache | None = None) -> Certificate:
+                       eig_tol: float = 1e-6, cache: CertificateCache | None = None) -> Certificate:
     """``cert`` with its Lanczos :math:`\\lambda_{\\min}` verified (or marked unverified).
 
     Dense and already verified certificates, and those without a bound, are

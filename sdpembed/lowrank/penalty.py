@@ -52,7 +52,8 @@ class DistancePenalty:
             return float(self.lam * np.sum((np.sqrt(np.maximum(D, 0.0)) - self.s) ** 2))
         return 0.0
 
-    def envelope(self, D, y, sigma, kind: str | None = None):
+    def envelope(self, D: np.ndarray, y: np.ndarray, sigma: float,
+                 kind: str | None = None) -> tuple[float, np.ndarray]:
         """Value and gradient (w.r.t. D) of the AL envelope :math:`\\psi_{y,\\sigma}(D)`.
 
         ``kind``: the penalty whose envelope is taken, ``self.mode`` by default;
@@ -74,7 +75,8 @@ class DistancePenalty:
         val = self.lam * np.sum((d - self.s) ** 2)
         return float(val), self.lam * (1.0 - self.s / d)
 
-    def second_derivative(self, D, y, sigma, kind: str | None = None) -> np.ndarray:
+    def second_derivative(self, D: np.ndarray, y: np.ndarray, sigma: float,
+                          kind: str | None = None) -> np.ndarray:
         """:math:`\\psi''(D)` of the envelope (generalized, for semismooth Newton)."""
         kind = self.mode if kind is None else kind
         if kind == "equality":
@@ -85,20 +87,21 @@ class DistancePenalty:
         d = np.sqrt(np.maximum(D, 1e-300))
         return self.lam * self.s / (2.0 * d**3)
 
-    def curvature_weights(self, sigma) -> np.ndarray:
+    def curvature_weights(self, sigma: float) -> np.ndarray:
         """Preconditioner edge weights :math:`\\omega_e \\approx 2\\psi_e''(\\bar D_e)\\bar D_e`."""
         if self.mode == "quadratic":
             return np.full_like(self.t, self.lam)
         return 2.0 * sigma * self.t
 
-    def residual(self, D, y_new, y_old, sigma, kind: str | None = None) -> np.ndarray:
+    def residual(self, D: np.ndarray, y_new: np.ndarray, y_old: np.ndarray, sigma: float,
+                 kind: str | None = None) -> np.ndarray:
         """Split residual :math:`D - z`; for ``equality`` that is :math:`D - \\bar D`."""
         kind = self.mode if kind is None else kind
         if kind == "equality":
             return D - self.t
         return (y_new - y_old) / sigma
 
-    def conjugate(self, y) -> float:
+    def conjugate(self, y: np.ndarray) -> float:
         """:math:`\\varphi^*(y)` (``inf`` outside its domain)."""
         if self.mode == "equality":
             return float(y @ self.t)
@@ -110,7 +113,7 @@ class DistancePenalty:
             return np.inf
         return float(np.sum(self.lam * self.t * y / (self.lam - y)))
 
-    def in_box(self, y) -> bool:
+    def in_box(self, y: np.ndarray) -> bool:
         """Whether ``y`` lies in the box :math:`|y_e| \\le w_e` (``"interval"``: the domain of
         :math:`\\varphi^*`), up to a relative rounding allowance of 1e-12."""
         return not np.any(np.abs(y) > self.w * (1 + 1e-12))

@@ -30,7 +30,8 @@ _KINK_TOL = 1e-4
 
 
 def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
-                       nu, *, kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, np.ndarray]:
+                       nu: float | np.ndarray | None, *,
+                       kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
 
     The augmented-Lagrangian multipliers carry the error of every inexact

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 
 import numpy as np
@@ -111,10 +112,10 @@ class FactorSpace:
         """``(E, E^T)`` in single precision, for the Hessian products of Newton–CG."""
         return self.E.astype(np.float32), self.ET.astype(np.float32)
 
-    def apply_C(self, W):
+    def apply_C(self, W: np.ndarray) -> np.ndarray:
         return self.C.matvec(W) if self.Q is None else self.Cq @ W
 
-    def apply_H(self, W):
+    def apply_H(self, W: np.ndarray) -> np.ndarray:
         return self.H.matvec(W) if self.Q is None else self.Hq @ W
 
     def snr_violation(self, h: float, quad: float) -> float:
@@ -124,7 +125,7 @@ class FactorSpace:
         return max(0.0, h) / max(abs(quad), 1e-300) if self.H is not None else 0.0
 
     # ------------------------------------------------------------ linear constraints
-    def duals(self, nu) -> np.ndarray:
+    def duals(self, nu: float | np.ndarray | None) -> np.ndarray:
         """The linear multipliers as a vector of length :attr:`q` (a number is accepted for
         the SNR multiplier alone, and 0 or ``None`` when there are no such constraints)."""
         if nu is None or np.ndim(nu) == 0:
@@ -141,23 +142,23 @@ class FactorSpace:
                              f"got {nu.shape}")
         return nu
 
-    def user_part(self, nu) -> np.ndarray | None:
+    def user_part(self, nu: np.ndarray) -> np.ndarray | None:
         """The added rows' multipliers :math:`z` of ``nu`` (``None`` without added rows)."""
         return None if self.K is None else nu[self.n_snr:]
 
-    def apply_K(self, W, z) -> np.ndarray:
+    def apply_K(self, W: np.ndarray, z: np.ndarray) -> np.ndarray:
         r""":math:`\sum_k z_kA_kW` on this space."""
         if self.Q is None:
             return self.K.operator(z) @ W
         return np.tensordot(z, self.Kq, axes=1) @ W
 
-    def K_values(self, W) -> np.ndarray:
+    def K_values(self, W: np.ndarray) -> np.ndarray:
         r""":math:`\langle A_k, VV^T\rangle` for every added row, :math:`V` the points of ``W``."""
         if self.Q is None:
             return self.K.values_of_factor(W)
         return np.einsum("kab,ac,bc->k", self.Kq, W, W)
 
-    def K_bilinear(self, W, U) -> np.ndarray:
+    def K_bilinear(self, W: np.ndarray, U: np.ndarray) -> np.ndarray:
         r""":math:`\langle A_k, VU_p^T\rangle` for every added row (:math:`A_k` symmetric;
         :math:`V`, :math:`U_p` the points of ``W`` and ``U``)."""
         if self.Q is None:
@@ -175,13 +176,13 @@ class FactorSpace:
         norm1 = np.bincount(K.row, weights=np.abs(K.value), minlength=K.p)
         return np.maximum(np.abs(K.rhs), norm1 * float(np.mean(self.gp.target)) / 4.0)
 
-    def K_violation(self, values) -> float:
+    def K_violation(self, values: np.ndarray) -> float:
         """The largest relative violation of the added rows (0 without them)."""
         if self.K is None:
             return 0.0
         return float(np.max(self.K.residual(values) / self.K_scale(), initial=0.0))
 
-    def linear_offset(self, nu) -> float:
+    def linear_offset(self, nu: float | np.ndarray | None) -> float:
         r""":math:`z^Tb` of the dual function :math:`-\varphi^*(y) - z^Tb`; ``inf`` when a
         multiplier of an inequality row is negative (outside the dual domain)."""
         if self.K is None:
@@ -191,7 +192,7 @@ class FactorSpace:
             return np.inf
         return float(z @ self.K.rhs)
 
-    def apply_S(self, W, y, nu):
+    def apply_S(self, W: np.ndarray, y: np.ndarray, nu: float | np.ndarray | None) -> np.ndarray:
         """:math:`S(y,\\nu)W` on this space."""
         out = self.apply_C(W) + self.ET @ (y[:, None] * (self.E @ W))
         if self.H is not None and nu[0]:
@@ -202,7 +203,7 @@ class FactorSpace:
                 out = out + self.apply_K(W, z)
         return out
 
-    def preconditioner(self, omega: np.ndarray):
+    def preconditioner(self, omega: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
         """Solver for :math:`M = E^T\\mathrm{diag}(\\omega)E + \\delta I` (weighted Laplacian).
 
         :math:`2M` approximates the Gauss–Newton curvature of the distance
@@ -219,7 +220,7 @@ class FactorSpace:
         cf = sla.cho_factor(M + delta * np.eye(self.dim))
         return lambda X: sla.cho_solve(cf, X)
 
-    def dense_S(self, y, nu) -> np.ndarray:
+    def dense_S(self, y: np.ndarray, nu: float | np.ndarray | None) -> np.ndarray:
         """:math:`Q^T S Q` (reduced basis only)."""
         S = self.Cq + (self.E.T * y) @ self.E
         if self.H is not None and nu[0]:

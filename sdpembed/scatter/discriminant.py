@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from .._typing import MatrixLike
 from ..exceptions import InputError
 
 __all__ = [
@@ -125,19 +126,19 @@ def knn_affinity(X: np.ndarray, n_neighbors: int = 5, *, weights: str = "heat",
     return W.tocsr()
 
 
-def graph_laplacian(W) -> tuple[sp.csr_matrix, np.ndarray]:
+def graph_laplacian(W: MatrixLike) -> tuple[sp.csr_matrix, np.ndarray]:
     """Laplacian :math:`L = D - W` and degrees :math:`D_{ii} = \\sum_j W_{ij}`."""
     W = sp.csr_matrix(W)
     deg = np.asarray(W.sum(axis=1)).ravel()
     return (sp.diags(deg) - W).tocsr(), deg
 
 
-def laplacian_scatter(X: np.ndarray, L) -> np.ndarray:
+def laplacian_scatter(X: np.ndarray, L: MatrixLike) -> np.ndarray:
     r""":math:`X^\top L X` (the papers' :math:`X L X^\top`), :math:`L` sparse or dense."""
     return _sym(X.T @ (L @ X))
 
 
-def discriminative_projection_matrices(X: np.ndarray, y: np.ndarray, n_classes: int, L,
+def discriminative_projection_matrices(X: np.ndarray, y: np.ndarray, n_classes: int, L: MatrixLike,
                                        mu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Matrices :math:`A, B, C` of discriminative projections (Wang & Mahadevan a, sec. 2.4).
 
@@ -191,7 +192,7 @@ def discriminative_projection_matrices(X: np.ndarray, y: np.ndarray, n_classes: 
     return _sym(A), _sym(B), C
 
 
-def continuous_label_matrices(X: np.ndarray, Y: np.ndarray, labeled: np.ndarray, L,
+def continuous_label_matrices(X: np.ndarray, Y: np.ndarray, labeled: np.ndarray, L: MatrixLike,
                               degrees: np.ndarray, mu: float) -> tuple[np.ndarray, np.ndarray]:
     r""":math:`Z \hat L Z^\top` and :math:`Z \hat D Z^\top` of discriminative projections over
     continuous labels (Wang & Mahadevan a, sec. 3.3, Theorem 2).

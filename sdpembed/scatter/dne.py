@@ -53,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError
 
 __all__ = ["discriminant_adjacency", "dne_matrix", "energy_dimension"]
@@ -81,7 +82,7 @@ def _symmetric_indicator(pairs: np.ndarray, n: int) -> sp.csr_matrix:
     return M
 
 
-def discriminant_adjacency(X, y, n_neighbors: int = 1) -> sp.csr_matrix:
+def discriminant_adjacency(X: ArrayLike, y: ArrayLike, n_neighbors: int = 1) -> sp.csr_matrix:
     """Signed discriminant adjacency :math:`F` of DNE (Zhang et al. 2006, eq. 1).
 
     Parameters
@@ -139,7 +140,7 @@ def discriminant_adjacency(X, y, n_neighbors: int = 1) -> sp.csr_matrix:
     return F.tocsr()
 
 
-def dne_matrix(X, F) -> np.ndarray:
+def dne_matrix(X: ArrayLike, F: MatrixLike) -> np.ndarray:
     """The DNE criterion matrix :math:`X(S-F)X^T` (eq. 6), shape (p, p).
 
     With samples as rows this is ``X.T @ (S - F) @ X`` where
@@ -156,7 +157,7 @@ def dne_matrix(X, F) -> np.ndarray:
     return 0.5 * (A + A.T)
 
 
-def energy_dimension(eigenvalues, energy: float = 0.96) -> int:
+def energy_dimension(eigenvalues: ArrayLike, energy: float = 0.96) -> int:
     """Number of leading negative eigenvalues that hold ``energy`` of their mass (eq. 14).
 
     With the negative eigenvalues sorted as :math:`\\lambda_1 \\le \\dots \\le

@@ -59,6 +59,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import connected_components
 
+from .._typing import MatrixLike
 from ..exceptions import DisconnectedGraphError, InputError
 
 __all__ = ["check_affinity", "check_components", "normalized_affinity", "lgc_scores",
@@ -67,7 +68,7 @@ __all__ = ["check_affinity", "check_components", "normalized_affinity", "lgc_sco
 logger = logging.getLogger(__name__)
 
 
-def check_affinity(W):
+def check_affinity(W: MatrixLike) -> np.ndarray | sp.csr_matrix:
     """Validate a symmetric nonnegative affinity; return it with a zero diagonal.
 
     The diagonal is set to zero (Zhou et al. define :math:`W_{ii} = 0`; the
@@ -103,7 +104,7 @@ def check_affinity(W):
     return W
 
 
-def check_components(W, labeled: np.ndarray) -> None:
+def check_components(W: MatrixLike, labeled: np.ndarray) -> None:
     """Raise :class:`DisconnectedGraphError` if a connected component has no labelled point.
 
     Isolated points (zero degree) are components of their own.
@@ -124,7 +125,7 @@ def _degrees(W) -> np.ndarray:
     return np.asarray(W.sum(axis=1)).ravel()
 
 
-def normalized_affinity(W):
+def normalized_affinity(W: MatrixLike) -> np.ndarray | sp.csr_matrix:
     r""":math:`S = D^{-1/2} W D^{-1/2}` (sparse in, sparse out); every degree must be positive."""
     deg = _degrees(W)
     if np.any(deg <= 0):
@@ -144,7 +145,7 @@ def _solve_spd(M, rhs: np.ndarray) -> np.ndarray:
     return sla.solve(M, rhs, assume_a="pos")
 
 
-def lgc_scores(W, Y: np.ndarray, alpha: float) -> np.ndarray:
+def lgc_scores(W: MatrixLike, Y: np.ndarray, alpha: float) -> np.ndarray:
     r""":math:`F^* = (1 - \alpha)(I - \alpha S)^{-1} Y` (module docstring), shape ``(n, c)``.
 
     Parameters
@@ -165,7 +166,7 @@ def lgc_scores(W, Y: np.ndarray, alpha: float) -> np.ndarray:
     return (1.0 - alpha) * _solve_spd(M, Y)
 
 
-def harmonic_scores(W, Y: np.ndarray, labeled: np.ndarray) -> np.ndarray:
+def harmonic_scores(W: MatrixLike, Y: np.ndarray, labeled: np.ndarray) -> np.ndarray:
     r"""Harmonic solution :math:`f_u = (D_{uu} - W_{uu})^{-1} W_{ul} Y_l`, labelled rows kept.
 
     Parameters

@@ -71,6 +71,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.neighbors import NearestNeighbors
 
+from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError, SolverFailedError
 from ..graphs import NeighborhoodGraph
 
@@ -92,7 +93,7 @@ logger = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------- smoothness
-def tca_graph(X, n_neighbors: int = 5, sigma: float | None = None) -> NeighborhoodGraph:
+def tca_graph(X: ArrayLike, n_neighbors: int = 5, sigma: float | None = None) -> NeighborhoodGraph:
     """The unsupervised k-NN graph of eq. (4) with heat-kernel weights.
 
     :math:`W_{ij} = \\exp(-\\lVert x_i-x_j\\rVert^2/\\sigma^2)` if :math:`j \\in
@@ -137,8 +138,9 @@ def tca_graph(X, n_neighbors: int = 5, sigma: float | None = None) -> Neighborho
 SPLU_MAX_N = 1000
 
 
-def smoothness_regularizer(X, laplacian, alpha: float, *, linear_solver: str = "auto",
-                           tol: float = 1e-12, max_iter: int = 10_000) -> np.ndarray:
+def smoothness_regularizer(X: ArrayLike, laplacian: MatrixLike, alpha: float, *,
+                           linear_solver: str = "auto", tol: float = 1e-12,
+                           max_iter: int = 10_000) -> np.ndarray:
     """:math:`X S X^T` with :math:`S = (I+\\alpha L)^{-1}\\alpha L` (eq. 10), shape (p, p).
 
     Computed as :math:`\\alpha X^T L\\,Y` with :math:`Y = (I+\\alpha L)^{-1} X`,
@@ -216,7 +218,7 @@ def _block_pcg(M, B, *, tol: float, max_iter: int) -> np.ndarray:
         f"{max_iter} iterations; raise max_iter, lower alpha, or use linear_solver='splu'")
 
 
-def smoothness_matrix(laplacian, alpha: float) -> np.ndarray:
+def smoothness_matrix(laplacian: MatrixLike, alpha: float) -> np.ndarray:
     """The dense n x n matrix :math:`S = I - (I+\\alpha L)^{-1}` (eq. 10).
 
     For small n only (teaching, tests); :func:`smoothness_regularizer` never
@@ -240,7 +242,7 @@ def _class_sizes(y_l) -> tuple[np.ndarray, np.ndarray]:
     return inv, counts
 
 
-def margin_weights(y_l) -> tuple[np.ndarray, np.ndarray]:
+def margin_weights(y_l: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Intra- and inter-class weights :math:`W^r, W^e` of eq. (15), shape (l, l).
 
     :math:`W^r_{ij} = 1/l_k` if :math:`i, j \\in C_k` (diagonal included);
@@ -256,7 +258,7 @@ def margin_weights(y_l) -> tuple[np.ndarray, np.ndarray]:
     return W_r, W_e
 
 
-def margin_matrices(y_l) -> tuple[np.ndarray, np.ndarray]:
+def margin_matrices(y_l: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """:math:`D_l = I + D^e` and :math:`M_l = 3I + D^e + W^e + W^{eT} - 2W^r` (eq. 18).
 
     :math:`D^e` is the diagonal of column sums of :math:`W^e`. See the module
@@ -270,7 +272,7 @@ def margin_matrices(y_l) -> tuple[np.ndarray, np.ndarray]:
     return D_l, 0.5 * (M_l + M_l.T)
 
 
-def average_margin(y_proj, y_l) -> float:
+def average_margin(y_proj: ArrayLike, y_l: ArrayLike) -> float:
     """The average pointwise margin :math:`\\bar m` straight from its definition (eq. 16).
 
     ``y_proj`` holds the 1-D projections :math:`y_i = a^Tx_i` of the labeled
@@ -287,7 +289,7 @@ def average_margin(y_proj, y_l) -> float:
     return float(m.mean())
 
 
-def class_indicator(y_l, n_classes: int | None = None) -> np.ndarray:
+def class_indicator(y_l: ArrayLike, n_classes: int | None = None) -> np.ndarray:
     """Class indicator :math:`Y \\in \\{0,1\\}^{l\\times c}`, :math:`Y_{ik} = [i \\in C_k]`.
 
     OTCA's least-squares targets (Section 4).
@@ -341,7 +343,8 @@ class TCAOperators:
                 gamma * self.labeled_targets)
 
 
-def tca_operators(X, y, *, alpha: float, n_neighbors: int = 5, sigma: float | None = None,
+def tca_operators(X: ArrayLike, y: ArrayLike, *, alpha: float, n_neighbors: int = 5,
+                  sigma: float | None = None,
                   graph: NeighborhoodGraph | None = None) -> TCAOperators:
     """All TCA/OTCA matrices from centred data and partial labels.
 
@@ -382,7 +385,7 @@ def tca_operators(X, y, *, alpha: float, n_neighbors: int = 5, sigma: float | No
 
 
 # ----------------------------------------------------------------------- OTCA
-def otca_basis(Q, R, n_components: int | None = None) -> np.ndarray:
+def otca_basis(Q: ArrayLike, R: ArrayLike, n_components: int | None = None) -> np.ndarray:
     """OTCA's sequential orthogonal directions in closed form (eqs. 22-27).
 
     Step k (k = 1, ..., r <= c) looks for :math:`a_k = E_{k-1} b` orthogonal to
