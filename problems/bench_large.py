@@ -246,6 +246,10 @@ def _markdown(rows, spec_name, meta) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("spec", help="name of problems/benchmarks/<spec>.toml")
+    parser.add_argument("--specs", type=Path, default=HERE / "benchmarks",
+                        help="folder of the spec files (default problems/benchmarks)")
+    parser.add_argument("--results", type=Path, default=RESULTS,
+                        help="folder of the results files (default ./results)")
     parser.add_argument("--only", action="append", default=None,
                         help="method:n filter, e.g. dvu:500, or dvu:9298/r30 and dvu:9298/full "
                              "for reduced-basis or full rows only (repeatable)")
@@ -260,22 +264,23 @@ def main(argv=None) -> None:
                         help="only rebuild results/<spec>.md from results/<spec>.json")
     add_tuning_argument(parser)
     args = parser.parse_args(argv)
+    results = args.results
     if args.render:
-        data = json.loads((RESULTS / f"{args.spec}.json").read_text())
+        data = json.loads((results / f"{args.spec}.json").read_text())
         _finish(data["rows"])
         md = _markdown(data["rows"], args.spec, data["meta"])
-        (RESULTS / f"{args.spec}.md").write_text(md)
+        (results / f"{args.spec}.md").write_text(md)
         if args.tuning:
             _write_tuning(args.spec, md, data["meta"])
         return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    spec = tomllib.loads((HERE / "benchmarks" / f"{args.spec}.toml").read_text())
+    spec = tomllib.loads((args.specs / f"{args.spec}.toml").read_text())
     # per run and backend: [[run]] timeout = { SCS = 1200 }; else [solve] timeout
     timeout = spec["solve"].get("timeout", 590)
-    RESULTS.mkdir(exist_ok=True)
+    results.mkdir(parents=True, exist_ok=True)
     rows = []
     name = args.spec + (f"-{args.tag}" if args.tag else "")
-    out_json = RESULTS / f"{name}.json"
+    out_json = results / f"{name}.json"
     meta = {"machine": f"{platform.node()} ({os.cpu_count()} cpus)",
             "date": time.strftime("%Y-%m-%d %H:%M"),
             "command": _command(argv, args)}
@@ -308,7 +313,7 @@ def main(argv=None) -> None:
             logger.info("%s", {k: v for k, v in row.items() if k != "certificate"})
             _finish(rows)
             out_json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
-            (RESULTS / f"{name}.md").write_text(_markdown(rows, name, meta))
+            (results / f"{name}.md").write_text(_markdown(rows, name, meta))
     if args.tuning:
         _finish(rows)
         _write_tuning(name, _markdown(rows, name, meta), meta)

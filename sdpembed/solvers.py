@@ -77,17 +77,10 @@ DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
 
 
 # --------------------------------------------------------------------- registry
-#: the toolkit's own backends, by name (declarative; more through :func:`register_backend`)
+#: the backends besides cvxpy's conic solvers and CSDP, by name: the toolkit's own
+#: (LOWRANK) and those added with :func:`register_backend`; each entry says how to
+#: solve, whether it can run here, its version and what it refuses
 TOOLKIT_BACKENDS: dict[str, Backend] = {b.name: b for b in (_LOWRANK,)}
-
-_CUSTOM_BACKENDS: dict[str, Callable[..., SolveReport]] = {
-    k: b.solve for k, b in TOOLKIT_BACKENDS.items()}
-_CUSTOM_AVAILABLE: dict[str, Callable[[], bool]] = {
-    k: b.available for k, b in TOOLKIT_BACKENDS.items()}
-_CUSTOM_VERSIONS: dict[str, Callable[[], str]] = {
-    k: b.version for k, b in TOOLKIT_BACKENDS.items()}
-_CUSTOM_REFUSALS: dict[str, Callable[[Formulation], str | None]] = {
-    k: b.refusal for k, b in TOOLKIT_BACKENDS.items()}
 
 
 def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
@@ -100,12 +93,11 @@ def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
     raise the typed errors of :mod:`sdpembed.exceptions` on failure.
     ``refusal(formulation)`` returns why the backend cannot solve a formulation
     exactly as posed (``None`` if it can), without solving; ``solver="auto"`` uses it.
+    The backend becomes an entry of :data:`TOOLKIT_BACKENDS`.
     """
     key = name.upper()
-    _CUSTOM_BACKENDS[key] = solve_fn
-    _CUSTOM_AVAILABLE[key] = available
-    _CUSTOM_VERSIONS[key] = version
-    _CUSTOM_REFUSALS[key] = refusal
+    TOOLKIT_BACKENDS[key] = Backend(key, solve_fn, version=version, available=available,
+                                    refusal=refusal)
 
 
 def _mosek_licensed() -> bool:
@@ -125,7 +117,7 @@ def available_solvers() -> list[str]:
     names = [s for s in CVXPY_SDP_SOLVERS if s in installed and (s != "MOSEK" or _mosek_licensed())]
     if _csdp.csdp_executable() is not None:
         names.append("CSDP")
-    names += [k for k, ok in _CUSTOM_AVAILABLE.items() if ok()]
+    names += [k for k, b in TOOLKIT_BACKENDS.items() if b.available()]
     return names
 
 
@@ -133,8 +125,8 @@ def solver_version(name: str) -> str:
     name = name.upper()
     if name == "CSDP":
         return _csdp.csdp_version()
-    if name in _CUSTOM_VERSIONS:
-        return _CUSTOM_VERSIONS[name]()
+    if name in TOOLKIT_BACKENDS:
+        return TOOLKIT_BACKENDS[name].version()
     try:
         return importlib.metadata.version(_PACKAGE_OF.get(name, name.lower()))
     except importlib.metadata.PackageNotFoundError:
@@ -228,7 +220,7 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
     gram = isinstance(formulation, GramFormulation)
     refusal = "not installed"
     if gram and "LOWRANK" in available:
-        refusal = _CUSTOM_REFUSALS["LOWRANK"](formulation)
+        refusal = TOOLKIT_BACKENDS["LOWRANK"].refusal(formulation)
     if gram:
         n = formulation.n_points
         try:
@@ -281,10 +273,11 @@ def _available_memory() -> int:
 def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -> SolveReport:
     check_backend_options(solver, options)
     name = str(solver).upper()
-    if name in _CUSTOM_BACKENDS:
-        if not _CUSTOM_AVAILABLE[name]():
+    if name in TOOLKIT_BACKENDS:
+        backend = TOOLKIT_BACKENDS[name]
+        if not backend.available():
             raise SolverMissingError(f"backend {name} is not usable here")
-        report = _CUSTOM_BACKENDS[name](formulation, verbose=verbose, **options)
+        report = backend.solve(formulation, verbose=verbose, **options)
         _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
         check_inaccurate(name, report.status, report.objective, report, what=formulation.method)
         if report.status == cp.OPTIMAL_INACCURATE:
@@ -380,8 +373,8 @@ def _warn_inaccurate(name: str, what: str, advice: str) -> None:
                   f"less accurate than asked; {advice}.", InaccurateSolutionWarning, stacklevel=4)
 
 
-#: bytes per entry of CLARABEL's dense block of a PSD cone, calibrated on this machine:
-#: DVU on 100 USPS digits (a 99 x 99 cone, 4,950^2 block entries) peaked at 1.4 GB
+#: bytes per entry of CLARABEL's dense block of a PSD cone (peak resident memory over
+#: block entries, calibrated on a DVU solve; ``docs/tuning.md``)
 _CLARABEL_BYTES_PER_BLOCK_ENTRY = 56
 
 
@@ -390,9 +383,8 @@ def backend_memory_estimate(problem: cp.Problem, solver: str) -> int | None:
 
     CLARABEL factors a dense block of :math:`(s(s+1)/2)^2` entries for every
     PSD cone of side :math:`s`, so its memory grows like :math:`s^4`
-    (measured: 1.4 GB at :math:`s = 99`, out of memory at :math:`s = 199` on
-    24 GB). Other backends are covered by the build-time check of
-    :class:`~sdpembed.formulations.gram.GramFormulation`.
+    (the calibration is in ``docs/tuning.md``). Other backends are covered by the
+    build-time check of :class:`~sdpembed.formulations.gram.GramFormulation`.
     """
     if solver != "CLARABEL":
         return None

@@ -38,8 +38,6 @@ lowrank = { inner = "plbfgs" }
 def runner(tmp_path, monkeypatch):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "tiny.toml").write_text(SPEC)
-    monkeypatch.setattr(bench, "HERE", tmp_path)
-    monkeypatch.setattr(bench, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(bench, "_baseline_knn", lambda spec, n: 0.5)
     calls = []
 
@@ -51,12 +49,13 @@ def runner(tmp_path, monkeypatch):
                 "wall_s": 100.0 if backend == "SCS" else 4.0}
 
     monkeypatch.setattr(bench, "_run_one", fake_run)
-    return tmp_path / "results" / "tiny-t.json", calls
+    folders = ["--specs", str(tmp_path / "benchmarks"), "--results", str(tmp_path / "results")]
+    return tmp_path / "results" / "tiny-t.json", calls, lambda argv: bench.main(argv + folders)
 
 
 def test_resume_runs_only_the_missing_rows(runner):
-    out, calls = runner
-    bench.main(["tiny", "--tag", "t"])
+    out, calls, main = runner
+    main(["tiny", "--tag", "t"])
     assert calls == [("LOWRANK", ""), ("SCS", ""), ("LOWRANK", "inner=plbfgs")]
     rows = json.loads(out.read_text())["rows"]
     assert [r["ratio_to_scs"] for r in rows if r["backend"] == "LOWRANK"] == [25.0, 25.0]
@@ -66,7 +65,7 @@ def test_resume_runs_only_the_missing_rows(runner):
     data["rows"] = data["rows"][:2]
     out.write_text(json.dumps(data))
     calls.clear()
-    bench.main(["tiny", "--tag", "t", "--resume"])
+    main(["tiny", "--tag", "t", "--resume"])
     assert calls == [("LOWRANK", "inner=plbfgs")]
     data = json.loads(out.read_text())
     assert len(data["rows"]) == 3
@@ -76,9 +75,9 @@ def test_resume_runs_only_the_missing_rows(runner):
 
 
 def test_without_resume_the_file_starts_over(runner):
-    out, calls = runner
-    bench.main(["tiny", "--tag", "t", "--only", "dvu:50", "--backend", "SCS"])
-    bench.main(["tiny", "--tag", "t", "--backend", "LOWRANK"])
+    out, calls, main = runner
+    main(["tiny", "--tag", "t", "--only", "dvu:50", "--backend", "SCS"])
+    main(["tiny", "--tag", "t", "--backend", "LOWRANK"])
     rows = json.loads(out.read_text())["rows"]
     assert [r["backend"] for r in rows] == ["LOWRANK", "LOWRANK"]
     assert all("ratio_to_scs" not in r for r in rows)

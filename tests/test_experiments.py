@@ -408,6 +408,7 @@ def inaccurate_backend(monkeypatch):
     """Backend "INACCURATE": CLARABEL's solution, reported as a LOWRANK solve stopped by its
     time limit is (``optimal_inaccurate`` with a certified gap); records the options it got."""
     from sdpembed import solvers
+    from sdpembed.report import Backend
 
     seen = []
 
@@ -417,9 +418,8 @@ def inaccurate_backend(monkeypatch):
         return dataclasses.replace(report, status="optimal_inaccurate", solver="INACCURATE",
                                    options=options, gap=0.0123, certified_gap=0.0123)
 
-    monkeypatch.setitem(solvers._CUSTOM_BACKENDS, "INACCURATE", backend)
-    monkeypatch.setitem(solvers._CUSTOM_AVAILABLE, "INACCURATE", lambda: True)
-    monkeypatch.setitem(solvers._CUSTOM_VERSIONS, "INACCURATE", lambda: "test")
+    monkeypatch.setitem(solvers.TOOLKIT_BACKENDS, "INACCURATE",
+                        Backend("INACCURATE", backend, version=lambda: "test"))
     return seen
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from sdpembed.cli import main
-from sdpembed.exceptions import OutputError
+from sdpembed.exceptions import OutputError, SpecError
 from sdpembed.experiments import (
     RunInterrupted,
     expand_grid,
@@ -375,18 +375,25 @@ def test_shipped_specs_are_found_from_any_folder(tmp_path, monkeypatch):
     assert load_spec(find_spec("smoke.toml")).name == "durable"
 
 
-def test_lowrank_interval_envelope_kink_validates_and_runs():
-    d = tomllib.loads(SPEC)
-    d.update(seeds=1, solvers=["LOWRANK"],
-             solver_options={"LOWRANK": {"interval_envelope": "kink", "time_limit": 30}})
-    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": 1.0}}
-    del d["figures"]
-    spec = parse_spec(d)
+def test_lowrank_interval_envelope_kink_validates_and_runs(tmp_path):
+    # the spec file as a user writes it; LowRankOptions alone checks the table
+    text = (SPEC.replace("seeds = 12", "seeds = 1").replace('["CLARABEL"]', '["LOWRANK"]')
+            .replace("slack_weight = [1.0, 10.0]", "slack_weight = 1.0")
+            .replace("[methods.raw]\nestimator = \"raw\"\n", "")
+            .split("[figures.emb]")[0])
+    path = tmp_path / "kink.toml"
+    path.write_text(text + '[solver_options.LOWRANK]\ninterval_envelope = "kink"\n'
+                           "time_limit = 30\n")
+    spec = load_spec(path)
+    assert [m.label for m in spec.methods] == ["dvu"] and spec.solvers == ("LOWRANK",)
     assert spec.solver_options["LOWRANK"]["interval_envelope"] == "kink"
     row = run_spec(spec, progress=False).rows[0]
     assert row["status"] in ("ok", "inaccurate"), row["error"]
     assert json.loads(row["solver_options"])["interval_envelope"] == "kink"
     assert 0 < row["knn1"] <= 1
+    path.write_text(text + '[solver_options.LOWRANK]\ninterval_envelope = "kinky"\n')
+    with pytest.raises(SpecError, match="solver_options.LOWRANK.interval_envelope"):
+        load_spec(path)
 
 
 # --------------------------------------------------------------------------- Dask

@@ -226,10 +226,24 @@ def test_auto_never_picks_a_backend_the_memory_guard_refuses(data, monkeypatch):
     assert name != "CLARABEL"
 
 
-def test_builders_are_functions_of_the_package():
+def test_builders_are_functions_of_the_package(data):
+    import inspect
+
     from sdpembed.formulations.dvu import dvu
 
-    assert F.dvu is dvu and callable(F.mvu) and callable(F.lda) and callable(F.tca)
+    assert F.dvu is dvu
+    X, y, graph = data
+    X = X[:, X.std(axis=0) > 0][:, :6]            # a few informative pixels
+    calls = {"dvu": lambda: F.dvu(graph, y), "mvu": lambda: F.mvu(graph),
+             "lda": lambda: F.lda(X, y, 2), "lpp": lambda: F.lpp(X, 2),
+             "sda": lambda: F.sda(X, y, 2), "dne": lambda: F.dne(X, y, 2),
+             "discriminative_projections": lambda: F.discriminative_projections(X, y, 2),
+             "tca": lambda: F.tca(X, y, 2, alpha=0.1, beta=0.1)}
+    builders = {n for n in F.__all__ if inspect.isfunction(getattr(F, n))}
+    assert builders == set(calls) | {"otca_step"}   # otca_step takes TCA's operators
+    for name, call in calls.items():
+        f = call()
+        assert isinstance(f, Formulation) and f.method in (name, "discriminative"), name
 
 
 # --------------------------------------------------------------------------- LOWRANK + added

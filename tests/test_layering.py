@@ -91,7 +91,7 @@ def test_no_module_imports_the_package_init(graph):
 
 
 def test_graph_core_below_tangent_below_builder(graph):
-    # the loop issue 29 named: the core imports nothing that reaches tangent
+    # no graphs <-> tangent loop: the core imports nothing that reaches tangent
     assert not nx.has_path(graph, "sdpembed.graphs.core", "sdpembed.tangent")
     assert not nx.has_path(graph, "sdpembed.tangent", "sdpembed.graphs.knn")
     assert nx.has_path(graph, "sdpembed.graphs", "sdpembed.tangent")

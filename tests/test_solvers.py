@@ -103,13 +103,29 @@ def test_missing_and_unknown_solvers(monkeypatch):
         solve(object())
 
 
-def test_fallback_only_when_asked_and_recorded():
+@pytest.fixture
+def registered():
+    """Backends a test registers, unregistered after it (the table outlives the test)."""
+    from sdpembed.solvers import TOOLKIT_BACKENDS
+
+    before = dict(TOOLKIT_BACKENDS)
+    yield
+    TOOLKIT_BACKENDS.clear()
+    TOOLKIT_BACKENDS.update(before)
+
+
+def test_fallback_only_when_asked_and_recorded(registered):
     f, C = eigen_sdp()
 
     def broken(formulation, verbose=False, **options):
         raise SolverFailedError("numerical trouble")
 
-    register_backend("BROKEN_TEST", broken)
+    register_backend("broken_test", broken)
+    # one table: the registered backend is listed, versioned and dispatched to by name
+    from sdpembed.solvers import TOOLKIT_BACKENDS, solver_version
+
+    assert TOOLKIT_BACKENDS["BROKEN_TEST"].solve is broken
+    assert "BROKEN_TEST" in available_solvers() and solver_version("broken_test") == "sdpembed"
     with pytest.raises(SolverFailedError):
         solve(f, solver="BROKEN_TEST")
     report = solve(f, solver="BROKEN_TEST", fallback=["CLARABEL"])

@@ -220,8 +220,8 @@ class DVU(_GramEmbedding):
         solves the full problem.
     basis_neighbors : int
         The basis comes from a plain ``basis_neighbors``-NN graph of ``X``
-        (no random edges: on 2,500 USPS digits the DVU graph's own basis gave
-        42 % 3-NN accuracy against 92.8 % for an 8-NN graph).
+        (no random edges: they make the bottom Laplacian eigenvectors
+        uninformative; ``docs/tuning.md``).
     transductive_neighbors : int
         k of the k-NN classifier on the embedding that fills ``transduction_``
         (and of ``classifier="knn"``).

@@ -60,8 +60,8 @@ class _TransductiveBase(ProjectionEstimator):
             return n_features
         if self.pca is True or self.pca is np.True_:
             # step 4: "if d > l, project ... retaining d1 (<= l) dimensions". d1 = l - 1:
-            # with d1 = l the l labeled points leave X_l D_l X_l' barely nonsingular (it was
-            # numerically singular on some 5 %-label splits of wine). The null directions of
+            # with d1 = l the l labeled points leave X_l D_l X_l' barely nonsingular (singular
+            # in floating point on small labeled splits). The null directions of
             # the centred data are dropped too (they make the pencil singular).
             if n_features < n_labeled and rank == n_features:
                 return n_features
@@ -159,8 +159,8 @@ class TCA(_TransductiveBase):
         deficient) project onto the leading :math:`d_1 = \\min(l - 1,
         \\mathrm{rank})` principal components, so that :math:`X_lD_lX_l^T` is
         nonsingular (the paper asks for :math:`d_1 \\le l`; at :math:`d_1 = l`
-        it is only barely nonsingular and was numerically singular on some
-        5 %-label splits of wine); an int sets :math:`d_1`; ``False`` skips it.
+        it is only barely nonsingular, and singular in floating point on small
+        labeled splits); an int sets :math:`d_1`; ``False`` skips it.
         TCA solves in whitened principal coordinates whenever ``pca`` is not
         ``False``: eq. (21) is covariant under an invertible change of basis,
         so the projections are unchanged and the pencil is far better
@@ -178,8 +178,7 @@ class TCA(_TransductiveBase):
         :math:`\\lVert u_k\\rVert = 1`, as reference implementations of this
         family of projections do (e.g. D. Cai's LPP/SDA code). The scale
         matters for k-NN: under ``"constraint"`` a direction along which the
-        few labeled points barely spread is blown up (on iris with 5 % labels
-        and r = c the 1-NN error rises from about 7 % to 24 %).
+        few labeled points barely spread is blown up (``docs/tuning.md``).
     method : {"eigen", "sdp"}, default "eigen"
         ``"eigen"``: ``scipy.linalg.eigh(A, B)``. ``"sdp"``: the exact
         ratio-trace SDP in :math:`Z = UU^T` (:mod:`sdpembed.formulations.tca`).

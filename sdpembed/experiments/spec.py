@@ -368,9 +368,9 @@ def _validate_params(info: MethodInfo, params: Mapping, where: str) -> None:
 
 
 def known_solvers() -> set[str]:
-    from ..solvers import _CUSTOM_BACKENDS, CVXPY_SDP_SOLVERS
+    from ..solvers import CVXPY_SDP_SOLVERS, TOOLKIT_BACKENDS
 
-    return set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(_CUSTOM_BACKENDS)
+    return set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(TOOLKIT_BACKENDS)
 
 
 def _parse_solvers(value, where: str) -> tuple:

@@ -364,8 +364,7 @@ def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "explicit",
         full one. Needs ``centroids="eliminated"``.
     basis_graph : NeighborhoodGraph, optional
         Graph whose Laplacian gives the basis; default the DVU graph itself,
-        whose random long edges make a poor basis (42 % against 92.8 % 3-NN
-        accuracy for a plain 8-NN graph on 2,500 USPS digits): pass
+        whose random long edges make a poor basis (``docs/tuning.md``): pass
         ``knn_graph(X, n_neighbors=8, n_random=0)`` when the data are at hand
         (the estimator does).
 

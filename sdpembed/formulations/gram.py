@@ -253,9 +253,9 @@ def dense_memory_estimate(size: int, n_edges: int = 0) -> int:
     operator into matrices with a few copies of :math:`\\mathrm{size}^2` entries,
     and the conic solvers add their own (SCS: an eigendecomposition per
     iteration; CLARABEL: a dense block of :math:`(\\mathrm{size}(\\mathrm{size}+1)/2)^2`).
-    Calibrated on this machine with ``problem.get_problem_data(cvxpy.SCS)``
-    (peak resident memory, DVU on USPS); a lower bound for the interior-point
-    backends.
+    Calibrated with ``problem.get_problem_data(cvxpy.SCS)`` (peak resident
+    memory of a DVU build; ``docs/tuning.md``); a lower bound for the
+    interior-point backends.
     """
     return int(_BYTES_PER_ENTRY * size * size + 2_000 * n_edges)
 
@@ -706,10 +706,9 @@ def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None
     result is made exactly orthogonal to :math:`\\mathbf 1` (a disconnected
     graph contributes its centred component indicators).
 
-    Which graph matters: measured on 2,500 USPS digits (r = 30), the basis of
-    the DVU graph itself (2 neighbours + 1 random long edge) gave 42 % 3-NN
-    accuracy, a plain 8-NN graph 92.8 %; random long edges make the bottom
-    eigenvectors uninformative.
+    Which graph matters: random long edges (the DVU graph's) make the bottom
+    eigenvectors uninformative, so build the basis from a plain k-NN graph
+    (``docs/tuning.md``).
 
     Parameters
     ----------
@@ -742,8 +741,7 @@ def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None
         shift = 1e-6 * max(float(L.diagonal().mean()), 1e-12)
         v0 = np.random.default_rng(0).standard_normal(n)
         # shift-invert with a symmetric fill-reducing ordering (minimum degree on
-        # L + L^T, diagonal pivots preferred): on the 8-NN graph of 9,298 USPS digits
-        # 1.1 s against 2.4 s for eigsh's own LU (COLAMD), same subspace
+        # L + L^T, diagonal pivots preferred): less fill than eigsh's own LU (COLAMD)
         lu = spla.splu((L + shift * sp.eye(n)).tocsc(), permc_spec="MMD_AT_PLUS_A",
                        options={"SymmetricMode": True})
         opinv = spla.LinearOperator((n, n), matvec=lu.solve, dtype=float)

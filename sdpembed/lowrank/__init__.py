@@ -121,8 +121,9 @@ multipliers, and their *refinement* (:func:`refine_multipliers`), the point of
 :math:`S(y,\\nu)V = 0` for the final factor (a bounded linear least-squares
 problem), which removes most of the error the inexact subproblems leave in the
 multipliers. The certificate is as exact as :math:`\\lambda_{\\min}`: the objective is
-a small difference of large terms (about -1 against a trace near 700 on USPS DVU), so
-a gap of 1e-4 needs :math:`|\\lambda_{\\min}|\\lesssim 10^{-7}`.
+a small difference of large terms (an objective of order one against a trace that grows
+with n), and :math:`\\min(\\mu,0)\\,\\mathrm{tr}\\,G` enters the bound: a gap of 1e-4 at a
+trace near :math:`10^3` needs :math:`|\\lambda_{\\min}|\\lesssim 10^{-7}`.
 
 For ``"interval"`` in the full space (n <= ``DenseLimits.lift``) a third candidate is
 tried when the others miss ``tol`` only because :math:`\\lambda_{\\min} < 0`:

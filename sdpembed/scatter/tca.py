@@ -134,7 +134,7 @@ def tca_graph(X: ArrayLike, n_neighbors: int = 5, sigma: float | None = None) ->
 
 #: Largest n for which :func:`smoothness_regularizer` factorises by default; above it the
 #: block conjugate-gradient solver is used (sparse LU fill-in on k-NN graphs of
-#: high-dimensional data grows quickly: n = 3000 in 10-D takes 3 s, CG 0.1 s).
+#: high-dimensional data grows quickly; ``docs/tuning.md``).
 SPLU_MAX_N = 1000
 
 
