@@ -17,8 +17,10 @@ have a small gap while violating the constraints, and then its objective is
 far from the optimum. A solve whose measure exceeds :data:`FAR_FROM_OPTIMAL`
 raises :class:`~sdpembed.exceptions.SolverFailedError`. Backends differ in
 what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals are absolute;
-CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP, CVXOPT and SDPA
-report relative ones. A solve that reports none of them cannot be judged and
+CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT report
+relative ones; SDPA a relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and
+absolute feasibility errors (kept by :mod:`sdpembed.solvers`: cvxpy drops
+them), taken as they are. A solve that reports none of them cannot be judged and
 stays ``optimal_inaccurate``. A solve that carries a *certified* gap
 (LOWRANK's duality certificate) at a primal point whose infeasibility is at most
 :data:`FAR_FROM_OPTIMAL` is exempt: its distance from the optimum is proven and

@@ -334,6 +334,21 @@ def test_inaccurate_solves_far_from_optimal_are_errors_not_ok(tmp_path):
     assert 0 < near["knn1"] <= 1
 
 
+def test_sdpa_stopped_far_from_optimal_is_an_error_row(tmp_path):
+    """SDPA stopped by maxIteration at objective 20 (optimum -1.07): cvxpy calls it
+    'optimal_inaccurate' and drops SDPA's relative gap of 2, so the row was kept as
+    'inaccurate'; with the statistics kept the rule sees the gap and the row is an error."""
+    pytest.importorskip("sdpap")
+    d = tomllib.loads(SPEC)
+    d.update(seeds=1, solvers=["SDPA"], solver_options={"SDPA": {"maxIteration": 8}})
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": 1.0}}
+    del d["figures"]
+    row = run_spec(parse_spec(d), out_dir=tmp_path, progress=False).rows[0]
+    assert row["status"] == "error" and row["error_stage"] == "fit"
+    assert row["error"].startswith("SolverFailedError: SDPA on dvu stopped before converging")
+    assert _lines(tmp_path)[0]["row"]["status"] == "error"  # on disk as it is
+
+
 # --------------------------------------------------------------------------- specs
 
 
