@@ -30,6 +30,7 @@ from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _C
 from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
 
 from . import _csdp
+from ._checks import describe_value
 from .backend_options import check_backend_options
 from .exceptions import (
     InaccurateSolutionWarning,
@@ -176,6 +177,8 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
     if not isinstance(formulation, Formulation):
         raise InputError("solve() takes a Formulation built by sdpembed.formulations; "
                          f"got {type(formulation).__name__}")
+    if not isinstance(verbose, (bool, np.bool_)):  # SCS would fail on it after compiling
+        raise InputError(f"verbose must be True or False; got {describe_value(verbose)}")
     selection = None
     if isinstance(solver, str) and solver.lower() == "auto":
         solver, selection = choose_backend(formulation)

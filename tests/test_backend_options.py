@@ -159,3 +159,9 @@ def test_sdpa_failure_message_names_the_backend_not_the_plug_in():
     pytest.importorskip("sdpap")
     with pytest.raises(SolverFailedError, match="SDPA failed on dvu: Solver 'SDPA' failed"):
         solve(_iris_dvu(), solver="SDPA", maxIteration=2)
+
+
+@pytest.mark.parametrize("verbose", ["yes", 1, None])
+def test_verbose_must_be_a_boolean(verbose):
+    with pytest.raises(InputError, match="verbose must be True or False; got "):
+        solve(_iris_dvu(), solver="SCS", verbose=verbose)
