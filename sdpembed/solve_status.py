@@ -141,5 +141,5 @@ def check_inaccurate(solver: str, status: str, objective: float | None,
         f"{str(solver).upper()}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(p for p in parts if p)}; the largest is above {FAR_FROM_OPTIMAL:g}: the "
         "point it returned is far from optimal and is not a solution. Raise the iteration or "
-        "time limit (SCS max_iters, CLARABEL max_iter/time_limit, LOWRANK "
-        "time_limit/max_outer) or use an interior-point backend." + maybe)
+        "time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, SDPA "
+        "maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend." + maybe)

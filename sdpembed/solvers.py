@@ -330,14 +330,18 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         else max(wall - compile_s, 0.0)
     extra = _extra_stats(name, stats.extra_stats if stats else None)
     status = problem.status
+    if status == cp.OPTIMAL_INACCURATE and name == "CSDP" and extra.get("exit_code") == 4:
+        extra["stopped_by_limit"] = True   # CSDP's maxiter: its last iterate, judged below
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     check_inaccurate(name, status, problem.value, extra, what=formulation.method)
     if status == cp.OPTIMAL_INACCURATE:
         advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
                   if name == "SCS" else
+                  "raise the iteration or time limit" if extra.get("stopped_by_limit") else
                   "try another backend; for Gram SDPs keep reduce_face=True (without it no "
                   "strictly feasible point exists and interior-point methods lose accuracy)")
-        _warn_inaccurate(name, formulation.method, advice)
+        said = extra.get("message")
+        _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
@@ -509,6 +513,14 @@ def _raise_for_status(status: str, formulation: Formulation, name: str, message:
         hint = formulation.meta.get("unbounded_hint", "add a bounding term or constraint")
         hint = hint() if callable(hint) else hint
         raise UnboundedError(f"{where}: the problem is unbounded. {hint}")
+    if status == cp.USER_LIMIT:
+        # CLARABEL's (and MOSEK's) max_iter/time_limit: unlike SCS's, CSDP's or SDPA's last
+        # iterate, Clarabel's gap and relative residuals there do not bound the objective's
+        # distance from the optimum, so the point is not offered as an inaccurate solution
+        raise SolverFailedError(
+            f"{where} stopped at its iteration or time limit ({message or status}) before "
+            "converging; its point is not a solution. Raise the limit (CLARABEL max_iter, "
+            "time_limit) or try another backend.")
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverFailedError(
             f"{where} stopped with status {status!r}{': ' + message if message else ''}. "

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -347,6 +348,27 @@ def test_sdpa_stopped_far_from_optimal_is_an_error_row(tmp_path):
     assert row["status"] == "error" and row["error_stage"] == "fit"
     assert row["error"].startswith("SolverFailedError: SDPA on dvu stopped before converging")
     assert _lines(tmp_path)[0]["row"]["status"] == "error"  # on disk as it is
+
+
+@pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
+@pytest.mark.parametrize("maxiter, status", [(10, "error"), (14, "inaccurate")])
+def test_csdp_iteration_limit_rows_are_inaccurate_or_errors_never_ok(tmp_path, monkeypatch,
+                                                                     maxiter, status):
+    """CSDP stopped by maxiter: at 10 iterations (relative gap 0.56) the row is an error, at
+    14 (0.55 % from CLARABEL's optimum on this grid) it is kept as 'inaccurate'."""
+    monkeypatch.delenv("SDPEMBED_CSDP", raising=False)
+    d = tomllib.loads(SPEC)
+    d.update(seeds=1, solvers=["CSDP"], solver_options={"CSDP": {"maxiter": maxiter}})
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": 1.0}}
+    del d["figures"]
+    row = run_spec(parse_spec(d), out_dir=tmp_path, progress=False).rows[0]
+    assert row["status"] == status
+    if status == "error":
+        assert row["error"].startswith("SolverFailedError: CSDP on dvu stopped before "
+                                       "converging (optimal_inaccurate)")
+    else:
+        assert row["solve_status"] == "optimal_inaccurate" and 0 < row["knn1"] <= 1
+    assert _lines(tmp_path)[0]["row"]["status"] == status
 
 
 # --------------------------------------------------------------------------- specs
