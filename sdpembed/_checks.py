@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Check", "Integer", "Number", "Boolean", "Text", "OneOf", "ListOf", "Table",
-           "Anything", "NoneOr", "PlainName", "type_name", "is_int", "is_number"]
+           "Anything", "NoneOr", "PlainName", "type_name", "is_int", "is_number", "as_int"]
 
 
 def is_int(v) -> bool:
@@ -247,3 +247,18 @@ class Anything(Check):
 def describe_value(value: Any) -> str:
     """``'abc' (string)``: a value and its type, for messages."""
     return f"{value!r} ({type_name(value)})"
+
+
+def as_int(value: Any, name: str, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as an ``int``, or :class:`~sdpembed.exceptions.InputError` naming ``name``.
+
+    Integer-valued parameters take integers only (numpy integers included), as
+    scikit-learn's ``Interval(Integral, ...)``: ``2.7`` is refused, not
+    truncated to 2, and so are ``2.0`` and ``True``.
+    """
+    check = Integer(lo, hi)
+    if not check(value):
+        from .exceptions import InputError
+
+        raise InputError(f"{name} must be {check.what}; got {describe_value(value)}")
+    return int(value)

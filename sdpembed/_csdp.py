@@ -48,13 +48,14 @@ CSDP_INSTALL_HINT = (
     f"or set {ENV_VAR} to its path"
 )
 
-#: CSDP exit codes -> (SCS-style status value, meaning)
+#: CSDP exit codes -> (SCS-style status value, meaning); 2 is ``optimal_inaccurate``, which
+#: :func:`sdpembed.solve_status.check_inaccurate` keeps near the optimum and refuses far from it
 _CSDP_CODES = {
     0: (1, "success: SDP solved"),
     1: (-2, "primal infeasible: the problem as posed is infeasible"),
     2: (-1, "dual infeasible: the problem as posed is unbounded"),
     3: (2, "partial success: solution found but full accuracy not reached"),
-    4: (-4, "maximum iterations reached"),
+    4: (2, "maximum iterations reached"),  # the last iterate is written: judged by its gap
     5: (-4, "stuck at edge of primal feasibility"),
     6: (-4, "stuck at edge of dual infeasibility"),
     7: (-4, "lack of progress"),
@@ -465,8 +466,8 @@ class CSDPConif(SCS):
             info["pobj"] = float(np.dot(c, x))
             return {"x": x, "y": y, "s": s, "info": info}
         if status_val in (1, 2):
-            raise CvxpySolverError(f"csdp reported '{meaning}' but wrote no solution file"
-                                   + _tail(lines))
+            raise CvxpySolverError(f"csdp stopped: {meaning} (exit code {code}) and wrote no "
+                                   "solution file" + _tail(lines))
         return {"x": None, "y": np.zeros(A.shape[0]), "s": None, "info": info}
 
 

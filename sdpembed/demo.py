@@ -32,6 +32,7 @@ calls, and ``examples/dvu_digits.py`` calls it too.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from ._version import __version__
 from .datasets import partial_labels
 from .estimators.gram import DVU
 from .evaluation import transductive_knn_accuracy, transductive_svm_accuracy
-from .exceptions import InputError
+from .exceptions import InputError, OutputError
 
 __all__ = ["run", "format_result", "load_demo_data"]
 
@@ -130,6 +131,8 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
         fractions, largest first), ``n_components`` and ``plot`` (the path, if
         written).
     """
+    if plot is not None:
+        plot = check_figure_path(plot)
     X, y = load_demo_data(n_samples, random_state=random_state)
     y_partial = partial_labels(y, labeled_fraction, random_state=random_state)
     labeled = y_partial != -1
@@ -161,6 +164,32 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
     if not quiet:
         print(format_result(result))
     return result
+
+
+def check_figure_path(path: str | Path) -> Path:
+    """``path`` if a figure can be saved there, else :class:`~sdpembed.exceptions.OutputError`.
+
+    Checked before the solve: a missing or read-only folder, a folder in the
+    way or a format matplotlib cannot write would otherwise fail only after it.
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(path)
+    folder = path.parent
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.is_dir():
+        raise OutputError(f"cannot write the figure to {path}: it is a folder; name a file "
+                          f"such as {path / 'sdpembed-demo.png'}")
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise OutputError(f"cannot write the figure to {path}: name a file ending in one of "
+                          f"{', '.join('.' + k for k in sorted(formats))}")
+    if not folder.is_dir():
+        raise OutputError(f"cannot write the figure to {path}: the folder {folder} does not "
+                          "exist")
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"cannot write the figure to {path}: the folder {folder} is not "
+                          "writable")
+    return path
 
 
 def _save_figure(emb, y, labeled, result: dict, path) -> Path:

@@ -119,6 +119,7 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import as_int
 from ._typing import ArrayLike
 from .exceptions import InaccurateSolutionWarning, InputError
 from .graphs import check_data_matrix
@@ -208,7 +209,7 @@ def fitted_neighbors(X_new: ArrayLike, X_fit: ArrayLike, n_neighbors: int, *,
         if not np.any(exclude >= 0):
             exclude = None
     pool = n_fit - (exclude is not None)
-    k = int(n_neighbors)
+    k = as_int(n_neighbors, "n_neighbors")
     if not 1 <= k <= pool:
         raise InputError(f"n_neighbors={n_neighbors} must lie in [1, {pool}] for {n_fit} "
                          "fitted points")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from ._checks import as_int
 from ._typing import ArrayLike
 from .exceptions import InputError
 
@@ -42,7 +43,7 @@ def embedding_from_gram(G: ArrayLike, n_components: int) -> np.ndarray:
     """
     G = _check_gram(G)
     n = G.shape[0]
-    d = int(n_components)
+    d = as_int(n_components, "n_components")
     if not 1 <= d <= n:
         raise InputError(f"n_components must be in [1, {n}]; got {n_components}")
     w, U = sla.eigh(G, subset_by_index=[n - d, n - 1])
@@ -71,7 +72,7 @@ def embedding_from_factor(F: np.ndarray, n_components: int) -> np.ndarray:
     """
     F = np.asarray(F, dtype=float)
     n = F.shape[0]
-    d = int(n_components)
+    d = as_int(n_components, "n_components")
     if not 1 <= d <= n:
         raise InputError(f"n_components must be in [1, {n}]; got {n_components}")
     U, s, _ = np.linalg.svd(F, full_matrices=False)

@@ -71,6 +71,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.linalg
 
+from ._checks import as_int
 from ._typing import ArrayLike
 from .exceptions import InputError, ProblemTooLargeError, SingularMatrixError  # re-exported
 from .formulation import Formulation
@@ -544,7 +545,7 @@ def trace_ratio_iteration(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "m
     t0 = time.perf_counter()
     lam = float(np.trace(A) / np.trace(B)) if lam0 is None else float(lam0)
     history, converged = [lam], False
-    for _ in range(int(max_iter)):
+    for _ in range(as_int(max_iter, "max_iter", 1)):
         _, P = _extreme_eigh(A - lam * B, None, d, sense)
         lam_new = float(np.vdot(P, A @ P) / np.vdot(P, B @ P))
         history.append(lam_new)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import as_int
 from ._typing import ArrayLike
 from .exceptions import InputError
 from .formulation import Formulation
@@ -107,7 +108,7 @@ def dinkelbach(A: ArrayLike, B: ArrayLike, d: int, *, sense: str = "max", solver
     lam_par, Y = form.parameters["lam"], form.variables["Y"]
     lam = float(np.trace(A) / np.trace(B)) if lam0 is None else float(lam0)
     history, reports, converged = [lam], [], False
-    for _ in range(int(max_iter)):
+    for _ in range(as_int(max_iter, "max_iter", 1)):
         lam_par.value = lam
         reports.append(solve(form, solver=solver, **solver_options))
         Yk = Y.value
@@ -152,7 +153,7 @@ def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = 
     """
     R, q = formulation.meta["R"], formulation.meta["q"]
     p, c = R.shape
-    r = int(n_components)
+    r = as_int(n_components, "n_components")
     if not 1 <= r <= min(c, p):
         raise InputError(f"OTCA gives at most min(n_classes, n_features) = {min(c, p)} "
                          f"directions; got n_components={r}")

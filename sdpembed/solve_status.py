@@ -17,8 +17,10 @@ have a small gap while violating the constraints, and then its objective is
 far from the optimum. A solve whose measure exceeds :data:`FAR_FROM_OPTIMAL`
 raises :class:`~sdpembed.exceptions.SolverFailedError`. Backends differ in
 what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals are absolute;
-CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP, CVXOPT and SDPA
-report relative ones. A solve that reports none of them cannot be judged and
+CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT report
+relative ones; SDPA a relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and
+absolute feasibility errors (kept by :mod:`sdpembed.solvers`: cvxpy drops
+them), taken as they are. A solve that reports none of them cannot be judged and
 stays ``optimal_inaccurate``. A solve that carries a *certified* gap
 (LOWRANK's duality certificate) at a primal point whose infeasibility is at most
 :data:`FAR_FROM_OPTIMAL` is exempt: its distance from the optimum is proven and
@@ -139,5 +141,5 @@ def check_inaccurate(solver: str, status: str, objective: float | None,
         f"{str(solver).upper()}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(p for p in parts if p)}; the largest is above {FAR_FROM_OPTIMAL:g}: the "
         "point it returned is far from optimal and is not a solution. Raise the iteration or "
-        "time limit (SCS max_iters, CLARABEL max_iter/time_limit, LOWRANK "
-        "time_limit/max_outer) or use an interior-point backend." + maybe)
+        "time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, SDPA "
+        "maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend." + maybe)

@@ -27,8 +27,10 @@ import cvxpy as cp
 import cvxpy.settings as cvxpy_settings
 import numpy as np
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
+from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
 
 from . import _csdp
+from ._checks import describe_value
 from .backend_options import check_backend_options
 from .exceptions import (
     InaccurateSolutionWarning,
@@ -167,6 +169,8 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
     if not isinstance(formulation, Formulation):
         raise InputError("solve() takes a Formulation built by sdpembed.formulations; "
                          f"got {type(formulation).__name__}")
+    if not isinstance(verbose, (bool, np.bool_)):  # SCS would fail on it after compiling
+        raise InputError(f"verbose must be True or False; got {describe_value(verbose)}")
     selection = None
     if isinstance(solver, str) and solver.lower() == "auto":
         solver, selection = choose_backend(formulation)
@@ -296,12 +300,15 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         cvx_solver = _csdp.CSDPConif()
     elif name == "CLARABEL":
         cvx_solver = _CLARABEL_WITH_STATS
+    elif name == "SDPA":
+        cvx_solver = _SDPA_WITH_STATS
     t0 = time.perf_counter()
     try:
         problem.solve(solver=cvx_solver, verbose=verbose, **effective)
     except cp.error.SolverError as exc:
+        said = str(exc).replace(f"'SDPEMBED_{name}'", f"'{name}'")  # our plug-ins' names
         raise SolverFailedError(
-            f"{name} failed on {formulation.method}: {exc}. Try another backend "
+            f"{name} failed on {formulation.method}: {said}. Try another backend "
             f"(available: {available_solvers()}), tighten/loosen tolerances, or rescale the "
             "data (normalize=True)."
         ) from exc
@@ -316,14 +323,18 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         else max(wall - compile_s, 0.0)
     extra = _extra_stats(name, stats.extra_stats if stats else None)
     status = problem.status
+    if status == cp.OPTIMAL_INACCURATE and name == "CSDP" and extra.get("exit_code") == 4:
+        extra["stopped_by_limit"] = True   # CSDP's maxiter: its last iterate, judged below
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     check_inaccurate(name, status, problem.value, extra, what=formulation.method)
     if status == cp.OPTIMAL_INACCURATE:
         advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
                   if name == "SCS" else
+                  "raise the iteration or time limit" if extra.get("stopped_by_limit") else
                   "try another backend; for Gram SDPs keep reduce_face=True (without it no "
                   "strictly feasible point exists and interior-point methods lose accuracy)")
-        _warn_inaccurate(name, formulation.method, advice)
+        said = extra.get("message")
+        _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
@@ -365,6 +376,57 @@ class _ClarabelWithStats(_ClarabelConif):
 #: one instance, so that cvxpy's cache of a compiled parametric problem (keyed on the
 #: solver) is reused across re-solves
 _CLARABEL_WITH_STATS = _ClarabelWithStats()
+
+
+class _SdpaWithStats(_SdpaConif):
+    """cvxpy's SDPA interface that keeps SDPA's gap, feasibility errors and iterations.
+
+    cvxpy drops the statistics ``sdpap.solve`` returns, so an SDPA solve stopped
+    by ``maxIteration`` (phase ``pdFEAS``/``dFEAS``/``pFEAS``, mapped to
+    ``optimal_inaccurate``) could not be judged: a point with a relative gap of 2
+    passed as a result. This keeps ``dualityGap`` (relative,
+    :math:`|p - d| / \\max(1, (|p| + |d|)/2)`), ``primalError``, ``dualError``,
+    the phase and the iteration count, so
+    :func:`~sdpembed.solve_status.check_inaccurate` can judge the point. The call
+    is cvxpy's ``SDPA.solve_via_data`` (CLP form with ``b`` negated, a free cone
+    ``K`` for ``x``), keeping what it discards.
+    """
+
+    def name(self):
+        return "SDPEMBED_SDPA"   # cvxpy requires custom solvers to have their own name
+
+    def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
+        import sdpap
+        from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import dims_to_solver_dict
+
+        dims = dims_to_solver_dict(data[cvxpy_settings.DIMS])
+        A, b, c = data[cvxpy_settings.A], data[cvxpy_settings.B], data[cvxpy_settings.C]
+        K = sdpap.SymCone(f=c.shape[0])
+        J = sdpap.SymCone(f=dims["f"], l=dims["l"], s=tuple(dims["s"]))
+        opts = dict(solver_opts)
+        opts.setdefault("print", "display" if verbose else "no")
+        x, y, info, _, sdpainfo = sdpap.solve(A, -b, c, K, J, opts)
+        status = self.STATUS_MAP[info["phasevalue"]]
+        solution = {cvxpy_settings.STATUS: status,
+                    "sdpembed_stats": {**info, "iteration": sdpainfo.get("iteration")}}
+        if status in cvxpy_settings.SOLUTION_PRESENT:
+            x, y = x.toarray(), y.toarray()
+            solution[cvxpy_settings.VALUE] = info["primalObj"]
+            solution[cvxpy_settings.PRIMAL] = x
+            solution[cvxpy_settings.EQ_DUAL] = y[:dims["f"]]
+            solution[cvxpy_settings.INEQ_DUAL] = y[dims["f"]:]
+        return solution
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        kept = solution.get("sdpembed_stats", {})
+        out.attr[cvxpy_settings.EXTRA_STATS] = kept
+        if kept.get("iteration") is not None:
+            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iteration"])
+        return out
+
+
+_SDPA_WITH_STATS = _SdpaWithStats()
 
 
 def _warn_inaccurate(name: str, what: str, advice: str) -> None:
@@ -443,6 +505,14 @@ def _raise_for_status(status: str, formulation: Formulation, name: str, message:
         hint = formulation.meta.get("unbounded_hint", "add a bounding term or constraint")
         hint = hint() if callable(hint) else hint
         raise UnboundedError(f"{where}: the problem is unbounded. {hint}")
+    if status == cp.USER_LIMIT:
+        # CLARABEL's (and MOSEK's) max_iter/time_limit: unlike SCS's, CSDP's or SDPA's last
+        # iterate, Clarabel's gap and relative residuals there do not bound the objective's
+        # distance from the optimum, so the point is not offered as an inaccurate solution
+        raise SolverFailedError(
+            f"{where} stopped at its iteration or time limit ({message or status}) before "
+            "converging; its point is not a solution. Raise the limit (CLARABEL max_iter, "
+            "time_limit) or try another backend.")
     if status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
         raise SolverFailedError(
             f"{where} stopped with status {status!r}{': ' + message if message else ''}. "
@@ -479,6 +549,10 @@ def _extra_stats(name: str, raw) -> dict[str, Any]:
             # Clarabel's own relative gap measure (its stopping test)
             out["gap"] = abs(p - d) / max(1.0, min(abs(p), abs(d)))
         out["message"] = str(raw.get("status", ""))
+    elif name == "SDPA" and isinstance(raw, dict):
+        out.update(gap=num(raw.get("dualityGap")), primal_residual=num(raw.get("primalError")),
+                   dual_residual=num(raw.get("dualError")),
+                   message=f"SDPA phase {raw.get('phasevalue')}")
     elif isinstance(raw, dict):
         for key, dest in (("gap", "gap"), ("relative gap", "gap"), ("primal infeasibility",
                           "primal_residual"), ("dual infeasibility", "dual_residual")):

@@ -71,6 +71,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
+from ._checks import as_int
 from ._typing import ArrayLike, RandomStateLike
 from .exceptions import InputError, LabelError
 from .graphs.core import NeighborhoodGraph, check_edge_counts, random_partners
@@ -670,10 +671,11 @@ def tangent_kneighbors(X: ArrayLike, X_ref: ArrayLike | None = None, *, n_neighb
     """
     st = _settings(shape, transforms, sigma, blur, regularization, sided)
     Q = _prepare(_check_images(X, st.shape, name="X"), st, deslant)
+    k = as_int(n_neighbors, "n_neighbors")
     if X_ref is None:
-        return _kneighbors(Q, Q, int(n_neighbors), candidates, st.sided, True, n_jobs)
+        return _kneighbors(Q, Q, k, candidates, st.sided, True, n_jobs)
     R = _prepare(_check_images(X_ref, st.shape, name="X_ref"), st, deslant)
-    return _kneighbors(Q, R, int(n_neighbors), candidates, st.sided, False, n_jobs)
+    return _kneighbors(Q, R, k, candidates, st.sided, False, n_jobs)
 
 
 def _vote(labels, n_classes) -> np.ndarray:

@@ -129,3 +129,39 @@ def test_scs_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
     assert distance_from_optimal("SCS", near.objective, near) <= FAR_FROM_OPTIMAL
     assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * max(1.0, abs(optimum))
     assert np.isfinite(near.objective)
+
+
+def test_sdpa_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
+    """SDPA stopped by maxIteration is 'optimal_inaccurate' to cvxpy, which drops SDPA's gap:
+    at 8 iterations (objective 20 against CLARABEL's -1.07) it passed as a result. Its gap
+    and feasibility errors now reach the report and the rule."""
+    pytest.importorskip("sdpap")
+    optimum = solve(_iris_dvu(), solver="CLARABEL").objective
+    with pytest.raises(SolverFailedError,
+                       match="SDPA on dvu stopped before converging .*relative duality gap 2,"):
+        solve(_iris_dvu(), solver="SDPA", maxIteration=8)
+    far = _iris_dvu()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        far.problem.solve(solver="SDPA", maxIteration=8)  # the same solve, by cvxpy directly
+    assert far.problem.status == "optimal_inaccurate"
+    assert abs(far.problem.value - optimum) > FAR_FROM_OPTIMAL * abs(optimum)  # truly far
+    with pytest.warns(InaccurateSolutionWarning):
+        near = solve(_iris_dvu(), solver="SDPA", maxIteration=16)
+    assert near.status == "optimal_inaccurate" and near.iterations == 16
+    assert near.gap is not None and near.dual_residual is not None
+    assert near.extra["message"].startswith("SDPA phase ")
+    assert distance_from_optimal("SDPA", near.objective, near) <= FAR_FROM_OPTIMAL
+    assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * abs(optimum)
+
+
+def test_sdpa_failure_message_names_the_backend_not_the_plug_in():
+    pytest.importorskip("sdpap")
+    with pytest.raises(SolverFailedError, match="SDPA failed on dvu: Solver 'SDPA' failed"):
+        solve(_iris_dvu(), solver="SDPA", maxIteration=2)
+
+
+@pytest.mark.parametrize("verbose", ["yes", 1, None])
+def test_verbose_must_be_a_boolean(verbose):
+    with pytest.raises(InputError, match="verbose must be True or False; got "):
+        solve(_iris_dvu(), solver="SCS", verbose=verbose)

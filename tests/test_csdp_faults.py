@@ -10,6 +10,7 @@ reason, and a missing or broken program must not be listed as available.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,9 +21,15 @@ import numpy as np
 import pytest
 
 from sdpembed import _csdp
-from sdpembed.exceptions import InputError, SolverFailedError, SolverMissingError
+from sdpembed.exceptions import (
+    InaccurateSolutionWarning,
+    InputError,
+    SolverFailedError,
+    SolverMissingError,
+)
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
+from sdpembed.solve_status import FAR_FROM_OPTIMAL
 from sdpembed.solvers import available_solvers, solve
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="stand-in programs are sh scripts")
@@ -93,7 +100,7 @@ def test_program_crashing_on_start_is_not_listed(use, tmp_path):
 # --------------------------------------------------------------------------- CSDP's own reasons
 
 
-def test_iteration_limit_reason_reaches_the_error(use, tmp_path):
+def test_iteration_limit_without_a_solution_file_says_so(use, tmp_path):
     use(_program(tmp_path, "csdp", """\
         echo "Iter: 50 Ap: 1.0e+00 Pobj: 1.0 Ad: 1.0e+00 Dobj: 2.0"
         echo "Maximum iterations reached. Result may be inaccurate."
@@ -103,8 +110,39 @@ def test_iteration_limit_reason_reaches_the_error(use, tmp_path):
     with pytest.raises(SolverFailedError) as err:
         solve(_formulation(), solver="CSDP", maxiter=50)
     msg = str(err.value)
-    assert "maximum iterations reached (exit code 4)" in msg
+    assert "maximum iterations reached (exit code 4) and wrote no solution file" in msg
     assert "Maximum iterations reached. Result may be inaccurate." in msg  # csdp's own words
+
+
+@pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
+def test_iteration_limit_is_inaccurate_near_the_optimum_and_an_error_far_from_it(monkeypatch):
+    """CSDP stopped by maxiter writes its last iterate (exit code 4): like SCS's max_iters it
+    is kept as optimal_inaccurate when its relative gap is below FAR_FROM_OPTIMAL and refused
+    above; the kept one is checked against CLARABEL's optimum, the refused one with csdp's
+    own gap (1.6e-2 at 10 iterations; 16 reach the optimum)."""
+    monkeypatch.delenv(_csdp.ENV_VAR, raising=False)
+    optimum = solve(_formulation(), solver="CLARABEL").objective
+    with pytest.raises(SolverFailedError, match="CSDP on dvu stopped before converging "
+                       r"\(optimal_inaccurate\) with relative duality gap 0\.01"):
+        solve(_formulation(), solver="CSDP", maxiter=10)
+    with pytest.warns(InaccurateSolutionWarning,
+                      match=r"CSDP returned optimal_inaccurate on dvu \(maximum iterations "
+                            r"reached\).*raise the iteration or time limit"):
+        near = solve(_formulation(), solver="CSDP", maxiter=12)
+    assert near.status == "optimal_inaccurate" and near.extra["exit_code"] == 4
+    assert near.extra["stopped_by_limit"] and abs(near.gap) <= FAR_FROM_OPTIMAL
+    assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * abs(optimum)
+    assert solve(_formulation(), solver="CSDP").status == "optimal"
+
+
+def test_clarabel_iteration_limit_is_an_error_naming_the_limit():
+    """Clarabel's point at max_iter is not offered as a solution (its own gap and residuals
+    do not bound its distance from the optimum); the error says which limit stopped it."""
+    with pytest.raises(SolverFailedError, match=r"CLARABEL on dvu .* stopped at its iteration "
+                       r"or time limit \(MaxIterations\) before converging"):
+        solve(_formulation(), solver="CLARABEL", max_iter=6)
+    with pytest.raises(SolverFailedError, match=r"limit \(MaxTime\)"):
+        solve(_formulation(), solver="CLARABEL", time_limit=1e-6)
 
 
 @pytest.mark.parametrize("code, meaning", [(5, "stuck at edge of primal feasibility"),

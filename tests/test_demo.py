@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,6 +91,28 @@ def test_cli_demo_prints_the_table_and_writes_the_figure(capsys, tmp_path):
 def test_cli_demo_reports_bad_input_as_a_usage_error(capsys):
     assert main(["demo", "--n-samples", "5", "--plot", ""]) == 2
     assert "sdpembed demo: n_samples must be an integer in [20, 1797]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where, message", [
+    (lambda tmp: tmp / "missing" / "demo.png", "the folder {tmp}/missing does not exist"),
+    (lambda tmp: tmp, "it is a folder; name a file such as {tmp}/sdpembed-demo.png"),
+    (lambda tmp: tmp / "demo.xyz", "name a file ending in one of "),
+    (lambda tmp: tmp / "ro" / "demo.png", "the folder {tmp}/ro is not writable"),
+])
+def test_cli_demo_checks_the_figure_path_before_solving(capsys, tmp_path, monkeypatch, where,
+                                                        message):
+    def never(*args, **kwargs):
+        raise AssertionError("the demo solved before checking where its figure goes")
+
+    monkeypatch.setattr("sdpembed.demo.DVU.fit", never)
+    (tmp_path / "ro").mkdir()
+    monkeypatch.setattr("sdpembed.demo.os.access", lambda p, mode: Path(p).name != "ro")
+    path = where(tmp_path)
+    assert main(["demo", "--n-samples", "30", "--plot", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sdpembed demo: cannot write the figure to {path}: "
+                          f"{message.format(tmp=tmp_path)}")
+    assert err.count("\n") == 1
 
 
 def test_python_dash_m_runs_the_command_line():

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -332,6 +333,42 @@ def test_inaccurate_solves_far_from_optimal_are_errors_not_ok(tmp_path):
                     progress=False).rows[0]
     assert near["solve_status"] == "optimal_inaccurate" and near["status"] == "inaccurate"
     assert 0 < near["knn1"] <= 1
+
+
+def test_sdpa_stopped_far_from_optimal_is_an_error_row(tmp_path):
+    """SDPA stopped by maxIteration at objective 20 (optimum -1.07): cvxpy calls it
+    'optimal_inaccurate' and drops SDPA's relative gap of 2, so the row was kept as
+    'inaccurate'; with the statistics kept the rule sees the gap and the row is an error."""
+    pytest.importorskip("sdpap")
+    d = tomllib.loads(SPEC)
+    d.update(seeds=1, solvers=["SDPA"], solver_options={"SDPA": {"maxIteration": 8}})
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": 1.0}}
+    del d["figures"]
+    row = run_spec(parse_spec(d), out_dir=tmp_path, progress=False).rows[0]
+    assert row["status"] == "error" and row["error_stage"] == "fit"
+    assert row["error"].startswith("SolverFailedError: SDPA on dvu stopped before converging")
+    assert _lines(tmp_path)[0]["row"]["status"] == "error"  # on disk as it is
+
+
+@pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
+@pytest.mark.parametrize("maxiter, status", [(10, "error"), (14, "inaccurate")])
+def test_csdp_iteration_limit_rows_are_inaccurate_or_errors_never_ok(tmp_path, monkeypatch,
+                                                                     maxiter, status):
+    """CSDP stopped by maxiter: at 10 iterations (relative gap 0.56) the row is an error, at
+    14 (0.55 % from CLARABEL's optimum on this grid) it is kept as 'inaccurate'."""
+    monkeypatch.delenv("SDPEMBED_CSDP", raising=False)
+    d = tomllib.loads(SPEC)
+    d.update(seeds=1, solvers=["CSDP"], solver_options={"CSDP": {"maxiter": maxiter}})
+    d["methods"] = {"dvu": {"estimator": "DVU", "n_components": 2, "slack_weight": 1.0}}
+    del d["figures"]
+    row = run_spec(parse_spec(d), out_dir=tmp_path, progress=False).rows[0]
+    assert row["status"] == status
+    if status == "error":
+        assert row["error"].startswith("SolverFailedError: CSDP on dvu stopped before "
+                                       "converging (optimal_inaccurate)")
+    else:
+        assert row["solve_status"] == "optimal_inaccurate" and 0 < row["knn1"] <= 1
+    assert _lines(tmp_path)[0]["row"]["status"] == status
 
 
 # --------------------------------------------------------------------------- specs

@@ -37,6 +37,7 @@ import numbers
 
 import numpy as np
 
+from .._checks import as_int
 from .._labels import check_partial_labels
 from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError
@@ -151,7 +152,8 @@ def discriminative_projections_formulation(X: ArrayLike, y: ArrayLike, n_compone
                                                   weights=weights, sigma=sigma)
     else:
         raise InputError(f"labels must be one of {LABEL_KINDS}; got {labels!r}")
-    if not 1 <= int(n_components) <= X.shape[1]:
+    n_components = as_int(n_components, "n_components")
+    if not 1 <= n_components <= X.shape[1]:
         raise InputError(f"n_components must lie in [1, n_features={X.shape[1]}]")
-    return formulate_reduced(pencil, int(n_components), regularization=regularization,
+    return formulate_reduced(pencil, n_components, regularization=regularization,
                              rank_tol=rank_tol)

@@ -33,6 +33,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._checks import as_int
 from .._typing import ArrayLike
 from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
@@ -727,7 +728,7 @@ def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None
         edges = np.asarray(graph_or_edges, dtype=np.int64).reshape(-1, 2)
         if n is None:
             raise InputError("laplacian_basis needs n with an edge array")
-    rank = int(rank)
+    rank = as_int(rank, "basis_rank")
     if not 1 <= rank <= n - 1:
         raise InputError(f"basis_rank must be an integer in [1, {n - 1}]; got {rank}")
     w = np.ones(edges.shape[0]) if weights is None else np.asarray(weights, dtype=float)
@@ -818,7 +819,7 @@ def build_gram_formulation(gp: GramProblem, *, basis: np.ndarray | None = None,
     if callable(basis):
         if basis_size is None:
             raise InputError("a lazily computed basis needs basis_size")
-        size = int(basis_size)
+        size = as_int(basis_size, "basis_size", 1)
     elif basis is not None:
         basis = np.asarray(basis, dtype=float)
         if basis.ndim != 2 or basis.shape[0] != n:

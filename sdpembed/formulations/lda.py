@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import as_int
 from .._labels import check_partial_labels
 from .._typing import ArrayLike
 from ..exceptions import InputError
@@ -79,7 +80,7 @@ def lda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None,
     y_int, classes, _ = check_partial_labels(y, X.shape[0])
     pencil = lda_pencil(X, y_int, classes.size, criterion=criterion)
     limit = min(classes.size - 1, X.shape[1])
-    d = limit if n_components is None else int(n_components)
+    d = limit if n_components is None else as_int(n_components, "n_components")
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (LDA gives at most "
                          "n_classes - 1 directions)")

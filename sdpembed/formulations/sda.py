@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import as_int
 from .._labels import check_partial_labels
 from .._typing import ArrayLike
 from ..exceptions import InputError
@@ -69,7 +70,7 @@ def sda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None,
     pencil = sda_pencil(X, y_int, classes.size, alpha=alpha, n_neighbors=n_neighbors,
                         weights=weights, sigma=sigma)
     limit = min(classes.size - 1, X.shape[1])
-    d = limit if n_components is None else int(n_components)
+    d = limit if n_components is None else as_int(n_components, "n_components")
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (SDA gives at most "
                          "n_classes - 1 directions)")

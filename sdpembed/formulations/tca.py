@@ -40,6 +40,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from .._checks import as_int
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import NeighborhoodGraph
@@ -178,7 +179,8 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
     F = _psd_factor(Q / q)
     a_hat = cp.Variable(p, name="a_hat")
     target = cp.Parameter(p, name="target")
-    previous = cp.Parameter((max(int(n_components) - 1, 1), p), name="previous")
+    r = as_int(n_components, "n_components", 1)
+    previous = cp.Parameter((max(r - 1, 1), p), name="previous")
     objective = cp.Minimize(cp.sum_squares(F @ a_hat) - 2 * (target @ a_hat))
     problem = cp.Problem(objective, [previous @ a_hat == 0])
     return Formulation(problem, {"a_hat": a_hat}, {"target": target, "previous": previous},

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import numbers
 from dataclasses import dataclass
 
 import networkx as nx
@@ -24,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._checks import as_int
 from .._typing import ArrayLike
 from ..exceptions import DisconnectedGraphError, DuplicatePointsError, InputError
 
@@ -244,11 +244,7 @@ def check_edge_counts(n_neighbors: int, n_random: int) -> tuple[int, int]:
     Integers only, as scikit-learn's ``Interval(Integral, ...)``: 2.7 is not
     rounded to 2; at least one edge per point.
     """
-    for name, value in (("n_neighbors", n_neighbors), ("n_random", n_random)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise InputError(f"{name} must be an integer >= 0; got {value!r} "
-                             f"({type(value).__name__})")
-    n_neighbors, n_random = int(n_neighbors), int(n_random)
+    n_neighbors, n_random = as_int(n_neighbors, "n_neighbors", 0), as_int(n_random, "n_random", 0)
     if n_neighbors < 0 or n_random < 0 or n_neighbors + n_random == 0:
         raise InputError("need n_neighbors >= 0, n_random >= 0 and at least one edge per point")
     return n_neighbors, n_random

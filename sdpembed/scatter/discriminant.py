@@ -25,6 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from .._checks import as_int
 from .._typing import MatrixLike
 from ..exceptions import InputError
 
@@ -99,7 +100,7 @@ def knn_affinity(X: np.ndarray, n_neighbors: int = 5, *, weights: str = "heat",
     points are allowed (they get weight 1).
     """
     n = X.shape[0]
-    k = int(n_neighbors)
+    k = as_int(n_neighbors, "n_neighbors")
     if k < 1 or k >= n:
         raise InputError(f"n_neighbors must lie in [1, n_samples - 1] = [1, {n - 1}]; got {k}")
     if weights not in WEIGHTS:
@@ -178,7 +179,7 @@ def discriminative_projection_matrices(X: np.ndarray, y: np.ndarray, n_classes: 
     lab = y >= 0
     Xl = X[lab]
     l, p = Xl.shape
-    c = int(n_classes)
+    c = as_int(n_classes, "n_classes", 1)
     Yl = np.zeros((l, c))
     Yl[np.arange(l), y[lab]] = 1.0
     XtX = Xl.T @ Xl

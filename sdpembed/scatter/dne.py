@@ -53,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from .._checks import as_int
 from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError
 
@@ -110,7 +111,7 @@ def discriminant_adjacency(X: ArrayLike, y: ArrayLike, n_neighbors: int = 1) -> 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y)
     n = X.shape[0]
-    k = int(n_neighbors)
+    k = as_int(n_neighbors, "n_neighbors")
     if k < 1:
         raise InputError(f"n_neighbors must be >= 1; got {n_neighbors}")
     labeled = np.flatnonzero(y >= 0)

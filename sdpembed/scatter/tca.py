@@ -71,6 +71,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.neighbors import NearestNeighbors
 
+from .._checks import as_int
 from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError, SolverFailedError
 from ..graphs import NeighborhoodGraph
@@ -112,7 +113,7 @@ def tca_graph(X: ArrayLike, n_neighbors: int = 5, sigma: float | None = None) ->
     """
     X = np.asarray(X, dtype=float)
     n = X.shape[0]
-    k = int(n_neighbors)
+    k = as_int(n_neighbors, "n_neighbors")
     if not 1 <= k < n:
         raise InputError(f"n_neighbors must lie in [1, n_samples - 1] = [1, {n - 1}]; got {k}")
     ind = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(return_distance=False)
@@ -295,7 +296,7 @@ def class_indicator(y_l: ArrayLike, n_classes: int | None = None) -> np.ndarray:
     OTCA's least-squares targets (Section 4).
     """
     y_l = np.asarray(y_l, dtype=int)
-    c = int(y_l.max()) + 1 if n_classes is None else int(n_classes)
+    c = int(y_l.max()) + 1 if n_classes is None else as_int(n_classes, "n_classes", 1)
     return (y_l[:, None] == np.arange(c)[None, :]).astype(float)
 
 
@@ -429,7 +430,7 @@ def otca_basis(Q: ArrayLike, R: ArrayLike, n_components: int | None = None) -> n
     Q = np.asarray(Q, dtype=float)
     R = np.asarray(R, dtype=float)
     p, c = R.shape
-    r = c if n_components is None else int(n_components)
+    r = c if n_components is None else as_int(n_components, "n_components")
     if not 1 <= r <= min(c, p):
         raise InputError(f"OTCA gives at most min(n_classes, n_features) = {min(c, p)} "
                          f"directions; got n_components={r}")
