@@ -128,6 +128,7 @@ def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], 
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
 
     html = Path(html)
     missing = [p for p, _, _ in PAGES if not (html / p).is_file()]
@@ -151,6 +152,10 @@ def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], 
         driver.set_page_load_timeout(60)
         for page, math, images in PAGES:
             driver.get(base + page)
+            # inspect this page once it has loaded (never the previous one, half replaced)
+            WebDriverWait(driver, 60).until(lambda d, url=base + page: d.current_url == url
+                                            and d.execute_script("return document.readyState")
+                                            == "complete")
             info = driver.execute_async_script(_INSPECT)
             seen[page] = info
             problems += problems_of(page, info, base, math=math, images=images)

@@ -95,6 +95,9 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "abort_on_example_error": True,
+    # every build runs every example, also when its source is unchanged: the outputs
+    # show the current library, and a change that breaks an example fails the build
+    "run_stale_examples": True,
     "show_memory": False,
     "min_reported_time": 0,
     "write_computation_times": True,

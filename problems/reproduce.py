@@ -5,9 +5,10 @@ The specs are package data (``sdpembed/experiments/specs/*.toml``, listed by
 --jobs N --out results --resume`` would run it (:func:`sdpembed.experiments.run_spec`),
 writing ``results/<name>/`` (an interrupted reproduction continues where it
 stopped); the summaries are concatenated, with the wall time of each run, into
-``results/reproduce.md``.
+``results/reproduce.md``; with ``--docs`` also into ``docs/reproductions.md``, the
+documentation site's reproductions page.
 
-Run: ``.venv/bin/python -m problems.reproduce [NAME ...] [--jobs 2] [--seeds N]``.
+Run: ``.venv/bin/python -m problems.reproduce [NAME ...] [--jobs 2] [--seeds N] [--docs]``.
 Without names, the specs that finish in minutes on a laptop are run:
 tca_table3, tca_table4, dne_uci, wm_mushroom, wm_usps_loo. ``dvu_table1_small``
 (about half an hour with CSDP on 2 cores) and ``dvu_table1`` (2,500 digits,
@@ -32,6 +33,8 @@ def main(argv=None) -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seeds", type=int, default=None, help="first N seeds only")
     parser.add_argument("--out", default=str(ROOT / "results"))
+    parser.add_argument("--docs", action="store_true",
+                        help="also write docs/reproductions.md (the site's reproductions page)")
     args = parser.parse_args(argv)
     parts = ["# Reproductions of the papers' tables", ""]
     for name in args.names:
@@ -50,6 +53,10 @@ def main(argv=None) -> None:
     out = Path(args.out) / "reproduce.md"
     out.write_text("\n".join(parts))
     print(f"wrote {out}")
+    if args.docs:
+        page = ROOT / "docs" / "reproductions.md"
+        page.write_text("\n".join(parts))
+        print(f"wrote {page}")
 
 
 if __name__ == "__main__":

@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="DVU on scikit-learn's 1,797 digits with a certified gap",
-                          description="DVU on all 1,797 of scikit-learn's bundled digits (80 %% "
+                          description="DVU on all 1,797 of scikit-learn's bundled digits (80 % "
                           "labelled) through the LOWRANK backend: the certified duality gap, "
                           "3-NN and linear-SVM accuracy on the hidden labels before and after, "
                           "and a figure of the embedding and its spectrum.")

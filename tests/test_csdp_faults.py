@@ -229,3 +229,52 @@ def test_verbose_passes_csdp_output_through(use, tmp_path, capsys):
         solve(_formulation(), solver="CSDP", verbose=True)
     out = capsys.readouterr().out
     assert "Iter:  0 Ap: 0.00e+00" in out and "Iter:  1 Ap: 9.00e-01" in out
+
+
+def test_verbose_output_streams_while_csdp_runs(use, tmp_path, monkeypatch):
+    """csdp's first line is printed while csdp still runs: the stand-in prints it, then
+    waits (up to 30 s) for a file that the test writes only once it has seen that line."""
+    import threading
+
+    go = tmp_path / "go"
+    use(_program(tmp_path, "csdp", f"""\
+        echo "Iter:  0 Ap: 0.00e+00 Pobj: 0.0 Ad: 0.00e+00 Dobj: 0.0"
+        i=0
+        while [ ! -e "{go}" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+        echo "Iter:  1 Ap: 9.00e-01 Pobj: 1.0 Ad: 9.00e-01 Dobj: 2.0"
+        exit 7
+        """))
+    seen = threading.Event()
+
+    class Recorder:
+        text = ""
+
+        def write(self, s):
+            self.text += s
+            if "Iter:  0" in self.text:
+                seen.set()
+            return len(s)
+
+        def flush(self):
+            pass
+
+    out = Recorder()
+    monkeypatch.setattr(sys, "stdout", out)
+    errors = []
+
+    def run():
+        try:
+            solve(_formulation(), solver="CSDP", verbose=True)
+        except SolverFailedError as exc:  # exit 7: lack of progress, as written above
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        assert seen.wait(timeout=20), "csdp's first line was not printed while it ran"
+        assert worker.is_alive() and "Iter:  1" not in out.text
+    finally:
+        go.touch()
+        worker.join(timeout=60)
+    assert "Iter:  1 Ap: 9.00e-01" in out.text
+    assert len(errors) == 1 and "lack of progress" in str(errors[0])

@@ -115,6 +115,15 @@ def test_cli_demo_checks_the_figure_path_before_solving(capsys, tmp_path, monkey
     assert err.count("\n") == 1
 
 
+def test_help_texts_are_printed_as_written(capsys):
+    # argparse %-formats only argument help; a description prints "%%" as it stands
+    for command in ([], ["demo"], ["run"], ["solvers"], ["datasets"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        out = capsys.readouterr().out
+        assert out.startswith("usage: sdpembed") and "%%" not in out, command
+
+
 def test_python_dash_m_runs_the_command_line():
     out = subprocess.run([sys.executable, "-m", "sdpembed", "--help"], capture_output=True,
                          text=True, check=True).stdout

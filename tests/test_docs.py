@@ -60,7 +60,8 @@ def test_pages_render_math_and_images(site, tmp_path):
     assert set(seen) == {page for page, _, _ in check.PAGES}
     for page, math, _ in check.PAGES:
         assert seen[page]["nSized"] > 0 or not math, page
-    assert all((tmp_path / "screenshots").glob("*.png"))
+    shots = sorted((tmp_path / "screenshots").glob("*.png"))
+    assert len(shots) == len(check.PAGES) and all(s.stat().st_size > 0 for s in shots)
 
 
 def test_problems_are_detected(site, tmp_path):

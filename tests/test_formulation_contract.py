@@ -189,6 +189,30 @@ def test_auto_picks_lowrank_for_gram_sdps_beyond_the_threshold(data):
     assert name == "CLARABEL" and "interior-point" in why
 
 
+def test_auto_for_mvu_the_gram_estimators_and_sequential_solves(data):
+    """The other problem kinds: MVU beyond and below the threshold, the DVU and MVU
+    estimators (full and on a reduced basis), and a Dinkelbach sequence of trace-ratio
+    SDPs; each report says which backend ran and why."""
+    from sdpembed import DVU, MVU
+    from sdpembed.sequential import dinkelbach
+
+    X, y, graph = data
+    assert choose_backend(F.mvu(graph))[0] == "LOWRANK"
+    small = knn_graph(X[:20], n_neighbors=2, n_random=1, random_state=0)
+    name, why = choose_backend(F.mvu(small))
+    assert name == "CLARABEL" and "Gram SDP on 20 points" in why
+    for est in (DVU(n_components=2, random_state=0),
+                DVU(n_components=2, basis_rank=10, random_state=0)):
+        rep = est.fit(X, y).solve_report_
+        assert rep.solver == "LOWRANK" and "Gram SDP on 32 points" in rep.selection
+    rep = MVU(n_components=2, random_state=0).fit(X).solve_report_
+    assert rep.solver == "LOWRANK" and rep.selection and rep.certified_gap is not None
+    A, B = np.cov(X[:, :8].T), np.eye(8) + 0.1 * np.cov(X[:, 8:16].T)
+    seq = dinkelbach(A, B, 2)
+    assert seq.reports and all(r.solver == "CLARABEL" and "trace_ratio problem" in r.selection
+                               for r in seq.reports)
+
+
 def test_auto_avoids_what_lowrank_refuses_and_says_so(data):
     _, y, graph = data
     name, why = choose_backend(F.dvu(graph, y, centroids="eliminated", ratio=0.5))

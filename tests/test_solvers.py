@@ -43,6 +43,24 @@ def test_backends_reach_the_eigenvalue_optimum(solver):
     assert report.solver_version
 
 
+def test_clarabel_fills_gap_and_residuals_of_the_report():
+    """Clarabel's own gap and residuals reach the report, and they are the numbers its
+    stopping test used: below its tolerances (1e-8 by default, 1e-3 when loosened), and
+    larger, with a larger objective error, when it stops earlier."""
+    f, C = eigen_sdp()
+    lam_min = np.linalg.eigvalsh(C)[0]
+    tight = solve(f, solver="CLARABEL")
+    loose = solve(f, solver="CLARABEL", tol_gap_rel=1e-3, tol_gap_abs=1e-3, tol_feas=1e-3)
+    for report, tol in ((tight, 1e-8), (loose, 1e-3)):
+        assert report.gap is not None and 0 <= report.gap <= tol
+        assert report.primal_residual is not None and 0 <= report.primal_residual <= tol
+        assert report.dual_residual is not None and 0 <= report.dual_residual <= tol
+        assert report.iterations >= 1 and report.extra["message"] == "Solved"
+    assert loose.iterations < tight.iterations
+    assert loose.gap > tight.gap and loose.primal_residual > tight.primal_residual
+    assert abs(loose.objective - lam_min) > abs(tight.objective - lam_min)
+
+
 @pytest.mark.skipif("CSDP" not in SOLVERS, reason="csdp executable not installed")
 def test_csdp_primal_and_dual_values_match_clarabel():
     rng = np.random.default_rng(0)

@@ -196,12 +196,20 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
 
 
 class DVU(_GramEmbedding):
-    """Discriminative Variance Unfolding (Vernaza, Lee & Taskar).
+    r"""Discriminative Variance Unfolding (Vernaza, Lee & Taskar).
 
     Learns the Gram matrix of an embedding of labelled and unlabelled points
     by the SDP of :func:`sdpembed.formulations.dvu` (minimise in-class minus
     between-class variance, keep neighbourhood distances), then embeds by
     its top eigenvectors (:func:`sdpembed.recovery.embedding_from_gram`).
+
+    The optimal Gram matrix is generally not unique: objective and constraints
+    are linear in :math:`G`, so the optima form a face of the feasible set, and
+    backends that reach the same optimal value can return different points of it
+    (interior-point backends one of highest rank, ``"LOWRANK"`` a low-rank one),
+    hence different embeddings and accuracies. ``trace="min"`` (with the default
+    ``trace_weight=1e-3``) selects one: among solutions of (nearly) equal
+    objective, the one of least :math:`\mathrm{tr}\,G`.
 
     Parameters
     ----------

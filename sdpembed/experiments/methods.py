@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import ArrayLike
 from ..exceptions import InputError
 
 __all__ = ["HeatKNNKernel", "MethodInfo", "METHODS", "EMBEDDING_KINDS"]
@@ -36,7 +37,7 @@ class HeatKNNKernel:
         self.n_neighbors = n_neighbors
         self.sigma = sigma
 
-    def __call__(self, X, Y) -> np.ndarray:
+    def __call__(self, X: ArrayLike, Y: ArrayLike) -> np.ndarray:
         from sklearn.neighbors import NearestNeighbors
 
         from ..scatter.tca import tca_graph

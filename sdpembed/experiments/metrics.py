@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -96,7 +96,7 @@ def _svm(ctx: EvalContext, o) -> float:
     return ev.transductive_svm_accuracy(ctx.Z, ctx.y, ctx.mask, C=o["C"])
 
 
-def linear_regression_accuracy(Z, y, mask) -> float:
+def linear_regression_accuracy(Z: np.ndarray, y: np.ndarray, mask: np.ndarray) -> float:
     """Least squares on one-hot targets of the labeled rows (with intercept), argmax."""
     classes = np.unique(y[mask])
     A = np.column_stack([Z[mask], np.ones(int(mask.sum()))])
@@ -107,7 +107,7 @@ def linear_regression_accuracy(Z, y, mask) -> float:
     return float(np.mean(pred == y[~mask]))
 
 
-def loo_knn_accuracy(Z, y, k: int) -> float:
+def loo_knn_accuracy(Z: np.ndarray, y: np.ndarray, k: int) -> float:
     """Leave-one-out k-NN accuracy among the rows of ``Z``."""
     from sklearn.neighbors import NearestNeighbors
 
@@ -191,7 +191,18 @@ METRIC_KINDS: dict[str, MetricKind] = {k.name: k for k in [
 ]}
 
 
-def evaluate(metric, ctx: EvalContext) -> dict[str, float]:
+class MetricLike(Protocol):
+    """What :func:`evaluate` reads of a spec's metric (:class:`~.schema.MetricSpec`)."""
+
+    name: str
+    kind: str
+    options: Mapping[str, Any]
+    error: bool
+
+    def columns(self) -> list[str]: ...
+
+
+def evaluate(metric: MetricLike, ctx: EvalContext) -> dict[str, float]:
     """Values of one metric (fractions); curves give one column per K."""
     kind = METRIC_KINDS[metric.kind]
     value = kind.evaluate(ctx, metric.options)

@@ -364,7 +364,7 @@ def _npz_bytes(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-def clean_float(v):
+def clean_float(v: Any) -> Any:
     """NaN and infinities as ``None`` (JSON); numpy scalars as Python ones."""
     if isinstance(v, np.generic):
         v = v.item()

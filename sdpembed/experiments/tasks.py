@@ -227,7 +227,7 @@ def _solver_fields(est, solver: str | None) -> dict:
     return {"solver_version": solver_version(solver)}
 
 
-def base_row(spec: Spec, task) -> dict[str, Any]:
+def base_row(spec: Spec, task: Task) -> dict[str, Any]:
     """The fields of a row known before the task runs."""
     method = spec.method(task.method)
     return {

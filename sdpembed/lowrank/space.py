@@ -108,7 +108,7 @@ class FactorSpace:
         return self.E @ W
 
     @cached_property
-    def E_single(self):
+    def E_single(self) -> tuple[sp.csr_matrix | np.ndarray, sp.csr_matrix | np.ndarray]:
         """``(E, E^T)`` in single precision, for the Hessian products of Newton–CG."""
         return self.E.astype(np.float32), self.ET.astype(np.float32)
 
