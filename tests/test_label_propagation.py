@@ -208,6 +208,24 @@ def test_components_without_labels_raise():
         GFHF(kernel="rbf", gamma=1e6).fit(X, ys)  # every weight underflows: isolated points
 
 
+@pytest.mark.parametrize("cls", [LGC, GFHF])
+def test_orphans_prior_solves_the_labelled_components_and_gives_orphans_the_prior(cls):
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 1, (20, 2)), rng.normal(100, 1, (20, 2))]
+    ys = np.full(40, -1)
+    ys[[0, 1, 2]] = [0, 1, 1]  # the far cluster has no label; class 1 is the majority
+    with pytest.warns(UserWarning, match="20 point"):
+        est = cls(n_neighbors=3, orphans="prior").fit(X, ys)
+    assert est.n_orphans_ == 20
+    # the far cluster: the labelled class proportions, so the majority class
+    assert np.allclose(est.label_distributions_[20:], [1 / 3, 2 / 3])
+    assert np.all(est.transduction_[20:] == 1)
+    # the labelled cluster: exactly the fit on that cluster alone
+    alone = cls(n_neighbors=3).fit(X[:20], ys[:20])
+    assert np.allclose(est.label_distributions_[:20], alone.label_distributions_, atol=1e-12)
+    assert cls(n_neighbors=3).fit(X[:20], ys[:20]).n_orphans_ == 0
+
+
 def test_bad_input_raises():
     X, _, ys = _data()
     with pytest.raises(ParameterError, match="'alpha' parameter"):

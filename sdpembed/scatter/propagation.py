@@ -62,8 +62,8 @@ from scipy.sparse.csgraph import connected_components
 from .._typing import MatrixLike
 from ..exceptions import DisconnectedGraphError, InputError
 
-__all__ = ["check_affinity", "check_components", "normalized_affinity", "lgc_scores",
-           "harmonic_scores", "class_mass_normalization"]
+__all__ = ["check_affinity", "check_components", "orphan_rows", "normalized_affinity",
+           "lgc_scores", "harmonic_scores", "class_mass_normalization"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,17 @@ def check_affinity(W: MatrixLike) -> np.ndarray | sp.csr_matrix:
         W = 0.5 * (W + W.T)
         np.fill_diagonal(W, 0.0)
     return W
+
+
+def orphan_rows(W: MatrixLike, labeled: np.ndarray) -> np.ndarray:
+    """Rows lying in a connected component of the graph without a labelled point.
+
+    Isolated points (zero degree) are components of their own.
+    """
+    _, comp = connected_components(sp.csr_matrix(W), directed=False)
+    has_label = np.zeros(comp.max() + 1 if comp.size else 0, bool)
+    has_label[comp[np.asarray(labeled, bool)]] = True
+    return ~has_label[comp]
 
 
 def check_components(W: MatrixLike, labeled: np.ndarray) -> None:
