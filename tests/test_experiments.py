@@ -111,6 +111,17 @@ def test_smoke_grid_and_files(smoke):
     assert spec.seeds == (0, 1)
 
 
+def test_a_finished_run_reads_back_from_its_folder(smoke, tmp_path):
+    result, out = smoke
+    back = ex.load_result(out)
+    assert back.summary() == result.summary()
+    assert back.spec == result.spec and back.meta == json.loads(json.dumps(result.meta))
+    assert sorted(back.figure_files) == sorted(result.figures)
+    assert all(p.is_file() for p in back.figure_files.values())
+    with pytest.raises(ex.OutputError, match="no finished run"):
+        ex.load_result(tmp_path)
+
+
 def test_smoke_numbers_match_direct_computation(smoke):
     result, _ = smoke
     X, y = _smoke_data()
