@@ -52,12 +52,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from problems.sensitivity import finished
 from problems.sensitivity import main as run_sensitivity
 from problems.sensitivity import markdown as sensitivity_markdown
 from problems.tuning import commit_description, machine_description
 from sdpembed.experiments import ExperimentResult, find_spec, load_result, load_spec, run_spec
 from sdpembed.experiments.methods import METHODS
 from sdpembed.experiments.results import USED, mean_std
+from sdpembed.experiments.schema import thaw
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ("tca_table3", "tca_table4", "dne_uci", "wm_mushroom", "wm_usps_loo")
@@ -83,7 +85,10 @@ SECTIONS = (
             "Both are errors that some linear projection reaches on each split, i.e. upper "
             "bounds on the best projection's error, not lower bounds: a paper value below "
             "`LDA, all labels` is reachable (the search does better), and one below `oracle` "
-            "is only unlikely."),
+            "is only unlikely. The oracle belongs to the input space: car's ordinal codes "
+            "are one numeric coding of the paper's 6 attributes; a different coding (another "
+            "order or spacing of the values, or the 21 one-hot columns: see 'Car encoding: "
+            "oracle reference') has its own oracle."),
     Section("dne", "Discriminant Neighborhood Embedding (Zhang, Xue, Lu & Guo, ICML 2006)",
             ("dne_uci",), ("dne_scaling",),
             "The paper gives Figure 2 as a bar chart without numbers: no paper column and no "
@@ -295,6 +300,8 @@ def _demote(markdown: str, levels: int) -> str:
     lines = markdown.strip("\n").splitlines()
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
+    while lines and not lines[0].startswith(("-", "|", "#")):  # the description: the heading
+        lines = lines[1:]
     return "\n".join("#" * levels + line if re.match(r"#{1,4} ", line) else line
                      for line in lines).strip("\n")
 
@@ -363,6 +370,10 @@ def report(results: dict, folders: dict, sens: dict | None, doc: Path, *, comman
             "search using every label finds, by more than two standard errors; **not "
             "reproduced** -- none of these. Every spec states its protocol in its header "
             "(shown under each table); the full tables are in the appendix.", "",
+            "Regenerate with `python -m problems.reproduce --sensitivity` (the quick specs and "
+            "the protocol sweeps, resumed from `results/`; about 20 min on one core), or "
+            "`python -m problems.reproduce --no-run` to rebuild this page from the finished "
+            "results folders, including runs made separately (`--include NAME=FOLDER`).", "",
             "## Summary", "", "| spec | dataset | method | params | metric | ours | paper | "
             "verdict |", "|---|---|---|---|---|---|---|---|"]
     for r in summary:
@@ -407,6 +418,9 @@ def main(argv=None) -> Path:
     for name in names if not args.no_run else []:
         spec = load_spec(find_spec(name))
         seeds = None if args.seeds is None else spec.seeds[:args.seeds]
+        if seeds is None and finished(out / spec.name, thaw(spec.raw)):
+            print(f"{name}: finished in {out / spec.name}, read back", flush=True)
+            continue
         t0 = time.perf_counter()
         result = run_spec(spec, seeds=seeds, n_jobs=args.jobs, out_dir=out / spec.name,
                           resume=True)

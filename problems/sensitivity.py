@@ -14,8 +14,8 @@ finished folder is read, not re-run).
 A setting changes fields of the spec's TOML (dotted paths such as
 ``dataset.scale``; a :class:`PerDataset` value runs each dataset separately with
 its own value), or keeps the spec and selects seeds (``seeds_where``: the
-two-moons draws on which raw 1-NN is at most 50 %, as the paper's single draw
-was, 48.15 %).
+two-moons draws on which raw 1-NN is at most 55 %, near chance as on the
+paper's single draw, 48.15 %; on our moons no draw of 200 goes below 52 %).
 
 Writes ``results/sensitivity/sensitivity.json`` (every mean, std and seed
 count, read by :mod:`problems.reproduce` for its verdicts) and
@@ -39,12 +39,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sdpembed.experiments import OutputError, find_spec, parse_spec, run_spec, tomllib
+from sdpembed.experiments import (
+    OutputError,
+    find_spec,
+    load_result,
+    parse_spec,
+    run_spec,
+    tomllib,
+)
 from sdpembed.experiments.results import USED, mean_std
 
 ROOT = Path(__file__).resolve().parents[1]
 
-__all__ = ["Setting", "Choice", "PerDataset", "CHOICES", "run_choice", "main"]
+__all__ = ["Setting", "Choice", "PerDataset", "CHOICES", "run_choice", "finished", "main"]
 
 
 class PerDataset(dict):
@@ -124,8 +131,8 @@ CHOICES = (
            _cols([("1-NN", "knn", "test"), ("DNE", "dne", "test")])),
     Choice("moons_labels", "Label placement (two moons, Table 3, 200 draws)", "tca_table3", (
         Setting("random draws", default=True),
-        Setting("draws where raw 1-NN <= 50 % (the paper's: 48.15 %)",
-                seeds_where=("1nn", "acc1", 0.50))),
+        Setting("draws where raw 1-NN <= 55 %, near chance like the paper's (48.15 %)",
+                seeds_where=("1nn", "acc1", 0.55))),
            _cols([("1-NN", "1nn", "acc1"), ("LPP", "lpp", "acc1"), ("LDA", "lda", "acc1"),
                   ("SDA", "sda", "acc1"), ("TCA", "tca", "acc1"), ("OTCA", "otca", "acc1"),
                   ("oracle", "1nn", "oracle")]), seeds=200),
@@ -180,6 +187,20 @@ def _runs(base: dict, choice: Choice, setting: Setting) -> list[tuple[str, dict]
             for d in names if d in (choice.datasets or names)]
 
 
+def finished(folder: Path, raw: dict) -> bool:
+    """``folder`` holds every run of the spec whose TOML is ``raw`` (same spec, every row).
+
+    Such a folder is read back, not resumed, so that its summary keeps the wall
+    time and execution of the run that produced it.
+    """
+    try:
+        doc = json.loads((folder / "results.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (json.dumps(doc.get("spec"), sort_keys=True) == json.dumps(raw, sort_keys=True)
+            and len(doc.get("rows", [])) == doc.get("meta", {}).get("runs", -1))
+
+
 def _run(name: str, raw: dict, out: Path, jobs: int, cache: dict):
     """Run (or read back) one derived spec; identical specs run once: (folder, result)."""
     key = json.dumps(raw, sort_keys=True)
@@ -188,6 +209,9 @@ def _run(name: str, raw: dict, out: Path, jobs: int, cache: dict):
     spec = parse_spec(raw, name=name)
     folder = out / name
     t0 = time.perf_counter()
+    if finished(folder, raw):  # read, not resumed: its summary keeps the run's timings
+        cache[key] = (folder, load_result(folder))
+        return cache[key]
     try:
         result = run_spec(spec, n_jobs=jobs, out_dir=folder, resume=True)
     except OutputError as exc:  # the folder holds an older version of this setting

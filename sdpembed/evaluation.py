@@ -327,18 +327,20 @@ def oracle_linear_knn(X: ArrayLike, y_true: ArrayLike, labeled_mask: ArrayLike, 
 
     What it is, precisely: for this split the returned error is *achieved*
     by a linear map, so the best linear projection + 1-NN errs at most this
-    much; it is an **upper** bound on that optimum, not a lower bound. No
-    label-free method can be expected to beat it by much, which is what makes
-    it a useful reference, but a table value below it is not proved
-    impossible: the optimum over all :math:`A` is a combinatorial problem
-    (each row is right iff, for some same-class labeled row, a set of
-    inequalities linear in :math:`M = A^TA` holds) that the local search may
-    not solve. A rigorous *lower* bound valid for every :math:`A` exists only
-    for rows that every metric misclassifies (e.g. an other-class labeled
-    row on the segment from :math:`x_u` to each same-class one), which the
-    UCI sets of the TCA paper essentially never have. Nor is ``"lda"`` alone
-    a lower bound: maps fitted with all labels but another criterion (such
-    as Fisher's) are often far from the best map for 1-NN.
+    much; it is an **upper** bound on that optimum, not a lower bound. A
+    method that sees only the labeled rows' labels can hardly be expected to
+    beat it by much, which is what makes it a useful reference, but a table
+    value below it is not proved impossible: the optimum over all :math:`A`
+    is a combinatorial problem (a row is right iff, for some same-class
+    labeled row, a set of inequalities linear in :math:`M = A^TA` holds) that
+    the local search may not solve. The simplest certificate that a row is
+    wrong for *every* :math:`A` is, for each same-class labeled row
+    :math:`x_l`, an other-class labeled row :math:`x_m = x_u + t(x_l - x_u)`
+    with :math:`0 \le t \le 1` (then :math:`d_A(x_u, x_m) = t\,d_A(x_u, x_l)`
+    for every :math:`A`: at best a tie); the 5 %-label splits of the UCI sets
+    essentially never offer one, so single rows give no useful rigorous lower
+    bound. Nor is ``"lda"`` alone a lower bound: a map fitted with all labels
+    for another criterion (Fisher's) is often far from the best map for 1-NN.
 
     The set of linear maps does not depend on feature scaling (a diagonal
     scaling is absorbed into :math:`A`), so in exact arithmetic neither does
