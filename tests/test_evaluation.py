@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from sdpembed.evaluation import (
+    _soft_nn_loss,
     loo_same_class_curve,
     neighbourhood_metrics,
+    oracle_linear_knn,
     topology_preservation_curve,
     transductive_knn_accuracy,
     transductive_svm_accuracy,
@@ -220,3 +222,59 @@ def test_neighbourhood_metrics_collects_the_curves():
     np.testing.assert_array_equal(out["same_class_embedded"], loo_same_class_curve(E, y, 5))
     np.testing.assert_array_equal(out["same_class_original"], loo_same_class_curve(X, y, 5))
     assert out["trustworthiness"] == pytest.approx(trustworthiness(X, E, n_neighbors=5))
+
+
+# --------------------------------------------------------------------------- oracle
+def test_soft_nn_loss_gradient_matches_finite_differences():
+    from scipy.optimize import check_grad
+
+    X, y, mask = _blobs(n=40, d=3, seed=2)
+    U, L = X[~mask], X[mask]
+    same = y[~mask][:, None] == y[mask][None, :]
+    a = np.random.default_rng(0).normal(scale=0.3, size=6)
+    args = ((2, 3), U, L, same)
+    f = lambda a: _soft_nn_loss(a, *args)[0]  # noqa: E731
+    g = lambda a: _soft_nn_loss(a, *args)[1]  # noqa: E731
+    # central differences of a smooth loss of size ~1e1: agreement to ~1e-5 relative
+    assert check_grad(f, g, a) < 1e-5 * max(1.0, np.linalg.norm(g(a)))
+    # the loss is the cross-entropy written out
+    A = a.reshape(2, 3)
+    d = _sqdist(U @ A.T, L @ A.T)
+    p = np.exp(-d) * same
+    assert f(a) == pytest.approx(-np.sum(np.log(p.sum(1) / np.exp(-d).sum(1))), rel=1e-10)
+
+
+def test_oracle_error_is_reached_by_its_map_and_beats_each_candidate():
+    X, y, mask = _blobs(n=120, d=4, spread=2.5, seed=3)
+    ref = oracle_linear_knn(X, y, mask)
+    Z = (X - X.mean(axis=0)) @ ref.components.T
+    assert 1.0 - transductive_knn_accuracy(Z, y, mask, 1) == pytest.approx(ref.error, abs=1e-12)
+    assert ref.error == min(ref.errors.values()) and ref.errors[ref.best] == ref.error
+    assert ref.errors["identity"] == pytest.approx(
+        1.0 - transductive_knn_accuracy(X, y, mask, 1), abs=1e-12)
+    plain = oracle_linear_knn(X, y, mask, search=False)
+    assert set(plain.errors) == {"identity", "lda"} and ref.error <= plain.error
+
+
+def test_oracle_search_finds_a_map_that_lda_and_identity_miss():
+    # class 1 at feature 0 = 0, class 0 at -3 or +3 (equal class means: Fisher's direction
+    # is arbitrary), large noise in feature 1 (1-NN on the raw features is near chance);
+    # the map A = diag(1, 0) makes no error
+    rng = np.random.default_rng(0)
+    centre = np.repeat([-3.0, 3.0, 0.0], 60)
+    y = np.repeat([0, 0, 1], 60)
+    X = np.column_stack([centre + 0.1 * rng.normal(size=180), 50.0 * rng.normal(size=180)])
+    mask = np.zeros(180, bool)
+    mask[[0, 1, 60, 61, 120, 121]] = True
+    ref = oracle_linear_knn(X, y, mask)
+    assert ref.errors["identity"] > 0.2 and ref.errors["lda"] > 0.2
+    assert ref.error == 0.0 and ref.best.startswith("search")
+
+
+def test_oracle_input_errors():
+    X, y, mask = _blobs(n=30)
+    one_class = mask & (y == 0)
+    with pytest.raises(LabelError, match="two classes"):
+        oracle_linear_knn(X, y, one_class)
+    with pytest.raises(InputError, match="labeled_mask"):
+        oracle_linear_knn(X, y, np.ones(30, bool))

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from sklearn.model_selection import train_test_split
 from sklearn.neighbors import KNeighborsClassifier
-from sklearn.semi_supervised import LabelSpreading
 
 from sdpembed import experiments as ex
 from sdpembed.datasets import load_sklearn, partial_labels
@@ -112,6 +111,17 @@ def test_smoke_grid_and_files(smoke):
     assert spec.seeds == (0, 1)
 
 
+def test_a_finished_run_reads_back_from_its_folder(smoke, tmp_path):
+    result, out = smoke
+    back = ex.load_result(out)
+    assert back.summary() == result.summary()
+    assert back.spec == result.spec and back.meta == json.loads(json.dumps(result.meta))
+    assert sorted(back.figure_files) == sorted(result.figures)
+    assert all(p.is_file() for p in back.figure_files.values())
+    with pytest.raises(ex.OutputError, match="no finished run"):
+        ex.load_result(tmp_path)
+
+
 def test_smoke_numbers_match_direct_computation(smoke):
     result, _ = smoke
     X, y = _smoke_data()
@@ -119,12 +129,19 @@ def test_smoke_numbers_match_direct_computation(smoke):
         y_partial = partial_labels(y, 0.3, min_per_class=2, random_state=seed)
         lab = y_partial != -1
         knn = KNeighborsClassifier(1).fit(X[lab], y[lab]).score(X[~lab], y[~lab])
-        lgc = LabelSpreading(kernel=HeatKNNKernel(5), n_neighbors=5).fit(X, y_partial)
+        # LGC written out: F = (1 - a)(I - a S)^-1 Y on the heat-kernel 5-NN graph, a = 0.99
+        W = tca_graph(X, n_neighbors=5).adjacency().toarray()
+        d = W.sum(axis=1)
+        S = W / np.sqrt(np.outer(d, d))
+        Y = np.zeros((y.size, 3))
+        Y[lab, y[lab]] = 1.0
+        F = 0.01 * np.linalg.solve(np.eye(y.size) - 0.99 * S, Y)
         rows = {r["method"]: r for r in result.rows if r["seed"] == seed}
         # same data, same split, same deterministic algorithms: equal up to round-off
         assert rows["raw"]["knn1"] == pytest.approx(knn, abs=1e-12)
         assert rows["lgc"]["transduction"] == pytest.approx(
-            np.mean(lgc.transduction_[~lab] == y[~lab]), abs=1e-12)
+            np.mean(F.argmax(axis=1)[~lab] == y[~lab]), abs=1e-12)
+        assert rows["lgc"]["estimator"] == "LGC"
         assert rows["raw"]["n_labeled"] == lab.sum() == 9
         loo = [rows["raw"][f"loo@{k}"] for k in (1, 2, 3)]
         assert loo == sorted(loo)  # the curve is non-decreasing in K
@@ -241,6 +258,62 @@ def test_linear_regression_metric_matches_scikit_learn():
         np.mean(pred == y[~mask]), abs=1e-12)
 
 
+def test_linear_regression_naive_normal_equations_predict_one_class():
+    # one-hot features whose last column is zero on the labeled rows: A'A is singular
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    X = np.eye(3)[np.where(y == 1, 1, rng.integers(0, 3, 200) % 2 * 2)]
+    mask = np.zeros(200, bool)
+    mask[rng.permutation(np.flatnonzero(X[:, 2] == 0))[:30]] = True
+    correct = linear_regression_accuracy(X, y, mask)
+    naive = linear_regression_accuracy(X, y, mask, "normal_equations")
+    # the singular solve gives NaN scores: every row gets the first class
+    assert naive == pytest.approx(np.mean(y[~mask] == 0), abs=1e-12)
+    assert correct > naive + 0.2
+    # full-rank data: both solves are the same least-squares classifier
+    Xw, yw = load_sklearn("wine", return_X_y=True)
+    mw = partial_labels(yw, 0.4, random_state=0) != -1
+    assert linear_regression_accuracy(Xw, yw, mw, "normal_equations") == pytest.approx(
+        linear_regression_accuracy(Xw, yw, mw), abs=1e-12)
+
+
+def test_oracle_and_naive_metrics_in_a_spec_match_the_functions():
+    from sdpembed.evaluation import oracle_linear_knn
+
+    data = {"name": "oracle", "seeds": 1, "dataset": {"name": "iris", "scale": "minmax"},
+            "labels": {"fraction": 0.1, "min_per_class": 2},
+            "methods": {"raw": {"estimator": "raw"}, "lda": {"estimator": "LDA"}},
+            "metrics": {"oracle": {"kind": "oracle_knn", "error": True},
+                        "lda_all": {"kind": "oracle_knn", "search": False, "error": True},
+                        "naive": {"kind": "linear_regression", "solve": "normal_equations"}}}
+    result = run_spec(parse_spec(data), progress=False)
+    raw, lda = result.rows
+    X, y = load_sklearn("iris", return_X_y=True)
+    X = (X - X.min(axis=0)) / np.ptp(X, axis=0)
+    mask = partial_labels(y, 0.1, min_per_class=2, random_state=0) != -1
+    assert raw["oracle"] == pytest.approx(oracle_linear_knn(X, y, mask).error, abs=1e-12)
+    assert raw["lda_all"] == pytest.approx(
+        oracle_linear_knn(X, y, mask, search=False).error, abs=1e-12)
+    assert raw["naive"] == pytest.approx(
+        linear_regression_accuracy(X, y, mask, "normal_equations"), abs=1e-12)
+    assert "oracle" not in lda and "naive" in lda  # the oracle is a property of the input
+    assert "best linear map found with every label" in result.summary()
+
+
+def test_label_propagation_names_are_the_exact_closed_forms():
+    from sklearn.semi_supervised import LabelSpreading
+
+    from sdpembed.estimators import GFHF, LGC
+
+    assert ex.METHODS["LGC"].factory is LGC and ex.METHODS["GFHF"].factory is GFHF
+    assert ex.METHODS["LabelSpreading"].factory is LabelSpreading
+    # every shipped spec's graph-transduction baselines are the exact ones
+    for path in sorted(SMOKE.parent.glob("*.toml")):
+        for label, method in tomllib.loads(path.read_text())["methods"].items():
+            assert method["estimator"] not in ("LabelSpreading", "LabelPropagation"), \
+                (path.stem, label)
+
+
 def test_heat_knn_kernel_is_the_tca_graph():
     X, _ = load_sklearn("iris", return_X_y=True)
     X = X + np.random.default_rng(0).normal(scale=1e-6, size=X.shape)  # no ties
@@ -294,7 +367,7 @@ _DELETE = object()
     ("methods.dvu.distances", ["interval", "cubic"], "methods.dvu.distances", "cubic"),
     ("methods.dvu.sigma", 1.0, "methods.dvu.sigma", "unknown parameter of DVU"),
     ("methods.dvu.graph", "knn", "methods.dvu.graph", "set it in the \\[graph\\] table"),
-    ("methods.lgc.alpha", 2.0, "methods.lgc.alpha", "'alpha' parameter of LabelSpreading"),
+    ("methods.lgc.alpha", 2.0, "methods.lgc.alpha", "'alpha' parameter of LGC"),
     ("methods.lda.solvers", ["CLARABEL"], "methods.lda.solvers", "LDA uses no solver"),
     ("methods.lgc.solvers", ["CLARABEL"], "methods.lgc.solvers", "takes no solver"),
     ("metrics.knn1.k", 1.5, "metrics.knn1.k", "an integer >= 1"),

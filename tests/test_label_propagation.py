@@ -208,6 +208,61 @@ def test_components_without_labels_raise():
         GFHF(kernel="rbf", gamma=1e6).fit(X, ys)  # every weight underflows: isolated points
 
 
+def test_gfhf_on_weights_spanning_hundreds_of_orders_of_magnitude():
+    # unscaled breast cancer: heat-kernel weights down to 1e-323; the unscaled system
+    # D_uu - W_uu gave scores of -5e18 on this split
+    from sklearn.datasets import load_breast_cancer
+
+    from sdpembed.datasets import partial_labels
+
+    X, y = load_breast_cancer(return_X_y=True)
+    ys = partial_labels(y, 0.05, min_per_class=2, random_state=31)
+    est = GFHF(kernel="heat_knn", n_neighbors=5).fit(X, ys)
+    F = est.label_distributions_
+    assert F.min() >= -1e-12 and np.allclose(F.sum(axis=1), 1.0)  # absorption probabilities
+    # the harmonic property on every unlabelled row: f_i = sum_j P_ij f_j
+    W = est._affinity(X).toarray()
+    u = ys == -1
+    P = W / W.sum(axis=1, keepdims=True)
+    assert np.abs(F[u] - P[u] @ F).max() < 1e-10
+    assert np.mean(est.transduction_[u] == y[u]) > 0.8
+
+
+def test_gfhf_sparse_path_agrees_and_refuses_what_it_cannot_solve(monkeypatch):
+    from sklearn.datasets import load_breast_cancer
+
+    from sdpembed.datasets import partial_labels
+    from sdpembed.scatter import propagation
+
+    X, _, ys = _data()
+    gth = GFHF(kernel="heat_knn", n_neighbors=5).fit(X, ys).label_distributions_
+    monkeypatch.setattr(propagation, "GTH_MAX", 0)  # every problem through the sparse LU
+    lu = GFHF(kernel="heat_knn", n_neighbors=5).fit(X, ys).label_distributions_
+    assert np.allclose(lu, gth, atol=1e-10)
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    ysb = partial_labels(yb, 0.05, min_per_class=2, random_state=31)
+    with pytest.raises(InputError, match="numerically singular"):
+        GFHF(kernel="heat_knn", n_neighbors=5).fit(Xb, ysb)
+
+
+@pytest.mark.parametrize("cls", [LGC, GFHF])
+def test_orphans_prior_solves_the_labelled_components_and_gives_orphans_the_prior(cls):
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(0, 1, (20, 2)), rng.normal(100, 1, (20, 2))]
+    ys = np.full(40, -1)
+    ys[[0, 1, 2]] = [0, 1, 1]  # the far cluster has no label; class 1 is the majority
+    with pytest.warns(UserWarning, match="20 point"):
+        est = cls(n_neighbors=3, orphans="prior").fit(X, ys)
+    assert est.n_orphans_ == 20
+    # the far cluster: the labelled class proportions, so the majority class
+    assert np.allclose(est.label_distributions_[20:], [1 / 3, 2 / 3])
+    assert np.all(est.transduction_[20:] == 1)
+    # the labelled cluster: exactly the fit on that cluster alone
+    alone = cls(n_neighbors=3).fit(X[:20], ys[:20])
+    assert np.allclose(est.label_distributions_[:20], alone.label_distributions_, atol=1e-12)
+    assert cls(n_neighbors=3).fit(X[:20], ys[:20]).n_orphans_ == 0
+
+
 def test_bad_input_raises():
     X, _, ys = _data()
     with pytest.raises(ParameterError, match="'alpha' parameter"):

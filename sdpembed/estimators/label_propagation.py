@@ -32,6 +32,7 @@ Graphs (``kernel``), all symmetric with zero diagonal:
 from __future__ import annotations
 
 import logging
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -52,6 +53,7 @@ from ..scatter.propagation import (
     class_mass_normalization,
     harmonic_scores,
     lgc_scores,
+    orphan_rows,
 )
 from ..scatter.tca import tca_graph
 from ._validation import TypedParameterValidation
@@ -72,6 +74,7 @@ class _GraphTransduction(TypedParameterValidation, ClassifierMixin, BaseEstimato
         "gamma": [Interval(Real, 0, None, closed="neither")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "sigma": [Interval(Real, 0, None, closed="neither"), None],
+        "orphans": [StrOptions({"raise", "prior"})],
     }
 
     # ----------------------------------------------------------------- graph
@@ -148,9 +151,22 @@ class _GraphTransduction(TypedParameterValidation, ClassifierMixin, BaseEstimato
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         y_int, self.classes_, labeled = self._labels(y, X.shape[0])
         W = self._affinity(X)
-        check_components(W, labeled)
         Y = label_indicator(y_int, self.classes_.size)
-        F = self._scores(W, Y, labeled)
+        orphans = orphan_rows(W, labeled)
+        self.n_orphans_ = int(orphans.sum())
+        if self.orphans == "raise" or not orphans.any():
+            check_components(W, labeled)
+            F = self._scores(W, Y, labeled)
+        else:
+            keep = ~orphans
+            W_keep = W[keep][:, keep] if sp.issparse(W) else W[np.ix_(keep, keep)]
+            F = np.empty((X.shape[0], self.classes_.size))
+            F[keep] = self._scores(W_keep, Y[keep], labeled[keep])
+            F[orphans] = Y[labeled].mean(axis=0)  # the labelled class proportions
+            warnings.warn(f"{self.n_orphans_} point(s) lie in connected components of the "
+                          "graph without a labelled point; orphans='prior' gives them the "
+                          "labelled class proportions (the most frequent labelled class)",
+                          UserWarning, stacklevel=2)
         total = F.sum(axis=1, keepdims=True)
         if np.any(total <= 0):  # pragma: no cover - excluded by check_components
             raise LabelError("some points received no label mass; connect the graph")
@@ -233,6 +249,14 @@ class LGC(_GraphTransduction):
         ``"knn"`` and ``"heat_knn"``.
     sigma : float or None, default None
         ``"heat_knn"`` width; ``None`` uses the mean edge length.
+    orphans : {"raise", "prior"}, default "raise"
+        Points in a connected component without a labelled point carry no
+        label information. ``"raise"``: refuse the graph
+        (:class:`~sdpembed.exceptions.DisconnectedGraphError`). ``"prior"``: solve
+        on the components that hold a label and give those points the class
+        proportions of the labelled points (so the most frequent labelled
+        class), with a warning. Iterative implementations leave their scores
+        at 0 and label them with the first class.
 
     Attributes
     ----------
@@ -246,6 +270,8 @@ class LGC(_GraphTransduction):
     sigma_ : float or None
         The ``"heat_knn"`` width used.
     n_labeled_ : int
+    n_orphans_ : int
+        Points in components without a labelled point (see ``orphans``).
     n_features_in_ : int
 
     Examples
@@ -265,12 +291,14 @@ class LGC(_GraphTransduction):
     }
 
     def __init__(self, *, alpha: float = 0.99, kernel: str = "knn", gamma: float = 20.0,
-                 n_neighbors: int = 7, sigma: float | None = None) -> None:
+                 n_neighbors: int = 7, sigma: float | None = None,
+                 orphans: str = "raise") -> None:
         self.alpha = alpha
         self.kernel = kernel
         self.gamma = gamma
         self.n_neighbors = n_neighbors
         self.sigma = sigma
+        self.orphans = orphans
 
     def _scores(self, W, Y, labeled):
         return lgc_scores(W, Y, self.alpha)
@@ -296,6 +324,7 @@ class GFHF(_GraphTransduction):
     gamma : float, default 20
     n_neighbors : int, default 7
     sigma : float or None, default None
+    orphans : {"raise", "prior"}, default "raise"
         As in :class:`LGC`.
     class_mass_normalization : bool, default False
         Zhu et al.'s class mass normalisation (their use of class prior
@@ -305,10 +334,12 @@ class GFHF(_GraphTransduction):
 
     Attributes
     ----------
-    transduction_, label_distributions_, classes_, X_, sigma_, n_labeled_, n_features_in_
+    transduction_, label_distributions_
         As in :class:`LGC`; unlabelled rows of ``label_distributions_`` are
         the harmonic solution (they already sum to 1), rescaled by the class
         mass normalisation when asked for.
+    classes_, X_, sigma_, n_labeled_, n_orphans_, n_features_in_
+        As in :class:`LGC`.
     """
 
     _parameter_constraints: dict = {
@@ -317,11 +348,13 @@ class GFHF(_GraphTransduction):
     }
 
     def __init__(self, *, kernel: str = "knn", gamma: float = 20.0, n_neighbors: int = 7,
-                 sigma: float | None = None, class_mass_normalization: bool = False) -> None:
+                 sigma: float | None = None, orphans: str = "raise",
+                 class_mass_normalization: bool = False) -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.n_neighbors = n_neighbors
         self.sigma = sigma
+        self.orphans = orphans
         self.class_mass_normalization = class_mass_normalization
 
     def _scores(self, W, Y, labeled):

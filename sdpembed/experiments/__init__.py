@@ -120,7 +120,7 @@ from .grid import Task, expand_grid
 from .methods import METHODS, HeatKNNKernel, MethodInfo
 from .metrics import METRIC_KINDS, MetricKind
 from .results import ExperimentResult
-from .runner import RunInterrupted, run_spec
+from .runner import RunInterrupted, load_result, run_spec
 from .schema import (
     DatasetSpec,
     FigureSpec,
@@ -163,6 +163,7 @@ __all__ = [
     "expand_grid",
     "run_task",
     "run_spec",
+    "load_result",
     "find_spec",
     "list_specs",
     "clear_caches",

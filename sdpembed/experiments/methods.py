@@ -26,9 +26,12 @@ class HeatKNNKernel:
     \\exp(-\\lVert x_i - x_j\\rVert^2 / \\sigma^2)` when :math:`j` is among
     the ``n_neighbors`` nearest neighbours of :math:`i` or vice versa, else 0;
     :math:`\\sigma` defaults to the mean edge length. Passing it to
-    :class:`~sklearn.semi_supervised.LabelPropagation` (GFHF, Zhu et al.) and
-    :class:`~sklearn.semi_supervised.LabelSpreading` (LGC, Zhou et al.) runs
-    them "on the same 5-NN graph" as TCA (Liu, Tao & Liu, section 5.2).
+    scikit-learn's iterative :class:`~sklearn.semi_supervised.LabelPropagation`
+    (GFHF, Zhu et al.) and :class:`~sklearn.semi_supervised.LabelSpreading`
+    (LGC, Zhou et al.) runs them "on the same 5-NN graph" as TCA (Liu, Tao &
+    Liu, section 5.2). The exact closed forms, :class:`sdpembed.estimators.LGC`
+    and :class:`sdpembed.estimators.GFHF` (spec names ``"LGC"`` and ``"GFHF"``),
+    build that graph themselves (``kernel = "heat_knn"``).
     ``kernel(X, Y)`` for other ``Y`` (prediction of new points) joins each row
     of ``X`` to its ``n_neighbors`` nearest rows of ``Y``.
     """
@@ -120,6 +123,7 @@ def _method_registry() -> dict[str, MethodInfo]:
     from ..estimators.discriminative import DiscriminativeProjections
     from ..estimators.dne import DNE
     from ..estimators.gram import DVU, MVU
+    from ..estimators.label_propagation import GFHF, LGC
     from ..estimators.tca import OTCA, TCA
 
     lp = dict(extra_params=("sigma",), translate=_label_propagation_params)
@@ -139,10 +143,17 @@ def _method_registry() -> dict[str, MethodInfo]:
         "OTCA": MethodInfo(OTCA, "projection", "orthogonal TCA (Liu et al.)"),
         "NCA": MethodInfo(NeighborhoodComponentsAnalysis, "supervised",
                           "scikit-learn's neighbourhood components analysis"),
+        "GFHF": MethodInfo(GFHF, "classifier",
+                           "harmonic functions (Zhu et al.), exact closed form"),
+        "LGC": MethodInfo(LGC, "classifier",
+                          "local and global consistency (Zhou et al.), exact closed form"),
+        # scikit-learn's iterations stop at max_iter (30 for LabelSpreading), far from the
+        # fixed point at Zhou et al.'s alpha = 0.99: kept for comparison, not for tables
         "LabelPropagation": MethodInfo(LabelPropagation, "classifier",
-                                       "scikit-learn's label propagation (GFHF)", **lp),
+                                       "scikit-learn's label propagation (iterative GFHF)",
+                                       **lp),
         "LabelSpreading": MethodInfo(LabelSpreading, "classifier",
-                                     "scikit-learn's label spreading (LGC)", **lp),
+                                     "scikit-learn's label spreading (iterative LGC)", **lp),
     }
 
 
@@ -155,8 +166,6 @@ class _Registry(Mapping):
     def _load(self) -> dict[str, MethodInfo]:
         if self._data is None:
             self._data = _method_registry()
-            self._data["GFHF"] = self._data["LabelPropagation"]
-            self._data["LGC"] = self._data["LabelSpreading"]
         return self._data
 
     def __getitem__(self, key: str) -> MethodInfo:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .._checks import Integer, Number, Text
+from .._checks import Boolean, Integer, Number, Text
 from .methods import EMBEDDING_KINDS
 from .tables import Field
 
@@ -96,15 +96,55 @@ def _svm(ctx: EvalContext, o) -> float:
     return ev.transductive_svm_accuracy(ctx.Z, ctx.y, ctx.mask, C=o["C"])
 
 
-def linear_regression_accuracy(Z: np.ndarray, y: np.ndarray, mask: np.ndarray) -> float:
-    """Least squares on one-hot targets of the labeled rows (with intercept), argmax."""
+LSQ_SOLVES = ("lstsq", "normal_equations")
+
+
+def linear_regression_accuracy(Z: np.ndarray, y: np.ndarray, mask: np.ndarray,
+                               solve: str = "lstsq") -> float:
+    r"""Least squares on one-hot targets of the labeled rows (with intercept), argmax.
+
+    With :math:`A = [Z_l\ \mathbf 1]` and one-hot targets :math:`T`, the weights
+    minimise :math:`\lVert AW - T\rVert_F`; an unlabeled row gets the class of its
+    largest score. ``solve`` says how:
+
+    * ``"lstsq"``: the minimum-norm solution (SVD, :func:`numpy.linalg.lstsq`),
+      correct whatever the rank of :math:`A`;
+    * ``"normal_equations"``: :math:`W = (A^TA)^{-1}A^TT` by an LU factorisation
+      with partial pivoting and no rank check (LAPACK ``getrf``/``getrs``, what
+      MATLAB's ``inv`` and backslash do with a square matrix). One-hot features
+      make :math:`A^TA` singular (each attribute's columns sum to the
+      intercept; values absent from the labeled rows give zero columns), and an
+      exactly zero pivot gives infinite or NaN weights and scores; ``argmax``
+      over NaN scores picks the first class, so such a classifier predicts one
+      class for every row and scores that class's share. Kept to show what a
+      naively solved classifier reports (Wang & Mahadevan's mushroom table).
+    """
     classes = np.unique(y[mask])
     A = np.column_stack([Z[mask], np.ones(int(mask.sum()))])
     T = (y[mask][:, None] == classes[None, :]).astype(float)
-    W, *_ = np.linalg.lstsq(A, T, rcond=None)
-    pred = classes[np.argmax(np.column_stack([Z[~mask], np.ones(int((~mask).sum()))]) @ W,
-                             axis=1)]
+    if solve == "lstsq":
+        W, *_ = np.linalg.lstsq(A, T, rcond=None)
+    elif solve == "normal_equations":
+        import warnings
+
+        import scipy.linalg as sla
+
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            W = sla.lu_solve(sla.lu_factor(A.T @ A, check_finite=False), A.T @ T,
+                             check_finite=False)
+    else:
+        raise ValueError(f"solve must be one of {LSQ_SOLVES}; got {solve!r}")
+    with np.errstate(all="ignore"):
+        scores = np.column_stack([Z[~mask], np.ones(int((~mask).sum()))]) @ W
+    pred = classes[np.argmax(scores, axis=1)]
     return float(np.mean(pred == y[~mask]))
+
+
+def _oracle_knn(ctx: EvalContext, o) -> float:
+    from .. import evaluation as ev
+
+    return 1.0 - ev.oracle_linear_knn(ctx.X, ctx.y, ctx.mask, search=o["search"]).error
 
 
 def loo_knn_accuracy(Z: np.ndarray, y: np.ndarray, k: int) -> float:
@@ -165,9 +205,23 @@ METRIC_KINDS: dict[str, MetricKind] = {k.name: k for k in [
         describe=lambda o: f"linear Crammer-Singer SVM accuracy (C={o['C']})", evaluate=_svm),
     MetricKind(
         "linear_regression", "least-squares classifier on one-hot targets (Wang & Mahadevan)",
-        (), True, applies_to=lambda o: EMBEDDING_KINDS,
-        describe=lambda o: "linear-regression classifier accuracy",
-        evaluate=lambda ctx, o: linear_regression_accuracy(ctx.Z, ctx.y, ctx.mask)),
+        (Field("solve", Text(LSQ_SOLVES), "lstsq",
+               "'lstsq' (minimum norm, correct) or 'normal_equations' (LU of A'A, no rank "
+               "check: what a naive implementation reports)"),),
+        True, applies_to=lambda o: EMBEDDING_KINDS,
+        describe=lambda o: "linear-regression classifier accuracy" + (
+            "" if o["solve"] == "lstsq" else " (normal equations solved without a rank check)"),
+        evaluate=lambda ctx, o: linear_regression_accuracy(ctx.Z, ctx.y, ctx.mask, o["solve"])),
+    MetricKind(
+        "oracle_knn", "1-NN accuracy of a linear map chosen with every label (a reference, "
+                      "sdpembed.evaluation.oracle_linear_knn), on the input features",
+        (Field("search", Boolean(), True,
+               "search the map (false: Fisher's directions fitted with every label only)"),),
+        True, applies_to=lambda o: ("raw",),
+        describe=lambda o: ("oracle 1-NN accuracy (best linear map found with every label)"
+                            if o["search"] else
+                            "1-NN accuracy after LDA fitted with every label"),
+        evaluate=_oracle_knn),
     MetricKind(
         "loo_knn", "leave-one-out k-NN accuracy within the chosen rows",
         (_K, _rows_field("labeled")), True, applies_to=lambda o: EMBEDDING_KINDS,

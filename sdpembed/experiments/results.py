@@ -42,6 +42,9 @@ class ExperimentResult:
     artefacts: dict
     meta: dict
     figures: dict = field(default_factory=dict)
+    #: figure name -> PNG file, for a result read back by
+    #: :func:`~sdpembed.experiments.load_result`
+    figure_files: dict = field(default_factory=dict)
 
     # ---------------------------------------------------------------- tables
     def columns(self) -> list[str]:

@@ -10,6 +10,7 @@ tasks that are missing and ends with the same tables as an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import numbers
 import os
@@ -18,21 +19,22 @@ import signal
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import datasets as _datasets
-from ..exceptions import InputError
+from ..exceptions import InputError, OutputError
 from .figures import make_figures
 from .grid import Task, expand_grid
 from .results import ExperimentResult
 from .schema import Spec, thaw
-from .spec import find_spec, load_spec
+from .spec import find_spec, load_spec, parse_spec
 from .store import RunStore, fingerprint
 from .tasks import Data, load_data, run_task
 
-__all__ = ["run_spec", "RunInterrupted"]
+__all__ = ["run_spec", "load_result", "RunInterrupted"]
 
 logger = logging.getLogger(__name__)
 
@@ -220,6 +222,33 @@ def run_spec(spec: Spec | str, *, solvers: Iterable[str] | None = None,
     finally:
         if store is not None:
             store.close()
+
+
+def load_result(folder: str | os.PathLike) -> ExperimentResult:
+    """The result a finished run wrote to ``folder`` (its ``results.json``), without running.
+
+    The spec is re-read from the copy stored with the results (the shipped
+    spec may have changed since); ``figure_files`` maps each figure's name to
+    its PNG file in ``folder/figures`` (the arrays are not reloaded, so
+    ``figures`` is empty). Its backends must be known here, as for any spec.
+
+    Raises
+    ------
+    OutputError
+        No readable ``results.json`` in ``folder``.
+    SpecError
+        The stored spec is not valid here.
+    """
+    path = Path(folder) / "results.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise OutputError(f"no finished run in {folder}: cannot read {path.name} ({exc}); "
+                          "run the spec with --out first") from exc
+    meta = doc.get("meta", {})
+    spec = parse_spec(doc["spec"], name=meta.get("spec"), path=meta.get("path"))
+    files = {p.stem: p for p in sorted((Path(folder) / "figures").glob("*.png"))}
+    return ExperimentResult(spec, doc["rows"], {}, meta, figure_files=files)
 
 
 def _execute(spec: Spec, tasks: list[Task], *, n_jobs: int, scheduler, progress: bool,

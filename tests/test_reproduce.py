@@ -1,0 +1,139 @@
+"""The reproductions report (problems.reproduce) and the protocol sweeps (problems.sensitivity).
+
+The verdict rules are checked on hand-made statistics; the page is generated end to
+end from a small spec run here (iris, two splits) and a sensitivity record written by
+hand, so no reproduction runs in the test suite.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+reproduce = pytest.importorskip("problems.reproduce")
+sensitivity = pytest.importorskip("problems.sensitivity")
+
+from sdpembed.experiments import (  # noqa: E402
+    find_spec,
+    load_result,
+    parse_spec,
+    run_spec,
+    tomllib,
+)
+
+
+def _s(mean, std=None, n=50):
+    return {"mean": mean, "std": std, "n": n}
+
+
+# --------------------------------------------------------------------------- verdicts
+def test_verdict_within_spread_uses_the_larger_std():
+    assert reproduce.verdict(_s(10.0, 2.0), 11.5, 1.0) == "within spread"
+    assert reproduce.verdict(_s(10.0, 0.5), 13.0, 3.0) == "within spread"
+    assert reproduce.verdict(_s(10.0, 0.5), 13.0, None) == "not reproduced"
+
+
+def test_verdict_names_the_settings_that_reach_the_paper():
+    alts = [("scaling: none", _s(30.0, 7.0)), ("scaling: z-score", _s(5.0, 1.0))]
+    v = reproduce.verdict(_s(4.1, 0.5), 25.3, 7.0, alternatives=alts)
+    assert v == "protocol-dependent: within spread with scaling: none"
+
+
+def test_verdict_oracle_reference_for_errors_and_accuracies():
+    oracle = _s(8.5, 1.0, 50)  # standard error 0.14
+    v = reproduce.verdict(_s(28.0, 2.6), 3.62, 1.2, oracle=oracle)
+    assert v.startswith("below the oracle reference 8.50")
+    # within two standard errors of the oracle: no note
+    assert reproduce.verdict(_s(28.0, 2.6), 8.3, 1.2, oracle=oracle) == "not reproduced"
+    # a matching cell keeps the note
+    assert reproduce.verdict(_s(4.0, 1.0), 3.62, 1.2, oracle=oracle) == \
+        "within spread; below the oracle reference 8.50"
+    acc = reproduce.verdict(_s(60.0, 5.0), 95.0, None, oracle=_s(82.0, 3.0, 20), error=False)
+    assert acc.startswith("above the oracle reference 82.00")
+
+
+# --------------------------------------------------------------------------- sweeps
+def test_derived_specs_restrict_change_and_split_per_dataset():
+    base = tomllib.loads(find_spec("tca_table4").read_text())
+    choice = next(c for c in sensitivity.CHOICES if c.key == "tca_directions")
+    setting = choice.settings[3]  # r = c, B-normalised
+    runs = sensitivity._runs(base, choice, setting)
+    assert [name.rsplit("-", 1)[1] for name, _ in runs] == ["iris", "wine", "breast_cancer",
+                                                            "car"]
+    name, car = runs[-1]
+    assert car["dataset"]["name"] == ["car"] and car["dataset"]["car"]["encoding"] == "ordinal"
+    assert set(car["methods"]) == {"tca"} and set(car["metrics"]) == {"err1"}
+    assert car["methods"]["tca"]["n_components"] == 4
+    assert car["methods"]["tca"]["normalize"] == "constraint"
+    assert "paper" not in car and "figures" not in car
+    _, iris = runs[0]
+    assert "car" not in iris["dataset"] and iris["methods"]["tca"]["n_components"] == 3
+    spec = parse_spec(car, name=name)  # a valid spec
+    assert spec.seeds == tuple(range(50))
+    onehot = next(c for c in sensitivity.CHOICES if c.key == "car_encoding")
+    [(_, raw)] = sensitivity._runs(base, onehot, onehot.settings[1])
+    assert raw["dataset"]["car"]["encoding"] == "onehot" and raw["dataset"]["name"] == ["car"]
+    assert base["dataset"]["car"]["encoding"] == "ordinal"  # the base is not modified
+
+
+def test_seed_selection_keeps_the_draws_below_the_threshold():
+    rows = [{"method": "1nn", "status": "ok", "seed": s, "acc1": a}
+            for s, a in enumerate([0.9, 0.5, 0.45, 0.7])]
+    assert sensitivity._selected_seeds(rows, ("1nn", "acc1", 0.5)) == {1, 2}
+    assert sensitivity._selected_seeds(rows, None) is None
+
+
+# --------------------------------------------------------------------------- the page
+def _tiny_spec() -> dict:
+    return {"name": "tiny", "description": "iris with the oracle", "seeds": 2,
+            "dataset": {"name": "iris", "scale": "minmax"},
+            "labels": {"fraction": 0.1, "min_per_class": 2},
+            "methods": {"raw": {"estimator": "raw"}, "lda": {"estimator": "LDA"}},
+            "metrics": {"err1": {"kind": "knn", "k": 1, "error": True},
+                        "oracle": {"kind": "oracle_knn", "error": True}},
+            "paper": {"source": "made up", "values": [
+                {"method": "raw", "metric": "err1", "value": 30.0, "std": 1.0},
+                {"method": "lda", "metric": "err1", "value": 1.0, "std": 0.1}]}}
+
+
+def test_the_page_compares_every_paper_cell_and_includes_a_finished_folder(tmp_path):
+    folder = tmp_path / "runs" / "tiny"
+    result = run_spec(parse_spec(_tiny_spec()), out_dir=folder, progress=False)
+    raw = [r["err1"] for r in result.rows if r["method"] == "raw"]
+    sens_dir = tmp_path / "out" / "sensitivity"
+    sens_dir.mkdir(parents=True)
+    sens = {"command": "python -m problems.sensitivity", "choices": [{
+        "key": "scaling", "title": "Feature scaling (tiny)", "spec": "tiny",
+        "columns": [{"label": "1-NN", "method": "raw", "metric": "err1"}],
+        "settings": [], "runs": [{"folder": "x", "runs": 2, "errors": 0, "wall_s": 1.0}],
+        "cells": [{"dataset": "iris", "fraction": 0.1, "setting": "none", "default": False,
+                   "seeds": 2, "values": {"1-NN": {"mean": 0.295, "std": 0.01, "n": 2}}}]}]}
+    (sens_dir / "sensitivity.json").write_text(json.dumps(sens))
+    doc = tmp_path / "docs" / "reproductions.md"
+    reproduce.main(["--no-run", "--include", f"tiny={folder}", "--out",
+                    str(tmp_path / "out"), "--doc", str(doc)])
+    text = doc.read_text()
+    assert "## Other specs" in text and "### `tiny`: iris with the oracle" in text
+    ours = f"{100 * np.mean(raw):.2f} ± {100 * np.std(raw, ddof=1):.2f}"
+    row = next(line for line in text.splitlines()
+               if line.startswith("| iris | raw |") and "**" in line)
+    assert ours in row and "30.00 ± 1.00" in row
+    # ours (~10 %) is far from 30 %, the 'none' setting (29.5 %) is within spread
+    assert "protocol-dependent: within spread with feature scaling: none (29.50 ± 1.00)" in row
+    # the LDA cell: its paper value 1 % lies above the oracle's 0 %: no oracle note
+    lda = next(line for line in text.splitlines() if line.startswith("| iris | lda |")
+               and "**" in line)
+    assert "oracle" not in lda.split("**")[1]
+    assert "| tiny | iris | raw |" in text  # the summary at the top
+    assert "Command: `sdpembed run tiny" in text and "## Appendix" in text
+    # the DVU section says how to include a separate run
+    assert "No finished run of `dvu_table1`" in text
+    assert load_result(folder).summary() == result.summary()
+
+
+def test_missing_folder_is_refused(tmp_path):
+    with pytest.raises(SystemExit, match="no finished run"):
+        reproduce.main(["--no-run", "--include", f"tiny={tmp_path}", "--out", str(tmp_path),
+                        "--doc", str(tmp_path / "doc.md")])
