@@ -289,7 +289,7 @@ def test_a_closing_unverified_estimate_is_verified_before_the_solve_stops(digits
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
     assert caught and all(e["lambda_min"] < 0 for e in caught)  # the verified value
     assert res.status == "optimal" and res.certified_gap <= tol
-    assert res.certificate.check == lowrank.CHECK_SPARSE
+    assert res.certificate.check in (lowrank.CHECK_SPARSE, lowrank.CHECK_CHOLESKY)
     ref = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
@@ -1031,3 +1031,18 @@ def test_lowrank_imports_nothing_above_it():
                 assert not any(a.name == "sdpembed" or a.name.startswith("sdpembed.")
                                for a in node.names), path.name
     assert solvers_mod.TOOLKIT_BACKENDS["LOWRANK"] is lowrank.backend.BACKEND
+
+
+def test_mvu_verification_is_dense_below_the_limit_and_sparse_above(digits):
+    """MVU's constant vector sits at -1, below the spectrum on 1-perp: the sparse proof
+    needs a tree basis of 1-perp and loses precision there, so up to DenseLimits.verify the
+    verification is a dense Cholesky factorisation, above it the sparse one; both bounds
+    lie below CLARABEL's optimum."""
+    X, _, _, graph = digits
+    f = mvu(graph)
+    ref = solve(mvu(graph), solver="CLARABEL")
+    for limits, check in (({"eig": 20}, "cholesky"), ({"eig": 20, "verify": 30}, "sparse")):
+        rep = solve(f, solver="LOWRANK", tol=1e-4, dense_limits=limits)
+        assert rep.extra["certificate_check"] == check, rep.extra["certificate"]
+        assert rep.certified_gap is not None
+        assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)

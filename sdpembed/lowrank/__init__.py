@@ -198,6 +198,7 @@ to the augmented Lagrangian.
 
 from .backend import BACKEND_NAME
 from .certificate import (
+    CHECK_CHOLESKY,
     CHECK_DENSE,
     CHECK_LANCZOS,
     CHECK_SHIFT_INVERT,
@@ -225,4 +226,4 @@ __all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "F
            "DistancePenalty", "EigenEstimate", "Certificate", "CertificateCache", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
-           "CHECK_DENSE", "CHECK_SPARSE", "CHECK_LANCZOS", "CHECK_SHIFT_INVERT"]
+           "CHECK_DENSE", "CHECK_SPARSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_SHIFT_INVERT"]

@@ -8,11 +8,12 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import dijkstra
+from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min
+from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
 from .verify import _U, SparseCheck, _verified_lambda_min
 
 #: note prefix of a certificate taken at lifted multipliers
@@ -23,6 +24,7 @@ _LIFTED = "lifted multipliers; "
 #: how :math:`\lambda_{\min}` of a certificate was obtained (``Certificate.check``)
 CHECK_DENSE = "dense"
 CHECK_SPARSE = "sparse"
+CHECK_CHOLESKY = "cholesky"
 CHECK_LANCZOS = "lanczos (unverified)"
 CHECK_SHIFT_INVERT = "shift-invert (unverified)"
 #: the checks that still need :func:`verify_certificate` (n > ``DenseLimits.eig``)
@@ -36,12 +38,14 @@ class Certificate:
     ``check`` says how :math:`\\mu\\le\\lambda_{\\min}(S)` was obtained:
     ``"dense"`` (dense ``eigh``: n <= ``DenseLimits.eig`` or a reduced basis),
     ``"sparse"`` (verified: a sparse factorisation of the shifted matrix, rounding
-    included, :func:`~sdpembed.lowrank.sparse_slack.sparse_verify`),
+    included, :func:`~sdpembed.lowrank.sparse_slack.sparse_verify`), ``"cholesky"``
+    (verified: a dense Cholesky factorisation, where the sparse proof would be imprecise,
+    :func:`~sdpembed.lowrank.verify._verify_psd_shift`),
     ``"lanczos (unverified)"`` (a Lanczos Ritz value minus its residual norm: a lower
     bound only if Lanczos found the leftmost eigenvalue, which it may miss) or
     ``"shift-invert (unverified)"`` (a Rayleigh quotient from shift-invert Lanczos for
     n > ``DenseLimits.eig``: interval certificates and lifts, verified like Lanczos
-    values before they are reported). Only the first two make ``bound`` a certified
+    values before they are reported). Only the first three make ``bound`` a certified
     lower bound (:attr:`verified`).
     """
 
@@ -58,7 +62,7 @@ class Certificate:
     @property
     def verified(self) -> bool:
         """Whether ``bound`` is a certified lower bound (λ_min dense or verified)."""
-        return self.bound is not None and self.check in (CHECK_DENSE, CHECK_SPARSE)
+        return self.bound is not None and self.check in (CHECK_DENSE, CHECK_SPARSE, CHECK_CHOLESKY)
 
     def describe(self) -> str:
         if self.bound is None:
@@ -67,6 +71,9 @@ class Certificate:
                 + (f"; {self.note}" if self.note else ""))
         if self.check == CHECK_DENSE:
             how = "lambda_min by dense eigh (exact up to rounding)"
+        elif self.check == CHECK_CHOLESKY:
+            how = ("lambda_min verified by a dense Cholesky factorisation at a shift (rounding "
+                   "included)")
         elif self.check == CHECK_SPARSE:
             how = ("lambda_min verified by a sparse factorisation at a shift (rounding "
                    "included)")
@@ -94,8 +101,8 @@ class CertificateCache:
         which the lift reuses for its first round.
     lambda_guess : float or None
         The last :math:`\\lambda_{\\min}` estimate, below which the next shift-invert starts.
-    verify_checks : list of SparseCheck
-        Every factorisation of the verifications.
+    verify_checks : list of SparseCheck or PSDCheck
+        Every factorisation of the verifications (sparse or dense).
     curvature : float or None
         The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
     trace_bound : float or None
@@ -110,7 +117,7 @@ class CertificateCache:
     eigenpairs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=list)
     lambda_guess: float | None = None
-    verify_checks: list[SparseCheck] = field(default_factory=list)
+    verify_checks: list = field(default_factory=list)
     curvature: float | None = None
     trace_bound: float | None = None
     mu0: float | None = None
@@ -255,15 +262,21 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     check, check_note = _eig_check(space, eig), ""
     mu = eig.value
     if verify and check in _UNVERIFIED:
-        mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
+        with threadpool_limits(limits=_verify_threads()):
+            mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
         cache.verify_checks.extend(checks)
         if mu_v is not None:
-            check = CHECK_SPARSE
             source = "Lanczos" if eig.method == "lanczos" else "shift-invert"
             last = checks[-1]
+            if isinstance(last, SparseCheck):
+                check = CHECK_SPARSE
+                how = (f"rounding bound {last.bound:.2g} below the shift {last.delta:.2g}, "
+                       f"{last.mode} coordinates")
+            else:
+                check = CHECK_CHOLESKY
+                how = f"dense, rounding allowance {last.delta:.2g}"
             check_note = (f"{source} estimate {eig.value:.6g}, verified {mu_v:.6g} "
-                          f"(rounding bound {last.bound:.2g} below the shift {last.delta:.2g}, "
-                          f"{last.mode} coordinates, {len(checks)} factorisation(s), "
+                          f"({how}, {len(checks)} factorisation(s), "
                           f"{sum(c.seconds for c in checks):.3g} s)")
             mu = mu_v
         else:
@@ -305,10 +318,11 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         except spla.ArpackNoConvergence:
             cache.mu0 = -np.inf
     mu0 = cache.mu0
-    if check == CHECK_SPARSE and np.isfinite(mu0) and mu0 > 0:
+    if check in (CHECK_SPARSE, CHECK_CHOLESKY) and np.isfinite(mu0) and mu0 > 0:
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
         if cache.mu0_verified is None:
-            mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0)
+            with threadpool_limits(limits=_verify_threads()):
+                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0)
             cache.verify_checks.extend(checks0)
             cache.mu0_verified = (mu0_v, why0)
         mu0_v, why0 = cache.mu0_verified

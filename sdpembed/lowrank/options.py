@@ -49,16 +49,25 @@ class DenseLimits:
         factorisation before it is reported (check ``"sparse"``).
     lift : int
         Largest n for which :func:`~sdpembed.lowrank.lift_multipliers` runs.
+    verify : int
+        Where the sparse proof needs a basis of :math:`\\mathbf 1^\\perp` (the constant
+        vector is not an eigenvector of :math:`S` above the bound: MVU, added rows), the
+        verification is a dense Cholesky factorisation up to this n (memory permitting),
+        more precise there; the sparse proof above it.
+    verify_fallback : int
+        Largest n for which a failed dense verification falls back to a dense ``eigvalsh``.
     block : int
         Bottom eigenpairs per interval certificate and per lift round (at most).
     """
 
     eig: int = 800
     lift: int = 100_000
+    verify: int = 20_000
+    verify_fallback: int = 5_000
     block: int = 200
 
     def __post_init__(self) -> None:
-        for name in ("eig", "lift", "block"):
+        for name in ("eig", "lift", "verify", "verify_fallback", "block"):
             _require_int("LOWRANK dense_limits", name, getattr(self, name), 1)
 
 

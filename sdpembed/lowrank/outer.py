@@ -486,7 +486,7 @@ class _OuterLoop:
             estimated_gap=estimated_gap, estimated_bound=estimated_bound,
             verify_seconds=verify_seconds,
             verify_factorisations=[
-                {"mu": c.mu, "delta": c.delta, "bound": c.bound, "mode": c.mode,
-                 "factor_nnz": c.factor_nnz, "seconds": c.seconds,
-                 "verified": c.verified} for c in cache.verify_checks],
+                {"mu": c.mu, "delta": c.delta, "bound": getattr(c, "bound", None),
+                 "mode": getattr(c, "mode", "dense"), "factor_nnz": getattr(c, "factor_nnz", None),
+                 "seconds": c.seconds, "verified": c.verified} for c in cache.verify_checks],
             reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start)
