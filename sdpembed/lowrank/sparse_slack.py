@@ -80,6 +80,7 @@ the factorisation's stability is assumed: an unstable one gives large bounds and
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -125,7 +126,7 @@ class SlackParts:
         return float(np.sum(self.s_abs * (self.U * self.U).sum(axis=0)))
 
     @classmethod
-    def of(cls, space: FactorSpace, y: np.ndarray, nu) -> SlackParts:
+    def of(cls, space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> SlackParts:
         nu = space.duals(nu)
         C, H = space.C, space.H
         nu_h = float(nu[0]) if H is not None else 0.0
@@ -317,7 +318,7 @@ def full_coordinates(space: FactorSpace, parts: SlackParts, mu: float) -> bool:
     return bool(res <= 1e-12 * scale and rho - mu > 1e3 * res)
 
 
-def sparse_verify(space: FactorSpace, y: np.ndarray, nu, mu: float, *,
+def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, mu: float, *,
                   parts: SlackParts | None = None, delta: float | None = None,
                   mode: str | None = None) -> SparseCheck:
     """Prove :math:`\\lambda_{\\min}(S(y,\\nu)) > \\mu` on :math:`\\mathbf 1^\\perp` by one sparse
@@ -352,8 +353,9 @@ def sparse_verify(space: FactorSpace, y: np.ndarray, nu, mu: float, *,
     return last
 
 
-def factor_at_shift(space: FactorSpace, y: np.ndarray, nu, sigma: float, *,
-                    parts: SlackParts | None = None):
+def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, sigma: float,
+                    *, parts: SlackParts | None = None
+                    ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, bool]:
     """``(solve, positive)``: :math:`b \\mapsto (S - \\sigma I)^{-1} b` on the full space by the
     bordered factorisation at ``sigma``, and whether its pivots are all positive (then
     :math:`\\sigma < \\lambda_{\\min}(S)` up to rounding; a count of negative pivots counts the
@@ -373,7 +375,8 @@ def factor_at_shift(space: FactorSpace, y: np.ndarray, nu, sigma: float, *,
     return solve, bool(np.all(fac.pivots() > 0))
 
 
-def sparse_bottom(space: FactorSpace, y: np.ndarray, nu, k: int, *, sigma: float,
+def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
+                  sigma: float,
                   tol: float = 1e-10, parts: SlackParts | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
