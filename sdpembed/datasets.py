@@ -38,7 +38,7 @@ import textwrap
 import urllib.request
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -743,8 +743,8 @@ def _with_loader_parameters(loader: Callable) -> Callable:
 
 
 @_with_loader_parameters
-def load_usps(*, subset: str = "all", return_X_y: bool = False,
-              data_home: str | os.PathLike | None = None,
+def load_usps(*, subset: str = "all", augment: Sequence[str] | None = None,
+              return_X_y: bool = False, data_home: str | os.PathLike | None = None,
               download_if_missing: bool = True) -> Bunch | tuple[np.ndarray, np.ndarray]:
     """USPS handwritten digits (Hastie, Tibshirani & Friedman's ``zip.train``/``zip.test``).
 
@@ -758,6 +758,14 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
     ----------
     subset : {"all", "train", "test"}, default="all"
         Which rows to return, in source order.
+    augment : sequence of {"shift", "rotate", "scale"}, optional
+        Virtual examples (Schölkopf, Burges & Vapnik 1996; DeCoste & Schölkopf 2002): each
+        digit also transformed by the transformations the tangent distance is invariant
+        to, with its label. ``"shift"``: one pixel left, right, up and down (4 copies);
+        ``"rotate"``: by -5 and +5 degrees (2); ``"scale"``: by 0.95 and 1.05 about the
+        centre (2). Copies follow the originals, one block per transformation, in the order
+        given; ``original`` (n,) holds each row's source row. Bilinear interpolation,
+        values clipped to [0, 1].
     {loader_parameters}
 
     Returns
@@ -766,10 +774,12 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
         ``data`` float32 (n, 256), ``target`` int64 (n,), ``split`` (n,) of
         ``"train"``/``"test"``, ``images`` float32 (n, 16, 16) (a view of
         ``data``; ``images[i]`` shows the digit upright), ``image_shape``,
-        ``target_names``, ``DESCR``. Or ``(data, target)``.
+        ``target_names``, ``DESCR``, and with ``augment`` ``original`` and
+        ``transform`` (n,) (``"none"`` for the source rows). Or ``(data, target)``.
     """
     if subset not in ("all", "train", "test"):
         raise InputError(f"subset must be 'all', 'train' or 'test'; got {subset!r}")
+    augment = _check_augment(augment)
     z = _load_archive("usps", data_home, download_if_missing)
     rows = slice(None) if subset == "all" else z["split"] == subset
     X, y, split = z["X"][rows], z["y"][rows], z["split"][rows]
@@ -779,7 +789,60 @@ def load_usps(*, subset: str = "all", return_X_y: bool = False,
                   feature_names=np.array([f"pixel_{r}_{c}" for r in range(shape[0])
                                           for c in range(shape[1])]),
                   DESCR=_descr("usps"), name="usps")
+    if augment:
+        bunch = _augmented(bunch, augment)
     return _finish(bunch, return_X_y)
+
+
+#: virtual-example transformations of :func:`load_usps` (``augment``): name -> parameters
+AUGMENTATIONS = {"shift": [(0, -1), (0, 1), (-1, 0), (1, 0)], "rotate": [-5.0, 5.0],
+                 "scale": [0.95, 1.05]}
+
+
+def _check_augment(augment) -> tuple[str, ...]:
+    if augment is None:
+        return ()
+    if isinstance(augment, str):
+        augment = (augment,)
+    augment = tuple(augment)
+    bad = [a for a in augment if a not in AUGMENTATIONS]
+    if bad or len(set(augment)) != len(augment):
+        raise InputError(f"augment must name distinct transformations among "
+                         f"{sorted(AUGMENTATIONS)}; got {list(augment)}")
+    return augment
+
+
+def _augmented(bunch: Bunch, augment: tuple[str, ...]) -> Bunch:
+    """``bunch`` with the virtual examples of ``augment`` appended (see :func:`load_usps`)."""
+    from scipy import ndimage
+
+    images = np.asarray(bunch.images, dtype=np.float64)
+    n, h, w = images.shape
+    centre = np.array([(h - 1) / 2.0, (w - 1) / 2.0])
+    blocks, names = [images], [np.full(n, "none")]
+    for name in augment:
+        for param in AUGMENTATIONS[name]:
+            if name == "shift":
+                out = ndimage.shift(images, (0, *param), order=1, mode="constant")
+            elif name == "rotate":
+                out = ndimage.rotate(images, param, axes=(2, 1), reshape=False, order=1,
+                                     mode="constant")
+            else:
+                # zoom about the centre: output pixel p samples input centre + (p - centre)/s
+                M = np.eye(2) / param
+                offset = centre - M @ centre
+                out = np.stack([ndimage.affine_transform(im, M, offset=offset, order=1,
+                                                         mode="constant") for im in images])
+            blocks.append(np.clip(out, 0.0, 1.0))
+            names.append(np.full(n, f"{name} {param}"))
+    k = len(blocks)
+    imgs = np.concatenate(blocks).astype(np.float32)
+    data = imgs.reshape(k * n, h * w)
+    out = Bunch(**bunch)
+    out.update(data=data, images=data.reshape(-1, h, w), target=np.tile(bunch.target, k),
+               split=np.tile(bunch.split, k), original=np.tile(np.arange(n), k),
+               transform=np.concatenate(names))
+    return out
 
 
 @_with_loader_parameters

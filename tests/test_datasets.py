@@ -753,3 +753,29 @@ def test_recorded_array_checksums_are_those_of_the_shared_archives(name):
     with np.load(buf, allow_pickle=False) as z:
         assert datasets.arrays_sha256({k: z[k] for k in z.files}) == \
             datasets._ARRAYS_SHA256[name]
+
+
+@needs_shared
+def test_usps_virtual_examples(monkeypatch):
+    """augment: each transformation appends one block of copies with the source labels; a
+    one-pixel shift moves every pixel by one; rotations and scalings keep [0, 1]; a bad
+    name is an InputError before any work."""
+    from sdpembed.datasets import load_usps
+
+    monkeypatch.setenv(datasets.ENV_VAR, str(SHARED))
+    base = load_usps(subset="test")
+    n = base.data.shape[0]
+    b = load_usps(subset="test", augment=["shift", "rotate", "scale"])
+    assert b.data.shape == (9 * n, 256) and b.images.shape == (9 * n, 16, 16)
+    np.testing.assert_array_equal(b.target, np.tile(base.target, 9))
+    np.testing.assert_array_equal(b.original, np.tile(np.arange(n), 9))
+    np.testing.assert_array_equal(b.data[:n], base.data)
+    left = b.images[n:2 * n]                                 # shift (0, -1): one pixel left
+    np.testing.assert_allclose(left[:, :, :-1], base.images[:, :, 1:], atol=1e-6)
+    assert np.all(left[:, :, -1] == 0) and list(np.unique(b.transform[n:2 * n])) == [
+        "shift (0, -1)"]
+    assert b.data.min() >= 0.0 and b.data.max() <= 1.0
+    rot = b.images[5 * n:6 * n]
+    assert not np.allclose(rot, base.images) and np.unique(b.data, axis=0).shape[0] == 9 * n
+    with pytest.raises(InputError, match="augment"):
+        load_usps(augment=["flip"])
