@@ -55,20 +55,71 @@ def _data_path(name: str) -> Path:
     raise FileNotFoundError(f"{name} not found; set SDPEMBED_DATA to the data folder")
 
 
-def _instance(spec: dict, n: int):
-    """USPS subset of n digits (seeded), 80 % labelled, and its DVU graph."""
+def _settings(spec: dict, run: dict | int) -> tuple[dict, dict, int]:
+    """The run's data and graph settings (the spec's, overridden by the run's ``data`` and
+    ``graph`` tables) and its size."""
+    if isinstance(run, int):
+        return dict(spec["data"]), dict(spec["graph"]), run
+    return ({**spec["data"], **run.get("data", {})}, {**spec["graph"], **run.get("graph", {})},
+            run["n"])
+
+
+def _instance_text(spec: dict, run: dict) -> str:
+    """What a run changes of the spec's data and graph, for the table ("" when nothing)."""
+    data, g, _ = _settings(spec, run)
+    parts = []
+    if (g["n_neighbors"], g["n_random"], g.get("metric", "euclidean")) != (
+            spec["graph"]["n_neighbors"], spec["graph"]["n_random"],
+            spec["graph"].get("metric", "euclidean")):
+        parts.append(f"{g.get('metric', 'euclidean')} {g['n_neighbors']}-NN + {g['n_random']}")
+    if data.get("augment"):
+        parts.append("augment " + "+".join(data["augment"]))
+    if data.get("deslant"):
+        parts.append("deslanted")
+    if data.get("stratified"):
+        parts.append("stratified")
+    return ", ".join(parts)
+
+
+def _instance(spec: dict, run: dict | int):
+    """USPS subset of n digits (seeded: a random subset, or ``stratified``), ``deslant``-ed
+    and ``augment``-ed as the run says, 80 % labelled, and its DVU graph (Euclidean or
+    ``metric = "tangent"``)."""
     from sdpembed.graphs import knn_graph
 
-    with np.load(_data_path(spec["data"]["path"]), allow_pickle=False) as z:
-        X, y = z["X"].astype(float), z["y"].astype(np.int64)
-    rng = np.random.default_rng(spec["data"]["seed"])
-    idx = np.sort(rng.permutation(X.shape[0])[:n])
+    data, g, n = _settings(spec, run)
+    if data.get("augment"):
+        from sdpembed.datasets import load_usps
+
+        bunch = load_usps(augment=data["augment"])
+        X, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target, dtype=np.int64)
+    else:
+        with np.load(_data_path(data["path"]), allow_pickle=False) as z:
+            X, y = z["X"].astype(float), z["y"].astype(np.int64)
+    rng = np.random.default_rng(data["seed"])
+    if n > X.shape[0]:
+        raise ValueError(f"n = {n} > {X.shape[0]} digits (augment for more)")
+    if data.get("stratified"):
+        from sklearn.model_selection import train_test_split
+
+        idx, _ = train_test_split(np.arange(X.shape[0]), train_size=n, stratify=y,
+                                  random_state=data["seed"])
+        idx = np.sort(idx)
+    else:
+        idx = np.sort(rng.permutation(X.shape[0])[:n])
     X, y = X[idx], y[idx]
-    labeled = rng.random(n) < spec["data"]["labeled_fraction"]
+    if data.get("deslant"):
+        from sdpembed.tangent import deslant
+
+        X = deslant(X, shape=(16, 16)).reshape(n, -1).astype(float)
+    labeled = rng.random(n) < data["labeled_fraction"]
     y_obs = np.where(labeled, y, -1)
-    g = spec["graph"]
+    extra = {}
+    if g.get("metric", "euclidean") == "tangent":
+        extra = {"metric": "tangent", "shape": (16, 16),
+                 **({"candidates": g["candidates"]} if "candidates" in g else {})}
     graph = knn_graph(X, n_neighbors=g["n_neighbors"], n_random=g["n_random"],
-                      random_state=spec["data"]["seed"])
+                      random_state=data["seed"], **extra)
     return X, y, y_obs, labeled, graph
 
 
@@ -128,9 +179,9 @@ def _child(spec, run, backend, queue):
 
     out = {"method": run["method"], "n": run["n"], "backend": backend,
            "basis_rank": run.get("basis_rank"), "distances": _distances(run),
-           "variant": _variant(run, backend)}
+           "variant": _variant(run, backend, spec)}
     try:
-        X, y, y_obs, labeled, graph = _instance(spec, run["n"])
+        X, y, y_obs, labeled, graph = _instance(spec, run)
         out["n_edges"] = int(graph.n_edges)
         t0 = time.perf_counter()
         f = _formulation(spec, run, X, y_obs, graph)
@@ -163,11 +214,15 @@ def _child(spec, run, backend, queue):
     queue.put(out)
 
 
-def _variant(run, backend) -> str:
-    """The row's own backend options (beyond the spec's [solve] defaults), for the table."""
+def _variant(run, backend, spec=None) -> str:
+    """The row's own data, graph and backend options (beyond the spec's), for the table."""
     own = run.get(backend.lower())
     own = own if isinstance(own, dict) else {}
     text = ", ".join(f"{k}={v}" for k, v in sorted(own.items()))
+    if spec is not None:
+        lam = run.get("slack_weight", spec["solve"]["slack_weight"])
+        slack = f"slack {lam:g}" if lam != spec["solve"]["slack_weight"] else ""
+        text = ", ".join(filter(None, [_instance_text(spec, run), slack, text]))
     if run.get("links"):
         lk = run["links"]
         text = ", ".join(filter(None, [f"{lk['must_link']} must-link <= q{lk['low']}, "
@@ -189,22 +244,22 @@ def _run_one(spec, run, backend, timeout):
         proc.kill()
         proc.join()
         return {"method": run["method"], "n": run["n"], "backend": backend,
-                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend),
+                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend, spec),
                 "status": f"timeout after {timeout} s",
                 "wall_s": time.perf_counter() - t0}
     try:
         return queue.get(timeout=5)
     except Exception:  # noqa: BLE001
         return {"method": run["method"], "n": run["n"], "backend": backend,
-                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend),
+                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend, spec),
                 "status": f"process died (exit code {proc.exitcode}; out of memory?)",
                 "wall_s": time.perf_counter() - t0}
 
 
-def _baseline_knn(spec, n):
+def _baseline_knn(spec, run):
     from sdpembed.evaluation import transductive_knn_accuracy
 
-    X, y, _, labeled, _ = _instance(spec, n)
+    X, y, _, labeled, _ = _instance(spec, run)
     return float(transductive_knn_accuracy(X, y, labeled, 3))
 
 
@@ -289,7 +344,7 @@ def main(argv=None) -> None:
         rows, meta = old["rows"], old["meta"]
         meta["command"] += " ; resumed: " + _command(argv, args)
     done = {_row_key(r) for r in rows}
-    raw = {r["n"]: r["raw_knn3"] for r in rows if r.get("raw_knn3") is not None}
+    raw: dict = {}
     for run in spec["run"]:
         key = f"{run['method']}:{run['n']}"
         rkey = key + (f"/r{run['basis_rank']}" if run.get("basis_rank") else "/full")
@@ -299,16 +354,17 @@ def main(argv=None) -> None:
             if args.backend and backend not in args.backend:
                 continue
             if (run["method"], run["n"], backend, run.get("basis_rank"),
-                    _variant(run, backend)) in done:
+                    _variant(run, backend, spec)) in done:
                 logger.info("kept %s %s basis=%s from %s", key, backend,
                             run.get("basis_rank"), out_json)
                 continue
             logger.info("running %s %s basis=%s", key, backend, run.get("basis_rank"))
             row = _run_one(spec, run, backend,
                            args.timeout or run.get("timeout", {}).get(backend, timeout))
-            if run["n"] not in raw:
-                raw[run["n"]] = _baseline_knn(spec, run["n"])
-            row["raw_knn3"] = raw[run["n"]]
+            data_key = f"{run['n']}|{_instance_text(spec, {**run, 'graph': {}})}"
+            if data_key not in raw:
+                raw[data_key] = _baseline_knn(spec, run)
+            row["raw_knn3"] = raw[data_key]
             rows.append(row)
             logger.info("%s", {k: v for k, v in row.items() if k != "certificate"})
             _finish(rows)
