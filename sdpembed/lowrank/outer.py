@@ -22,6 +22,7 @@ from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import LowRankResult, _SolveState
 from .space import FactorSpace
+from .spectrum import _bottom
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,11 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
         return None
     return U[:, :k] * s[:k]
 
+
+#: eigenpairs examined for more escape directions, and the share of the most negative
+#: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
+_ESCAPE_BLOCK = 16
+_ESCAPE_RATIO = 0.1
 
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
@@ -355,10 +361,33 @@ class _OuterLoop:
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W):
-            self.W = _escape(self.alm, self.W, certificate.eig.vector, self.y, self.nu,
-                             self.sigma, self.sigma_h, self.rho)
+            for vec in self._escape_directions(certificate):
+                self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
+                                 self.sigma_h, self.rho)
             entry["grew_rank"] = self.W.shape[1]
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
+        r"""Eigenvectors of :math:`S` to grow the factor along: the certificate's, and with it
+        every other eigenvector in the bottom ``_ESCAPE_BLOCK`` whose eigenvalue is within a
+        factor ``_ESCAPE_RATIO`` of the most negative, up to ``max_rank`` columns.
+
+        An optimum of higher rank than the factor (denser graphs give DVU optima of higher
+        rank) shows as several negative eigenvalues of :math:`S` at once; one column per
+        outer iteration would take as many iterations, each perturbing a nearly converged
+        point."""
+        vectors = [certificate.eig.vector]
+        room = self.opts.max_rank - self.W.shape[1] - 1
+        if room <= 0 or certificate.y is None:
+            return vectors
+        k = min(_ESCAPE_BLOCK, self.space.dim - 2)
+        if k < 2:
+            return vectors
+        lam, X = _bottom(self.space, certificate.y, certificate.nu, k,
+                         guess=certificate.lambda_min)
+        more = [X[:, i] for i in range(1, k)
+                if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
+        return vectors + more
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
