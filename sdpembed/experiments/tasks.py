@@ -28,7 +28,7 @@ import traceback
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -242,6 +242,12 @@ def base_row(spec: Spec, task: Task) -> dict[str, Any]:
     }
 
 
+def dataset_for_seed(ds: DatasetSpec, seed: int) -> DatasetSpec:
+    """The dataset block of a run: with ``sample_seed = "seed"`` the run's seed draws the
+    subsample (each seed its own digits), else the block as it is."""
+    return replace(ds, sample_seed=int(seed)) if ds.sample_seed == "seed" else ds
+
+
 def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, dict]:
     """Fit and evaluate one cell of the grid; never raises for a failure of the task itself.
 
@@ -265,7 +271,7 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
     """
     method = spec.method(task.method)
     info = METHODS[method.method]
-    ds = spec.dataset(task.dataset)
+    ds = dataset_for_seed(spec.dataset(task.dataset), task.seed)
     if data is not None:
         if len(_PRELOADED) >= 4:
             _PRELOADED.clear()
