@@ -71,3 +71,25 @@ def _cheap(est):
 )
 def test_sklearn_api(estimator, check):
     check(estimator)
+
+
+def test_metric_params_reach_the_graph_and_transform():
+    """metric="tangent" on 8x8 digits needs the image shape: without metric_params the
+    tangent metric refuses 64-pixel rows (its default shape is 16x16), with it the graph
+    and the out-of-sample neighbours use it."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.datasets import partial_labels
+    from sdpembed.exceptions import InputError
+    from sdpembed.graphs import knn_graph
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:60].astype(float), y[:60]
+    yp = partial_labels(y, 0.8, random_state=0)
+    with pytest.raises(InputError, match="shape"):
+        DVU(metric="tangent", random_state=0).fit(X, yp)
+    est = DVU(metric="tangent", metric_params={"shape": (8, 8)}, random_state=0).fit(X, yp)
+    ref = knn_graph(X, n_neighbors=2, n_random=1, metric="tangent", shape=(8, 8),
+                    random_state=0)
+    np.testing.assert_array_equal(est.graph_.edges, ref.edges)
+    np.testing.assert_allclose(est.transform(X[:5]), est.embedding_[:5], atol=1e-6)

@@ -54,6 +54,7 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         "n_neighbors": [Interval(Integral, 0, None, closed="left")],
         "n_random": [Interval(Integral, 0, None, closed="left")],
         "metric": [str, callable],
+        "metric_params": [dict, None],
         "graph": [NeighborhoodGraph, None],
         "distances": [StrOptions(set(DISTANCE_MODES))],
         "slack_weight": [Interval(Real, 0, None, closed="left")],
@@ -77,7 +78,8 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
                                  f"{X.shape[0]} rows")
             return self.graph
         return knn_graph(X, n_neighbors=self.n_neighbors, n_random=self.n_random,
-                         metric=self.metric, random_state=self.random_state)
+                         metric=self.metric, random_state=self.random_state,
+                         **(self.metric_params or {}))
 
     def _check_components(self, n: int) -> None:
         if self.n_components > n:
@@ -88,7 +90,8 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         if self.basis_rank is None:
             return None
         return knn_graph(X, n_neighbors=min(self.basis_neighbors, X.shape[0] - 1), n_random=0,
-                         metric=self.metric, random_state=self.random_state)
+                         metric=self.metric, random_state=self.random_state,
+                         **(self.metric_params or {}))
 
     def _solve_and_embed(self, formulation) -> None:
         options = dict(self.solver_options or {})
@@ -186,7 +189,8 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         """
         X = self._check_new(X)
         k = min(self.out_of_sample_neighbors, self.embedding_.shape[0])
-        sq, ind = fitted_neighbors(X, self._fit_X, k, metric=self.metric)
+        sq, ind = fitted_neighbors(X, self._fit_X, k, metric=self.metric,
+                                   **(self.metric_params or {}))
         return extend(self.embedding_, ind, sq, self.out_of_sample)
 
     def __sklearn_tags__(self):
@@ -217,6 +221,9 @@ class DVU(_GramEmbedding):
         Dimensions of ``embedding_``.
     n_neighbors, n_random, metric :
         Graph built by :func:`sdpembed.knn_graph` when ``graph`` is None.
+    metric_params : dict, optional
+        Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
+        on scikit-learn's digits), for the graph and for :meth:`transform`.
     graph : NeighborhoodGraph, optional
         A precomputed graph over the rows of ``X`` (e.g. tangent distances).
     slack_weight, distances, centroids, snr, trace, trace_weight, ratio, ratio_weight, normalize,
@@ -296,7 +303,8 @@ class DVU(_GramEmbedding):
     }
 
     def __init__(self, *, n_components: int = 10, n_neighbors: int = 2, n_random: int = 1,
-                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 metric: str | Callable = "euclidean", metric_params: dict[str, Any] | None = None,
+                 graph: NeighborhoodGraph | None = None,
                  slack_weight: float = 1.0, distances: str = "interval",
                  centroids: str = "eliminated", snr: float | None = None, trace: str | None = None,
                  trace_weight: float = 1e-3, ratio: float | None = None, ratio_weight: float = 1.0,
@@ -310,6 +318,7 @@ class DVU(_GramEmbedding):
         self.n_neighbors = n_neighbors
         self.n_random = n_random
         self.metric = metric
+        self.metric_params = metric_params
         self.graph = graph
         self.slack_weight = slack_weight
         self.distances = distances
@@ -433,7 +442,8 @@ class MVU(_GramEmbedding):
     """
 
     def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, n_random: int = 0,
-                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 metric: str | Callable = "euclidean", metric_params: dict[str, Any] | None = None,
+                 graph: NeighborhoodGraph | None = None,
                  distances: str = "equality", slack_weight: float = 1.0, normalize: bool = True,
                  reduce_face: bool = True, basis_rank: int | None = None, basis_neighbors: int = 8,
                  out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
@@ -443,6 +453,7 @@ class MVU(_GramEmbedding):
         self.n_neighbors = n_neighbors
         self.n_random = n_random
         self.metric = metric
+        self.metric_params = metric_params
         self.graph = graph
         self.distances = distances
         self.slack_weight = slack_weight
