@@ -6,10 +6,10 @@ Re-exports the public names of :mod:`sdpembed.lowrank` under their old module.
 from .formulations.gram import laplacian_basis
 from .lowrank import (
     BACKEND_NAME,
-    CHECK_CHOLESKY,
     CHECK_DENSE,
-    CHECK_EIGH,
     CHECK_LANCZOS,
+    CHECK_SHIFT_INVERT,
+    CHECK_SPARSE,
     INNER_SOLVERS,
     INTERVAL_ENVELOPES,
     REDUCED_SOLVERS,
@@ -29,4 +29,4 @@ __all__ = ["LowRankOptions", "LowRankResult", "lowrank_solve", "Certificate", "c
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "laplacian_basis", "embedding_from_factor", "spectrum_from_factor", "BACKEND_NAME",
            "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES", "CHECK_DENSE",
-           "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_EIGH"]
+           "CHECK_SPARSE", "CHECK_LANCZOS", "CHECK_SHIFT_INVERT"]

@@ -23,7 +23,7 @@ from sdpembed.exceptions import (
 )
 from sdpembed.formulations.dvu import dvu, dvu_problem
 from sdpembed.formulations.gram import centering_basis, laplacian_basis
-from sdpembed.formulations.mvu import mvu
+from sdpembed.formulations.mvu import mvu, mvu_problem
 from sdpembed.graphs import NeighborhoodGraph, knn_graph
 from sdpembed.recovery import (
     embedding_from_factor,
@@ -266,25 +266,22 @@ def test_bad_option_values_are_input_errors(digits, bad):
         lowrank.LowRankOptions(**bad)
 
 
-def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, monkeypatch):
-    # Lanczos that misses the negative eigenvalues (reports lambda_min = 0) makes the gap
-    # look closed at the first attempt. The solve must verify that estimate (Cholesky,
-    # here with the dense fallback) before stopping, find it wrong, and go on (a lift,
-    # more iterations) to a certificate that really proves tol; stopping on the estimate
-    # returned optimal_inaccurate with a verified gap of 1.3e-6 > tol on this instance
+def test_a_closing_unverified_estimate_is_verified_before_the_solve_stops(digits, monkeypatch):
+    # An eigenvalue step that misses the negative eigenvalues (reports them as 0) makes the
+    # gap look closed at the first attempt. The solve must verify that estimate (a sparse
+    # factorisation) before stopping, find it wrong, and go on (a lift, more iterations) to
+    # a certificate that really proves tol
     _, _, y, graph = digits
     gp = dvu_problem(graph, y)
-    # the Lanczos path of interval problems above the dense interval certificate's size
-    limits = lowrank.DenseLimits(eig=5, interval=5)
-    true_lambda_min = lowrank.spectrum._lambda_min
+    # the shift-invert path of interval problems above the dense size
+    limits = lowrank.DenseLimits(eig=5)
+    true_bottom = lowrank.certificate._bottom
 
-    def missing_negative(space, y_, nu, *, tol, deflate=None, **kw):
-        eig = true_lambda_min(space, y_, nu, tol=tol, deflate=deflate, **kw)
-        if deflate is not None and eig.value < 0:
-            return lowrank.EigenEstimate(0.0, eig.vector, 0.0, 0.0)
-        return eig
+    def missing_negative(space, y_, nu, k, **kw):
+        lam, X = true_bottom(space, y_, nu, k, **kw)
+        return np.maximum(lam, 0.0), X
 
-    monkeypatch.setattr(lowrank.certificate, "_lambda_min", missing_negative)
+    monkeypatch.setattr(lowrank.certificate, "_bottom", missing_negative)
     tol = 1e-6
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol, dense_limits=limits))
     attempts = [e for e in res.history if "lambda_min" in e]
@@ -292,7 +289,7 @@ def test_a_closing_lanczos_estimate_is_verified_before_the_solve_stops(digits, m
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]
     assert caught and all(e["lambda_min"] < 0 for e in caught)  # the verified value
     assert res.status == "optimal" and res.certified_gap <= tol
-    assert res.certificate.check == lowrank.CHECK_CHOLESKY
+    assert res.certificate.check in (lowrank.CHECK_SPARSE, lowrank.CHECK_CHOLESKY)
     ref = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL")
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
@@ -523,10 +520,12 @@ def _dense_lambda_min(gp, space, y, nu=0.0):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_cholesky_verification_brackets_the_true_lambda_min(digits120, seed):
-    """(a) the verified mu is <= the true lambda_min and within 1e-8 ||S|| of it; (b) a mu
-    above the true lambda_min (by 1e-9 ||S||, far above the rounding allowance ~1e-12
-    ||S||) fails: a success there would contradict the proof."""
+def test_sparse_verification_brackets_the_true_lambda_min(digits120, seed):
+    """(a) the verified mu is <= the true lambda_min and within 1e-8 ||S|| of it, the rounding
+    bound far below the shift; (b) a mu above the true lambda_min (by 1e-9 ||S||, far above
+    the rounding bounds ~1e-15 ||S||) fails: a success there would contradict the proof;
+    (c) an estimate far too high (as if Lanczos had missed the leftmost eigenvalue) is
+    re-estimated by shift-invert, never reported as verified."""
     gp = digits120
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=50))
     pen = lowrank.DistancePenalty(gp)
@@ -535,56 +534,69 @@ def test_cholesky_verification_brackets_the_true_lambda_min(digits120, seed):
     est = lowrank.spectrum._lambda_min(space, y, 0.0, tol=1e-10)
     mu, why, checks = lowrank.verify._verified_lambda_min(space, y, 0.0, est.value)
     assert mu is not None, why
-    assert checks[-1].verified and checks[-1].info == 0
-    assert checks[-1].delta <= 1e-10 * norm        # the allowance is small at n = 120
+    assert checks[-1].verified and checks[-1].bound < checks[-1].delta <= 1e-10 * norm
     assert mu <= lam
     assert lam - mu <= 1e-8 * norm
-    above = lowrank.verify._verify_psd_shift(space, y, 0.0, lam + 1e-9 * norm)
-    assert not above.verified and above.info != 0
-    # a Lanczos value far too high (as if it had missed the leftmost eigenvalue) is
-    # corrected by the dense fallback, never reported as verified
+    for mode in ("full", "tree"):
+        above = lowrank.sparse_slack.sparse_verify(space, y, 0.0, lam + 1e-9 * norm, mode=mode)
+        assert not above.verified and "pivot" in above.reason
     mu2, _, checks2 = lowrank.verify._verified_lambda_min(space, y, 0.0, lam + 1e-2 * norm)
     assert not checks2[0].verified
     assert mu2 is not None and lam - 1e-8 * norm <= mu2 <= lam
 
 
-def test_verification_is_skipped_honestly_when_too_large(digits120):
-    gp = digits120
-    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(verify=100))
-    pen = lowrank.DistancePenalty(gp)
-    mu, why, checks = lowrank.verify._verified_lambda_min(space, pen.w, 0.0, 0.0)
-    assert mu is None and "dense check skipped" in why and not checks
+def test_tree_coordinates_verify_where_the_constant_vector_is_below(digits120):
+    """MVU's C = -I puts the constant vector at -1, below the spectrum on 1-perp: the full
+    space cannot prove a bound there, the tree basis of 1-perp can (and only below the true
+    value)."""
+    X, _ = _digits()
+    gp = mvu_problem(knn_graph(X[:120], n_neighbors=4, n_random=1, random_state=0))
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=50))
+    y = np.full(gp.edges.shape[0], 2.0)
+    lam, norm = _dense_lambda_min(gp, space, y)
+    parts = lowrank.sparse_slack.SlackParts.of(space, y, 0.0)
+    assert not lowrank.sparse_slack.full_coordinates(space, parts, lam - 1e-6 * norm)
+    below = lowrank.sparse_slack.sparse_verify(space, y, 0.0, lam - 1e-6 * norm)
+    assert below.mode == "tree" and below.verified
+    assert not lowrank.sparse_slack.sparse_verify(space, y, 0.0, lam + 1e-6 * norm).verified
+    full = lowrank.sparse_slack.sparse_verify(space, y, 0.0, lam - 1e-6 * norm, mode="full")
+    assert not full.verified
+
+
+def test_verification_is_reported_honestly_when_the_factorisation_cannot_run(digits, monkeypatch):
+    """When the sparse factorisation cannot run (here: out of memory), the estimate is only
+    an estimate: no certified gap, status optimal_inaccurate, the reason given."""
+    _, _, y, graph = digits
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(lowrank.sparse_slack.spla, "splu", no_memory)
+    with pytest.warns(Warning, match="LOWRANK"):
+        rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
+                    solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20})
+    assert rep.extra["certificate_check"] == "lanczos (unverified)"
+    assert rep.certified_gap is None and rep.extra["lower_bound"] is None
+    assert rep.extra["estimated_gap"] is not None and rep.extra["estimated_gap"] <= 1e-5
+    assert rep.status == "optimal_inaccurate" and "UNVERIFIED" in rep.extra["certificate"]
+    assert "memory" in rep.extra["certificate"]
 
 
 @pytest.mark.parametrize("variant", ["equality", "snr"])
-def test_lowrank_final_certificate_is_verified_by_cholesky(digits, variant):
+def test_lowrank_final_certificate_is_verified_by_a_sparse_factorisation(digits, variant):
     """(c) with the Lanczos path forced (n = 36 > 20) the reported certificate is checked
-    by Cholesky; its bound stays below CLARABEL's optimum (+1e-6 relative: CLARABEL's
-    own accuracy). (The interval variant takes ~30 outer iterations on this path, where
-    the deflated Lanczos bound is loose, see test_lanczos_certificate_matches_dense: too
-    slow for this tier.)"""
+    by a sparse factorisation; its bound stays below CLARABEL's optimum (+1e-6 relative:
+    CLARABEL's own accuracy)."""
     _, _, y, graph = digits
     kw = DVU_VARIANTS[variant]
     rep = solve(dvu(graph, y, centroids="eliminated", **kw), solver="LOWRANK", tol=1e-5,
                 dense_limits=lowrank.DenseLimits(eig=20))
     ref = solve(dvu(graph, y, centroids="eliminated", **kw), solver="CLARABEL")
-    assert rep.extra["certificate_check"] == "cholesky", rep.extra["certificate"]
-    assert "verified by a Cholesky" in rep.extra["certificate"]
+    assert rep.extra["certificate_check"] == "sparse", rep.extra["certificate"]
+    assert "verified by a sparse factorisation" in rep.extra["certificate"]
     assert rep.certified_gap is not None and rep.certified_gap <= 1e-4
     assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)
     assert "estimated_gap" not in rep.extra
-
-
-def test_unverified_lanczos_gap_is_not_called_certified(digits):
-    """When the dense check cannot run, the Lanczos gap is only an estimate."""
-    _, _, y, graph = digits
-    with pytest.warns(Warning, match="LOWRANK"):
-        rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
-                    solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20, "verify": 30})
-    assert rep.extra["certificate_check"] == "lanczos (unverified)"
-    assert rep.certified_gap is None and rep.extra["lower_bound"] is None
-    assert rep.extra["estimated_gap"] is not None and rep.extra["estimated_gap"] <= 1e-5
-    assert rep.status == "optimal_inaccurate" and "UNVERIFIED" in rep.extra["certificate"]
 
 
 def test_small_n_certificate_is_dense(digits):
@@ -867,13 +879,13 @@ def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
     assert cert.bound >= target - 1e-9 * abs(target)
 
 
-def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits):
-    """Interval problems with DenseLimits.eig < n <= DenseLimits.interval (here n = 36
-    with the dense limit lowered to 5) take lambda_min from a dense eigh, not Lanczos: the value
-    is the exact one (to rounding), labelled "eigh (unverified)" until verify_certificate
-    checks it by Cholesky (which can only lower the bound), and the bottom eigenpairs
-    are kept for the lift, which given them returns the same multipliers as with its own
-    eigendecomposition."""
+def test_interval_certificate_above_the_dense_limit_uses_shift_invert(digits):
+    """Interval problems with n > DenseLimits.eig (here n = 36 with the dense limit lowered
+    to 5) take lambda_min from the bottom eigenpairs by shift-invert on a sparse
+    factorisation: the value is the exact one (to rounding), labelled "shift-invert
+    (unverified)" until verify_certificate checks it by a sparse factorisation (which can
+    only lower the bound), and the bottom eigenpairs are kept for the lift, which given them
+    returns the same multipliers as with its own eigenpairs."""
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5))
@@ -883,12 +895,12 @@ def test_interval_certificate_between_the_dense_and_lift_limits_uses_eigh(digits
     SH = space.apply_S(Hb, y_noisy, res.nu)
     exact = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
     assert exact < 0 and cert.lambda_min == pytest.approx(exact, abs=1e-12)
-    assert cert.check == lowrank.CHECK_EIGH and not cert.verified
+    assert cert.check == lowrank.CHECK_SHIFT_INVERT and not cert.verified
     assert "UNVERIFIED" in cert.describe()
     checked = lowrank.verify_certificate(space, pen, cert, cache=cache)
-    assert checked.check == lowrank.CHECK_CHOLESKY and checked.verified
+    assert checked.check == lowrank.CHECK_SPARSE and checked.verified
     assert checked.lambda_min <= exact and checked.bound <= cert.bound
-    assert "eigh estimate" in checked.check_note
+    assert "shift-invert estimate" in checked.check_note
     [(y_kept, nu_kept, lam, X)] = cache.eigenpairs
     np.testing.assert_array_equal(y_kept, y_noisy)
     y_a, eig_a = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam, X))
@@ -1019,3 +1031,18 @@ def test_lowrank_imports_nothing_above_it():
                 assert not any(a.name == "sdpembed" or a.name.startswith("sdpembed.")
                                for a in node.names), path.name
     assert solvers_mod.TOOLKIT_BACKENDS["LOWRANK"] is lowrank.backend.BACKEND
+
+
+def test_mvu_verification_is_dense_below_the_limit_and_sparse_above(digits):
+    """MVU's constant vector sits at -1, below the spectrum on 1-perp: the sparse proof
+    needs a tree basis of 1-perp and loses precision there, so up to DenseLimits.verify the
+    verification is a dense Cholesky factorisation, above it the sparse one; both bounds
+    lie below CLARABEL's optimum."""
+    X, _, _, graph = digits
+    f = mvu(graph)
+    ref = solve(mvu(graph), solver="CLARABEL")
+    for limits, check in (({"eig": 20}, "cholesky"), ({"eig": 20, "verify": 30}, "sparse")):
+        rep = solve(f, solver="LOWRANK", tol=1e-4, dense_limits=limits)
+        assert rep.extra["certificate_check"] == check, rep.extra["certificate"]
+        assert rep.certified_gap is not None
+        assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)

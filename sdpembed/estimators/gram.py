@@ -246,11 +246,12 @@ class DVU(_GramEmbedding):
     out_of_sample_neighbors : int
         Fitted points each new point is placed from (its nearest in ``metric``).
         Few neighbours keep a new point with the fitted points most like it,
-        which is what the classifiers read; the default was chosen by
-        leave-one-out accuracy of the labelled training digits placed out of
-        sample (``problems/bench_outofsample.py``), and equals
-        ``n_components + 1`` of MVU's default 2-D embedding, the fewest
-        neighbours that fix a point when the distances are consistent.
+        which is what the classifiers read: farther neighbours are more often
+        of other classes, and the placement moves towards them. The default 2
+        was chosen on USPS training digits that were not fitted (a validation
+        set from the fitted digits' own distribution) and by leave-one-out
+        placement of the labelled fitted digits
+        (``problems/bench_outofsample.py``).
     classifier : {"knn", "svm"} or estimator
         What ``predict`` applies to the placed points, trained on the embedding
         of the labelled points: ``"knn"`` the ``transductive_neighbors``-NN
@@ -310,7 +311,7 @@ class DVU(_GramEmbedding):
                  trace_weight: float = 1e-3, ratio: float | None = None, ratio_weight: float = 1.0,
                  normalize: bool = True, reduce_face: bool = True, basis_rank: int | None = None,
                  basis_neighbors: int = 8, transductive_neighbors: int = 3,
-                 out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
+                 out_of_sample: str = "distances", out_of_sample_neighbors: int = 2,
                  classifier: str | object = "knn", solver: str = "auto",
                  solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None) -> None:
@@ -438,7 +439,10 @@ class MVU(_GramEmbedding):
     neighbourhood distances (:func:`sdpembed.formulations.mvu`), then embeds
     by its top eigenvectors; :meth:`transform` places new points out of
     sample (``out_of_sample``, ``out_of_sample_neighbors``). Parameters and
-    attributes as in :class:`DVU`.
+    attributes as in :class:`DVU`, except the default
+    ``out_of_sample_neighbors=3``: ``n_components + 1`` of the default 2-D
+    embedding, the fewest neighbours that fix a point when the distances are
+    consistent (MVU's equality constraints keep them so).
     """
 
     def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, n_random: int = 0,

@@ -2,16 +2,18 @@
 
 The backend ``"LOWRANK"`` of :func:`sdpembed.solve` (:mod:`sdpembed.lowrank.backend`). It
 reads the numpy description :class:`~sdpembed.formulations.gram.GramProblem` of the
-formulation and never touches the cvxpy problem data. The iterations form no dense
-n x n matrix; only the certificate's eigenvalue steps do, up to the sizes of
-:class:`DenseLimits` (the final Cholesky check, memory permitting; for interval
-problems the certificate's eigenvalues and the lifting of the multipliers).
-Measurements behind the settings are in ``docs/tuning.md``.
+formulation and never touches the cvxpy problem data. No dense n x n matrix is formed
+above ``DenseLimits.eig`` (800): the certificate's eigenvalues come from Lanczos or from
+shift-invert on a sparse factorisation of the dual slack matrix, and are verified by a
+sparse factorisation (:mod:`~sdpembed.lowrank.sparse_slack`). Measurements behind the
+settings are in ``docs/tuning.md``.
 
 Modules: :mod:`~sdpembed.lowrank.options` (settings), :mod:`~sdpembed.lowrank.space`
 (:class:`FactorSpace`), :mod:`~sdpembed.lowrank.penalty` (:class:`DistancePenalty`),
-:mod:`~sdpembed.lowrank.spectrum` (dense and Lanczos :math:`\\lambda_{\\min}`),
-:mod:`~sdpembed.lowrank.verify` (Cholesky at a shift), :mod:`~sdpembed.lowrank.certificate`,
+:mod:`~sdpembed.lowrank.spectrum` (dense, Lanczos and shift-invert eigenvalues),
+:mod:`~sdpembed.lowrank.sparse_slack` (the slack matrix factorised sparsely),
+:mod:`~sdpembed.lowrank.verify` (a verified :math:`\\lambda_{\\min}`),
+:mod:`~sdpembed.lowrank.certificate`,
 :mod:`~sdpembed.lowrank.repair` (refined and lifted multipliers, restoration),
 :mod:`~sdpembed.lowrank.inner` (L-BFGS, Newton–CG), :mod:`~sdpembed.lowrank.alm`,
 :mod:`~sdpembed.lowrank.outer`, :mod:`~sdpembed.lowrank.reduced_ipm` (+
@@ -142,21 +144,22 @@ words:
 
 * ``"dense"``: n <= ``DenseLimits.eig`` or a reduced basis: dense ``eigh`` of S on
   :math:`\\mathbf 1^\\perp`, exact up to rounding.
-* ``"cholesky"``: larger n. During the solve :math:`\\mu` comes from Lanczos
+* ``"sparse"``: larger n. During the solve :math:`\\mu` comes from Lanczos
   (:func:`scipy.sparse.linalg.eigsh`, deflated, minus its residual norm), which
-  can miss the leftmost eigenvalue, or for ``"interval"`` up to ``DenseLimits.interval``
-  from a dense ``eigh`` whose eigenpairs the lift reuses (at the end of a solve Lanczos
-  must resolve :math:`\\lambda_{\\min}` below a cluster of near-zero eigenvalues). The
-  *reported* certificate is therefore verified once at the end
-  (:func:`~sdpembed.lowrank.verify._verify_psd_shift`): a dense Cholesky factorisation of
-  :math:`PSP + (c/n)\\mathbf 1\\mathbf 1^T - (\\mu+\\delta)I`, with :math:`\\delta` a
-  rigorous bound on the rounding errors of forming and factorising it (Demmel 1989;
-  Rump 2006), proves :math:`\\lambda_{\\min}(S)\\ge\\mu`; if it fails at the Lanczos
-  value, lower values are tried (:func:`~sdpembed.lowrank.verify._verified_lambda_min`)
-  and the bound is recomputed from the verified one (for ``"shifted"`` the coercive
-  point's :math:`\\mu_0` is verified too). Cost 8n² bytes and n³/3 flops.
-* ``"lanczos (unverified)"`` (``"eigh (unverified)"``): the check could not run
-  (n > ``DenseLimits.verify``, not enough memory) or failed at every shift tried. The
+  can miss the leftmost eigenvalue, or for ``"interval"`` from the bottom eigenpairs by
+  shift-invert Lanczos on a sparse factorisation of :math:`S - \\sigma I`, which the lift
+  reuses (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`). A certificate that would
+  end the solve, and the *reported* one, is therefore verified
+  (:func:`~sdpembed.lowrank.sparse_slack.sparse_verify`): a sparse factorisation of
+  :math:`S - \\mu I` bordered by its low-rank part (no dense n x n matrix; the memory of
+  the factor's fill), with rigorous a-posteriori bounds on the rounding errors of forming
+  and factorising it (Higham, Thm 9.3), proves :math:`\\lambda_{\\min}(S) > \\mu`; if it
+  fails at the estimate, shift-invert re-estimates and lower values are tried
+  (:func:`~sdpembed.lowrank.verify._verified_lambda_min`) and the bound is recomputed
+  from the verified one (for ``"shifted"`` the coercive point's :math:`\\mu_0` is
+  verified too).
+* ``"lanczos (unverified)"`` (``"shift-invert (unverified)"``): the check could not run
+  (not enough memory for the factorisation) or failed at every shift tried. The
   bound is then only an estimate: ``certified_gap`` and ``extra["lower_bound"]`` are
   ``None``, the number goes to ``extra["estimated_gap"]`` /
   ``extra["estimated_lower_bound"]`` and the status is ``"optimal_inaccurate"``.
@@ -198,8 +201,9 @@ from .backend import BACKEND_NAME
 from .certificate import (
     CHECK_CHOLESKY,
     CHECK_DENSE,
-    CHECK_EIGH,
     CHECK_LANCZOS,
+    CHECK_SHIFT_INVERT,
+    CHECK_SPARSE,
     Certificate,
     CertificateCache,
     certify,
@@ -223,4 +227,4 @@ __all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "F
            "DistancePenalty", "EigenEstimate", "Certificate", "CertificateCache", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
-           "CHECK_DENSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_EIGH"]
+           "CHECK_DENSE", "CHECK_SPARSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_SHIFT_INVERT"]

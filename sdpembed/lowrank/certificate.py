@@ -13,8 +13,8 @@ from threadpoolctl import threadpool_limits
 from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .spectrum import EigenEstimate, _dense_bottom, _gershgorin, _lambda_min
-from .verify import _U, PSDCheck, _verified_lambda_min
+from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
+from .verify import _U, SparseCheck, _verified_lambda_min
 
 #: note prefix of a certificate taken at lifted multipliers
 _LIFTED = "lifted multipliers; "
@@ -23,11 +23,12 @@ _LIFTED = "lifted multipliers; "
 # ----------------------------------------------------------------------- certificate
 #: how :math:`\lambda_{\min}` of a certificate was obtained (``Certificate.check``)
 CHECK_DENSE = "dense"
+CHECK_SPARSE = "sparse"
 CHECK_CHOLESKY = "cholesky"
 CHECK_LANCZOS = "lanczos (unverified)"
-CHECK_EIGH = "eigh (unverified)"
+CHECK_SHIFT_INVERT = "shift-invert (unverified)"
 #: the checks that still need :func:`verify_certificate` (n > ``DenseLimits.eig``)
-_UNVERIFIED = (CHECK_LANCZOS, CHECK_EIGH)
+_UNVERIFIED = (CHECK_LANCZOS, CHECK_SHIFT_INVERT)
 
 
 @dataclass
@@ -36,13 +37,16 @@ class Certificate:
 
     ``check`` says how :math:`\\mu\\le\\lambda_{\\min}(S)` was obtained:
     ``"dense"`` (dense ``eigh``: n <= ``DenseLimits.eig`` or a reduced basis),
-    ``"cholesky"`` (verified: a Cholesky factorisation of the shifted matrix,
-    rounding included, :func:`_verify_psd_shift`), ``"lanczos (unverified)"``
-    (a Lanczos Ritz value minus its residual norm: a lower bound only if Lanczos
-    found the leftmost eigenvalue, which it may miss) or ``"eigh (unverified)"``
-    (dense ``eigh`` for n > ``DenseLimits.eig``: interval certificates and lifts up
-    to ``DenseLimits.interval``, verified like Lanczos values before they are reported).
-    Only the first two make ``bound`` a certified lower bound (:attr:`verified`).
+    ``"sparse"`` (verified: a sparse factorisation of the shifted matrix, rounding
+    included, :func:`~sdpembed.lowrank.sparse_slack.sparse_verify`), ``"cholesky"``
+    (verified: a dense Cholesky factorisation, where the sparse proof would be imprecise,
+    :func:`~sdpembed.lowrank.verify._verify_psd_shift`),
+    ``"lanczos (unverified)"`` (a Lanczos Ritz value minus its residual norm: a lower
+    bound only if Lanczos found the leftmost eigenvalue, which it may miss) or
+    ``"shift-invert (unverified)"`` (a Rayleigh quotient from shift-invert Lanczos for
+    n > ``DenseLimits.eig``: interval certificates and lifts, verified like Lanczos
+    values before they are reported). Only the first three make ``bound`` a certified
+    lower bound (:attr:`verified`).
     """
 
     bound: float | None
@@ -58,7 +62,7 @@ class Certificate:
     @property
     def verified(self) -> bool:
         """Whether ``bound`` is a certified lower bound (λ_min dense or verified)."""
-        return self.bound is not None and self.check in (CHECK_DENSE, CHECK_CHOLESKY)
+        return self.bound is not None and self.check in (CHECK_DENSE, CHECK_SPARSE, CHECK_CHOLESKY)
 
     def describe(self) -> str:
         if self.bound is None:
@@ -68,9 +72,14 @@ class Certificate:
         if self.check == CHECK_DENSE:
             how = "lambda_min by dense eigh (exact up to rounding)"
         elif self.check == CHECK_CHOLESKY:
-            how = "lambda_min verified by a Cholesky factorisation at a shift (rounding included)"
-        elif self.check == CHECK_EIGH:
-            how = "lambda_min by dense eigh, UNVERIFIED (no Cholesky check at a shift)"
+            how = ("lambda_min verified by a dense Cholesky factorisation at a shift (rounding "
+                   "included)")
+        elif self.check == CHECK_SPARSE:
+            how = ("lambda_min verified by a sparse factorisation at a shift (rounding "
+                   "included)")
+        elif self.check == CHECK_SHIFT_INVERT:
+            how = ("lambda_min by shift-invert Lanczos, UNVERIFIED (no factorisation check "
+                   "below it)")
         else:
             res = f" {self.eig.residual:.2g}" if self.eig is not None else ""
             how = (f"lambda_min by Lanczos minus its residual norm{res}, UNVERIFIED "
@@ -88,12 +97,12 @@ class CertificateCache:
         The last Lanczos eigenvector: the next call starts there (the multipliers change
         little between calls).
     eigenpairs : list of (y, nu, eigenvalues, eigenvectors)
-        The bottom eigenpairs of the last two dense interval certificates, which the
-        lift reuses for its first round.
-    verify_threads : int or None
-        BLAS threads of the Cholesky verifications (``None``: the caller's setting).
-    verify_checks : list of PSDCheck
-        Every Cholesky factorisation tried.
+        The bottom eigenpairs of the last two interval certificates (n > ``DenseLimits.eig``),
+        which the lift reuses for its first round.
+    lambda_guess : float or None
+        The last :math:`\\lambda_{\\min}` estimate, below which the next shift-invert starts.
+    verify_checks : list of SparseCheck or PSDCheck
+        Every factorisation of the verifications (sparse or dense).
     curvature : float or None
         The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
     trace_bound : float or None
@@ -101,14 +110,14 @@ class CertificateCache:
     mu0 : float or None
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
     mu0_verified : (float or None, str) or None
-        ``mu0`` verified by Cholesky, or ``None`` and the reason.
+        ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
     """
 
     lanczos_start: np.ndarray | None = None
     eigenpairs: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = field(
         default_factory=list)
-    verify_threads: int | None = None
-    verify_checks: list[PSDCheck] = field(default_factory=list)
+    lambda_guess: float | None = None
+    verify_checks: list = field(default_factory=list)
     curvature: float | None = None
     trace_bound: float | None = None
     mu0: float | None = None
@@ -145,21 +154,22 @@ def _objective_curvature(space: FactorSpace) -> float:
 
 def _eig_check(space: FactorSpace, eig: EigenEstimate) -> str:
     """The :class:`Certificate` ``check`` of an eigenvalue before any verification."""
+    if eig.method == "shift-invert":
+        return CHECK_SHIFT_INVERT
     if eig.method != "dense":
         return CHECK_LANCZOS
-    return CHECK_DENSE if space.Q is not None or space.dim <= space.limits.eig else CHECK_EIGH
+    return CHECK_DENSE
 
 
-def _dense_interval_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
-    """Whether :func:`certify` takes :math:`\\lambda_{\\min}` from :func:`_dense_bottom`
-    instead of Lanczos: ``"interval"`` in the full space with ``limits.eig`` < n <=
-    ``limits.interval``, where a certificate that misses ``tol`` is followed by a lift that
-    needs the same eigenpairs. Lanczos is slow exactly there, near the optimum: it must
-    resolve :math:`\\lambda_{\\min}` below the cluster of near-zero eigenvalues on the
-    factor's range, where one dense eigendecomposition is cheaper and its eigenpairs
-    serve the lift too."""
-    return pen.mode == "interval" and space.Q is None \
-        and space.limits.eig < space.dim <= space.limits.interval
+def _block_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
+    """Whether :func:`certify` takes :math:`\\lambda_{\\min}` from the bottom block of
+    eigenpairs by shift-invert (:func:`~sdpembed.lowrank.spectrum._bottom`) instead of
+    Lanczos: ``"interval"`` in the full space with n > ``limits.eig``, where a certificate
+    that misses ``tol`` is followed by a lift that needs the same eigenpairs. Plain Lanczos
+    is slow exactly there, near the optimum: it must resolve :math:`\\lambda_{\\min}` below
+    the cluster of near-zero eigenvalues on the factor's range, which shift-invert
+    separates."""
+    return pen.mode == "interval" and space.Q is None and space.dim > space.limits.eig
 
 
 def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float | np.ndarray | None,
@@ -170,12 +180,12 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
 
     ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
     iteration (see :func:`_lambda_min`); the bound does not depend on it.
-    ``"interval"`` in the full space with ``limits.eig`` < n <= ``limits.interval``
-    takes the bottom eigenpairs densely instead (:func:`_dense_interval_certificate`)
-    and keeps them in ``cache.eigenpairs`` for :func:`_lifted_certificate`.
+    ``"interval"`` in the full space with n > ``limits.eig`` takes the bottom eigenpairs
+    by shift-invert instead (:func:`_block_certificate`) and keeps them in
+    ``cache.eigenpairs`` for :func:`_lifted_certificate`.
     ``verify``: where :math:`\\lambda_{\\min}` is unverified (n > ``limits.eig``),
-    verify it (and the coercive point's) by :func:`_verified_lambda_min`; costly
-    (dense n x n Cholesky), meant for the final certificate only. ``target``: the
+    verify it (and the coercive point's) by :func:`_verified_lambda_min` (a sparse
+    factorisation per try), meant for certificates that would end the solve. ``target``: the
     bound wanted; where the deflated Lanczos bound (see :func:`_lambda_min`) falls short
     of it, Lanczos is run again on all of :math:`\\mathbf 1^\\perp` at ``eig_tol / 100``
     and the better certificate kept. The split bound is loose when :math:`S` does not
@@ -188,12 +198,14 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     if not np.isfinite(pen.conjugate(y) + space.linear_offset(nu)):
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)
-    if _dense_interval_certificate(space, pen):
-        lam, X = _dense_bottom(space, y, nu, min(space.limits.block, space.dim - 1))
+    if _block_certificate(space, pen):
+        lam, X = _bottom(space, y, nu, min(space.limits.block, space.dim - 2),
+                         guess=cache.lambda_guess)
+        cache.lambda_guess = float(lam[0])
         # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
         cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),
                                                         lam, X)]
-        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "shift-invert")
         return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
@@ -250,15 +262,21 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     check, check_note = _eig_check(space, eig), ""
     mu = eig.value
     if verify and check in _UNVERIFIED:
-        with threadpool_limits(limits=cache.verify_threads):
+        with threadpool_limits(limits=_verify_threads()):
             mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
         cache.verify_checks.extend(checks)
         if mu_v is not None:
-            check = CHECK_CHOLESKY
-            source = "Lanczos" if eig.method == "lanczos" else "eigh"
+            source = "Lanczos" if eig.method == "lanczos" else "shift-invert"
+            last = checks[-1]
+            if isinstance(last, SparseCheck):
+                check = CHECK_SPARSE
+                how = (f"rounding bound {last.bound:.2g} below the shift {last.delta:.2g}, "
+                       f"{last.mode} coordinates")
+            else:
+                check = CHECK_CHOLESKY
+                how = f"dense, rounding allowance {last.delta:.2g}"
             check_note = (f"{source} estimate {eig.value:.6g}, verified {mu_v:.6g} "
-                          f"(rounding allowance {checks[-1].delta:.2g}, "
-                          f"{len(checks)} factorisation(s), "
+                          f"({how}, {len(checks)} factorisation(s), "
                           f"{sum(c.seconds for c in checks):.3g} s)")
             mu = mu_v
         else:
@@ -300,10 +318,10 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         except spla.ArpackNoConvergence:
             cache.mu0 = -np.inf
     mu0 = cache.mu0
-    if check == CHECK_CHOLESKY and np.isfinite(mu0) and mu0 > 0:
+    if check in (CHECK_SPARSE, CHECK_CHOLESKY) and np.isfinite(mu0) and mu0 > 0:
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
         if cache.mu0_verified is None:
-            with threadpool_limits(limits=cache.verify_threads):
+            with threadpool_limits(limits=_verify_threads()):
                 mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0)
             cache.verify_checks.extend(checks0)
             cache.mu0_verified = (mu0_v, why0)

@@ -30,7 +30,7 @@ def _armijo(fun, x, f, d, slope, *, c1=1e-4, max_halvings=40):
 
 
 def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
-               max_cg: int = 250, deadline: float = np.inf) -> _LBFGSResult:
+               max_cg: int = 250, deadline: float = np.inf, precond_at=None) -> _LBFGSResult:
     r"""Truncated (inexact) Newton–CG with Armijo backtracking.
 
     Each iteration solves :math:`H d = -g` by conjugate gradients to the
@@ -40,7 +40,11 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     problem is non-convex; the CG iterate so far, or :math:`-g` at the first
     CG step, is still a descent direction). ``hess_at(x)`` returns the
     Hessian-vector product at ``x`` (generalised Hessian for the Huber
-    envelope). Memory is a few vectors, unlike Krylov trust-region solvers
+    envelope). ``precond_at(x)``, if given, returns :math:`M^{-1}` for a symmetric positive
+    definite :math:`M \approx H` (preconditioned CG: the same iteration in the
+    :math:`M`-inner product, whose count follows the spectrum of :math:`M^{-1}H`); a
+    non-positive curvature at the first step then falls back to :math:`-M^{-1}g`, still
+    a descent direction. Memory is a few vectors, unlike Krylov trust-region solvers
     that keep their whole basis.
     """
     x = x0.copy()
@@ -50,26 +54,29 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     while it < maxiter and gn > gtol and time.perf_counter() < deadline:
         it += 1
         hv = hess_at(x)
+        Minv = precond_at(x) if precond_at is not None else None
         eta = min(0.5, np.sqrt(gn / max(g0, 1e-300)))
         d = np.zeros_like(x)
         r = -g
-        p = r.copy()
-        rr = gn * gn
+        z = r if Minv is None else Minv(r)
+        p = z.copy()
+        rz = float(r @ z)
         for j in range(max_cg):
             Hp = hv(p)
             pHp = float(p @ Hp)
             if pHp <= 1e-14 * float(p @ p) * max(abs(f), 1.0):
                 if j == 0:
-                    d = -g
+                    d = -g if Minv is None else z
                 break
-            alpha = rr / pHp
+            alpha = rz / pHp
             d += alpha * p
             r -= alpha * Hp
-            rr_new = float(r @ r)
-            if np.sqrt(rr_new) <= eta * gn:
+            if np.sqrt(float(r @ r)) <= eta * gn:
                 break
-            p = r + (rr_new / rr) * p
-            rr = rr_new
+            z = r if Minv is None else Minv(r)
+            rz_new = float(r @ z)
+            p = z + (rz_new / rz) * p
+            rz = rz_new
         slope = float(g @ d)
         if slope >= 0:
             d, slope = -g, -gn * gn

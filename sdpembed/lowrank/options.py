@@ -33,40 +33,41 @@ def _require_kink_tol(where: str, kink_tol) -> None:
 class DenseLimits:
     """Up to which n the eigenvalue steps of the certificate form dense n x n matrices.
 
-    Dense steps are exact (up to rounding) and, below these sizes, cheaper than Lanczos
-    near the optimum; they cost 8n² bytes and O(n³) flops. Above a limit the step runs
-    matrix-free (Lanczos) or not at all.
+    Dense steps are exact (up to rounding) and, at small n, the cheapest; they cost 8n²
+    bytes and O(n³) flops. Above ``eig`` no dense n x n matrix is formed: eigenvalues come
+    from Lanczos or from shift-invert Lanczos on a sparse factorisation of the dual slack
+    matrix, and the reported certificate is verified by a sparse factorisation
+    (:mod:`sdpembed.lowrank.sparse_slack`), whose memory follows the fill of the factor.
 
     Parameters
     ----------
     eig : int
         :math:`\\lambda_{\\min}(S)` on :math:`\\mathbf 1^\\perp` by a dense ``eigh``
-        (exact: the certificate's check is ``"dense"``) for n <= ``eig``; Lanczos above
-        (the check is then verified by Cholesky at the end).
-    interval : int
-        ``distances="interval"`` in the full space with ``eig`` < n <= ``interval``: the
-        certificate takes the bottom ``block`` eigenpairs by a dense ``eigh`` (labelled
-        ``"eigh (unverified)"`` until the Cholesky check) and keeps them for the lift.
+        (exact: the certificate's check is ``"dense"``) for n <= ``eig``; above, an
+        estimate (Lanczos, or for ``distances="interval"`` in the full space the bottom
+        ``block`` eigenpairs by shift-invert, kept for the lift) verified by a sparse
+        factorisation before it is reported (check ``"sparse"``).
     lift : int
         Largest n for which :func:`~sdpembed.lowrank.lift_multipliers` runs.
     verify : int
-        Largest n for which the reported certificate's :math:`\\lambda_{\\min}` is verified
-        by a dense Cholesky factorisation (also limited by free memory).
+        Where the sparse proof needs a basis of :math:`\\mathbf 1^\\perp` (the constant
+        vector is not an eigenvector of :math:`S` above the bound: MVU, added rows), the
+        verification is a dense Cholesky factorisation up to this n (memory permitting),
+        more precise there; the sparse proof above it.
     verify_fallback : int
-        Largest n for which a failed verification falls back to a dense ``eigvalsh``.
+        Largest n for which a failed dense verification falls back to a dense ``eigvalsh``.
     block : int
-        Bottom eigenpairs per dense interval certificate and per lift round (at most).
+        Bottom eigenpairs per interval certificate and per lift round (at most).
     """
 
     eig: int = 800
-    interval: int = 10_000
-    lift: int = 10_000
+    lift: int = 100_000
     verify: int = 20_000
     verify_fallback: int = 5_000
     block: int = 200
 
     def __post_init__(self) -> None:
-        for name in ("eig", "interval", "lift", "verify", "verify_fallback", "block"):
+        for name in ("eig", "lift", "verify", "verify_fallback", "block"):
             _require_int("LOWRANK dense_limits", name, getattr(self, name), 1)
 
 
@@ -126,9 +127,7 @@ class LowRankOptions:
         Seeds the initial factor.
     blas_threads : int
         BLAS threads while solving (the work is many small products). The dense
-        n x n steps (interval certificates and lifts for ``DenseLimits.eig`` < n <=
-        ``DenseLimits.interval``, the final
-        Cholesky check) use all usable cores, at most 8.
+        eigendecompositions for n <= ``DenseLimits.eig`` use all usable cores, at most 8.
     reduced_solver : {"auto", "ipm", "alm"}
         Solver on a reduced basis. ``"auto"`` (default): the primal-dual
         interior-point method of :mod:`sdpembed.lowrank.reduced_ipm` for

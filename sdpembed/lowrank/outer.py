@@ -22,7 +22,6 @@ from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import LowRankResult, _SolveState
 from .space import FactorSpace
-from .spectrum import _verify_threads
 
 logger = logging.getLogger(__name__)
 
@@ -459,11 +458,10 @@ class _OuterLoop:
         status, certificate = self.status, self.certificate
         if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
-        # here and not in the outer loop: a dense n x n Cholesky
+        # here and not in the outer loop: a sparse factorisation per try
         verify_seconds = None
         if certificate.check in _UNVERIFIED and certificate.bound is not None:
             t_v = time.perf_counter()
-            cache.verify_threads = _verify_threads()
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
@@ -488,6 +486,7 @@ class _OuterLoop:
             estimated_gap=estimated_gap, estimated_bound=estimated_bound,
             verify_seconds=verify_seconds,
             verify_factorisations=[
-                {"mu": c.mu, "delta": c.delta, "info": c.info, "seconds": c.seconds,
-                 "verified": c.verified} for c in cache.verify_checks],
+                {"mu": c.mu, "delta": c.delta, "bound": getattr(c, "bound", None),
+                 "mode": getattr(c, "mode", "dense"), "factor_nnz": getattr(c, "factor_nnz", None),
+                 "seconds": c.seconds, "verified": c.verified} for c in cache.verify_checks],
             reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start)

@@ -19,7 +19,7 @@ from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .spectrum import EigenEstimate, _dense_bottom, _gershgorin
+from .spectrum import EigenEstimate, _bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
 
@@ -227,8 +227,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         raise InputError("lift_multipliers works on distances='interval' in the full space")
     n = space.dim
     if n > space.limits.lift:
-        raise InputError(f"lift_multipliers needs dense eigenpairs: n = {n} > "
-                         f"{space.limits.lift} (DenseLimits.lift)")
+        raise InputError(f"lift_multipliers runs up to n = {space.limits.lift} "
+                         f"(DenseLimits.lift); got n = {n}")
     if n_eig is None:
         n_eig = space.limits.block
     y = np.asarray(y, dtype=float)
@@ -243,7 +243,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     if target is not None and mu0 is None:
         raise InputError("lift_multipliers: target needs mu0, lambda_min of S at the "
                          "coercive point y0 = w (a value <= 0 means none: target unused)")
-    k_all = min(n_eig, n - 1)
+    # shift-invert (n > DenseLimits.eig) finds at most n - 2 of the n - 1 eigenpairs on 1-perp
+    k_all = min(n_eig, n - 1 if n <= space.limits.eig else n - 2)
     if eigenpairs is not None and (len(eigenpairs[0]) < k_all
                                    or np.shape(eigenpairs[1]) != (n, len(eigenpairs[0]))
                                    or np.any(np.abs(y) > pen.w)):
@@ -258,8 +259,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
         else:
-            lam, X = _dense_bottom(space, y, nu, k_all)
-        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "dense")
+            lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]))
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
+                            "dense" if n <= space.limits.eig else "shift-invert")
         if lam[0] >= 0 or r == rounds \
                 or (floor is not None and -pen.conjugate(y) - off < floor) \
                 or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):

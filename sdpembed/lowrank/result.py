@@ -52,9 +52,11 @@ class LowRankResult:
         ``estimated_gap``.
     estimated_gap, estimated_bound : float or None
     verify_seconds : float or None
-        Time of the final Cholesky verification, where one ran.
+        Time of the final verification by sparse factorisation, where one ran.
     verify_factorisations : list of dict
-        Every Cholesky factorisation of the verification (shift, allowance, outcome).
+        Every factorisation of the verifications (the shift ``mu`` tried, the matrix's own
+        shift ``delta``, the rounding ``bound``, coordinates ``mode``, the factor's
+        non-zeros, seconds, outcome).
     reduced_solver : dict or None
         On a reduced basis: the interior-point method's record, or why it fell back.
     warm_start : dict or None

@@ -108,6 +108,11 @@ class FactorSpace:
         return self.E @ W
 
     @cached_property
+    def B_abs_T(self) -> sp.csr_matrix:
+        """:math:`|B|^T` (n x m): sums over the edges at each point."""
+        return abs(self.B).T.tocsr()
+
+    @cached_property
     def E_single(self) -> tuple[sp.csr_matrix | np.ndarray, sp.csr_matrix | np.ndarray]:
         """``(E, E^T)`` in single precision, for the Hessian products of Newton–CG."""
         return self.E.astype(np.float32), self.ET.astype(np.float32)

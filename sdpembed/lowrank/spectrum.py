@@ -12,6 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import DiagPlusLowRank, centering_basis
 from .space import FactorSpace
+from .sparse_slack import sparse_bottom
 
 
 @dataclass
@@ -201,6 +202,25 @@ def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.nda
     with threadpool_limits(limits=_verify_threads(), user_api="blas"):
         lam, X = sla.eigh(M, subset_by_index=[0, k - 1], overwrite_a=True,
                           check_finite=False)
+    return lam, X
+
+
+def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` smallest eigenpairs of :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (full
+    space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
+    Lanczos on a sparse factorisation
+    (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`), shifted below ``guess`` (an
+    estimate of :math:`\\lambda_{\\min}`, e.g. the last one) or a small fraction of a
+    bound on :math:`\\|S\\|` below zero. Values are Rayleigh quotients (unverified above
+    ``limits.eig``)."""
+    if space.dim <= space.limits.eig:
+        return _dense_bottom(space, y, nu, k)
+    scale = _gershgorin(space, y, nu)
+    floor = 1e-9 * scale
+    sigma = -floor if guess is None or not np.isfinite(guess) else \
+        min(guess, 0.0) - max(abs(guess), floor)
+    lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma)
     return lam, X
 
 

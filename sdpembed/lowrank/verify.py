@@ -1,4 +1,4 @@
-"""A verified lower bound on :math:`\\lambda_{\\min}(S)`: Cholesky at a shift, rounding included."""
+"""A verified lower bound on the smallest eigenvalue of S: sparse or dense factorisations."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import scipy.linalg as sla
 from ..exceptions import InputError
 from ..formulations import gram
 from .space import FactorSpace
+from .sparse_slack import SlackParts, SparseCheck, full_coordinates, sparse_bottom, sparse_verify
 from .spectrum import _dense_bottom, _dense_shifted, _gershgorin
 
 # ----------------------------------------------------------------------- verified lambda_min
@@ -127,7 +128,54 @@ def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> PSDCheck:
                      "" if ok else f"dpotrf info {int(info)} (not positive definite)")
 
 
-def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4
+#: the first try sits this far (relative to a bound on ||S||) below the estimate: far above
+#: the rounding bounds of the factorisation, far below what a certificate can lose
+_FIRST_MARGIN = 1e-12
+
+
+def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 6
+                                ) -> tuple[float | None, str, list[SparseCheck]]:
+    """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
+
+    Tries :func:`~sdpembed.lowrank.sparse_slack.sparse_verify` just below the estimate
+    (``_FIRST_MARGIN`` times a bound on :math:`\\|S\\|`). An estimate above the smallest
+    eigenvalue (Lanczos can miss it) shows as a non-positive pivot: the estimate is then
+    replaced by shift-invert's (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`,
+    where the constant vector is an eigenvector; elsewhere the tries go ever lower, factors
+    of 100) and checked again below it. Returns ``(mu or None, reason, checks)``; ``None``
+    when every try failed or the factorisation could not run (memory, terms that are not
+    diagonal plus low rank).
+    """
+    try:
+        parts = SlackParts.of(space, y, nu)
+    except TypeError as exc:
+        return None, str(exc), []
+    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
+    margin = max(_FIRST_MARGIN * scale, 1e-300)
+    checks: list[SparseCheck] = []
+    est, step, re_estimated = float(mu_est), margin, False
+    try:
+        for _ in range(max_steps):
+            chk = sparse_verify(space, y, nu, est - step, parts=parts)
+            checks.append(chk)
+            if chk.verified:
+                return chk.mu, "", checks
+            if chk.bound != np.inf and "pivot" not in chk.reason:
+                break  # the rounding bound, not the spectrum, failed: lower tries won't help
+            if not re_estimated and full_coordinates(space, parts, est - step):
+                lam, _, _ = sparse_bottom(space, y, nu, 1, sigma=min(est, 0.0) - abs(est)
+                                          - margin, parts=parts)
+                est, re_estimated = min(est, float(lam[0])), True
+            else:
+                step *= 100.0
+    except MemoryError:
+        return None, "not enough memory for the sparse factorisation", checks
+    last = checks[-1]
+    return None, (f"sparse factorisation failed at {len(checks)} shift(s) down to "
+                  f"{last.mu:.3g} ({last.reason})"), checks
+
+
+def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4
                          ) -> tuple[float | None, str, list[PSDCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
@@ -180,3 +228,28 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps:
         if chk.verified:
             return chk.mu, "", checks
     return None, f"Cholesky failed at {len(checks)} shifts down to {tries[-1]:.3g}", checks
+
+
+def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
+                         ) -> tuple[float | None, str, list]:
+    """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
+
+    Where the constant vector is an eigenvector of :math:`S` above the estimate (DVU:
+    translation invariance), a sparse factorisation in full coordinates
+    (:func:`_sparse_verified_lambda_min`): no dense matrix, and rounding bounds far below
+    the dense ones. Elsewhere (MVU's :math:`C = -I`, added rows that move the constant
+    vector) the sparse proof needs a basis of :math:`\\mathbf 1^\\perp`, whose conditioning
+    costs precision; up to ``limits.verify`` points a dense Cholesky factorisation of
+    :math:`PSP + (c/n)\\mathbf 1\\mathbf 1^T` is used instead
+    (:func:`_dense_verified_lambda_min`), above it the sparse proof on a tree basis.
+    Returns ``(mu or None, reason, checks)``.
+    """
+    try:
+        parts = SlackParts.of(space, y, nu)
+    except TypeError as exc:
+        return None, str(exc), []
+    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
+    if full_coordinates(space, parts, float(mu_est) - _FIRST_MARGIN * scale) \
+            or space.dim > space.limits.verify:
+        return _sparse_verified_lambda_min(space, y, nu, mu_est)
+    return _dense_verified_lambda_min(space, y, nu, mu_est)

@@ -1,0 +1,413 @@
+r"""The dual slack matrix :math:`S(y,\nu)` without a dense :math:`n\times n` matrix.
+
+A sparse factorisation of :math:`S` at a shift gives two things the certificate needs:
+a *verified* lower bound on :math:`\lambda_{\min}(S)` on :math:`\mathbf 1^\perp`
+(:func:`sparse_verify`), and the bottom eigenpairs by shift-invert Lanczos
+(:func:`sparse_bottom`). Memory and time follow the fill of the factor, not
+:math:`n^2`.
+
+Structure
+---------
+On the full space (no reduced basis) the dual slack matrix of a Gram SDP is
+
+.. math::
+
+    S(y,\nu) = A - U\,\mathrm{diag}(|s|)\,U^T,\qquad
+    A = \mathrm{diag}(d) + E^T\mathrm{diag}(y)E + \textstyle\sum_k z_kA_k,
+
+with :math:`d`, :math:`U`, :math:`s` the diagonal and low-rank parts of
+:math:`\tilde C + \nu_0 H` (the variance functionals of DVU have :math:`s < 0`),
+:math:`E` the edge incidence matrix and :math:`A_k` the sparse rows added with
+``with_constraints``. A positive low-rank part (none in DVU or MVU) is left out of the
+factorisation: :math:`S` is then bounded below by the matrix factorised, so the
+verified bound stays valid (only looser).
+
+Coordinates of :math:`\mathbf 1^\perp`
+--------------------------------------
+``"full"``: :math:`\mathbb R^n` itself. :math:`\lambda_{\min}` over
+:math:`\mathbb R^n` is at most the one over :math:`\mathbf 1^\perp`, so a proof of
+:math:`S - \mu I \succ 0` on :math:`\mathbb R^n` proves the claim; it loses nothing when
+:math:`\mathbf 1` is (nearly) an eigenvector of :math:`S` with eigenvalue above
+:math:`\mu`, as for DVU (translation invariance: :math:`C\mathbf 1 = 0`, so
+:math:`S\mathbf 1 = \tau\mathbf 1`). ``"tree"``: :math:`x = Tz` with :math:`T` the
+:math:`n\times(n-1)` incidence matrix of a breadth-first spanning tree of the graph,
+a sparse basis of :math:`\mathbf 1^\perp`, so that :math:`T^T(S-\mu I)T \succ 0` if and
+only if :math:`S - \mu I \succ 0` on :math:`\mathbf 1^\perp` (MVU, whose
+:math:`C = -I` is negative on :math:`\mathbf 1`).
+
+Bordered matrix
+---------------
+With :math:`X = T^T(A-\mu I)T` (:math:`T = I` in ``"full"``),
+
+.. math::
+
+    N(\mu) = \begin{pmatrix} X & T^TU\\ U^TT & \mathrm{diag}(1/|s|)\end{pmatrix}
+    \succ 0 \iff T^T(S - \mu I)T \succ 0,
+
+since the diagonal block is positive definite and its Schur complement is
+:math:`X - T^TU\mathrm{diag}(|s|)U^TT`. :math:`N` is sparse but for :math:`p` dense
+border columns, and a fill-reducing symmetric ordering puts them last.
+
+Verification, rounding included
+-------------------------------
+:math:`\hat M \approx N(\mu) - \delta I` is formed in floating point and factorised by
+sparse LU without pivoting (SuperLU, symmetric mode, diagonal pivots, a symmetric
+fill-reducing permutation :math:`P`): :math:`\hat L\hat U = P\hat MP^T + \Delta` with
+:math:`|\Delta| \le \gamma_c|\hat L||\hat U|` (Higham, *Accuracy and Stability of
+Numerical Algorithms*, 2nd ed., Thm 9.3, with :math:`c` one more than the largest number
+of non-zero terms of an inner product). Write :math:`\hat D = \mathrm{diag}(\hat U)` and
+:math:`F = \hat U - \hat D\hat L^T` (zero in exact arithmetic for a symmetric matrix).
+Then
+
+.. math::
+
+    P(N - \delta I)P^T = \hat L\hat D\hat L^T + R,\qquad
+    \|R\|_2 \le \|\hat M - (N-\delta I)\|_2 + \gamma_c\|\,|\hat L||\hat U|\,\|_2
+    + \|\,|\hat L||F|\,\|_2,
+
+and if every pivot :math:`\hat d_k` is positive, :math:`\hat L\hat D\hat L^T \succeq 0`
+exactly, so :math:`N \succeq (\delta - \|R\|_2) I`: the claim
+:math:`\lambda_{\min}(S) > \mu` on :math:`\mathbf 1^\perp` is proved when the bound on
+:math:`\|R\|_2` is below :math:`\delta`. The bounds are a posteriori and rigorous:
+the forming error entrywise by :math:`\gamma_t` times the sum of the absolute terms
+(Gershgorin on that non-negative matrix), :math:`\|\,|\hat L||\hat D||\hat L^T|\,\|_2` by
+the Collatz–Wielandt bound :math:`\max_i (Xv)_i/v_i` for a positive :math:`v` (a few
+power steps), the other products by :math:`\sqrt{\|\cdot\|_1\|\cdot\|_\infty}`, each sum
+of non-negative terms inflated by 1.001 (far above its own rounding). Nothing about
+the factorisation's stability is assumed: an unstable one gives large bounds and fails.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from scipy.sparse.csgraph import breadth_first_order
+
+from ..formulations.gram import DiagPlusLowRank
+from .space import FactorSpace
+
+__all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
+           "full_coordinates"]
+
+_U = 2.0 ** -53
+#: inflation of every computed sum of non-negative terms in the error bounds (their own
+#: relative rounding is below 1e-9 for any size the solver meets)
+_UP = 1.001
+#: power steps of the Collatz–Wielandt bound
+_POWER_STEPS = 8
+
+
+def _gamma(k: float) -> float:
+    return k * _U / (1.0 - k * _U)
+
+
+@dataclass
+class SlackParts:
+    r""":math:`S(y,\nu) = A - U\mathrm{diag}(|s|)U^T` on the full space: the sparse part
+    ``A`` (CSC), the negative low-rank part ``U``, ``s_abs``, and what the rounding bounds
+    need (``A_abs``: the same sums with absolute values of every term; ``terms``: the most
+    terms in one entry; ``dropped``: a positive low-rank part was left out)."""
+
+    A: sp.csc_matrix
+    A_abs: sp.csc_matrix
+    U: np.ndarray
+    s_abs: np.ndarray
+    terms: int
+    dropped: bool
+
+    @property
+    def lowrank_norm(self) -> float:
+        """:math:`\\sum_k |s_k|\\,\\|u_k\\|^2 \\ge \\|U\\mathrm{diag}(|s|)U^T\\|_2`."""
+        return float(np.sum(self.s_abs * (self.U * self.U).sum(axis=0)))
+
+    @classmethod
+    def of(cls, space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> SlackParts:
+        nu = space.duals(nu)
+        C, H = space.C, space.H
+        nu_h = float(nu[0]) if H is not None else 0.0
+        parts = [C] + ([H.scaled(nu_h)] if H is not None and nu_h else [])
+        for M in parts:
+            if not isinstance(M, DiagPlusLowRank):
+                raise TypeError(f"sparse slack needs DiagPlusLowRank terms, got {type(M)}")
+        d = sum(M.diag for M in parts)
+        d_abs = sum(np.abs(M.diag) for M in parts)
+        U = np.concatenate([M.U for M in parts], axis=1)
+        s = np.concatenate([M.s for M in parts])
+        neg = s < 0
+        dropped = bool(np.any(s > 0))
+        B = space.B
+        Ly = (B.T @ sp.diags(y) @ B).tocsc()
+        Ly_abs = (abs(B).T @ sp.diags(np.abs(y)) @ abs(B)).tocsc()
+        A = Ly + sp.diags(d)
+        A_abs = Ly_abs + sp.diags(d_abs)
+        deg = np.bincount(space.gp.edges.ravel(), minlength=space.dim)
+        terms = int(deg.max(initial=0)) + 6
+        if space.K is not None:
+            z = space.user_part(nu)
+            K = space.K
+            A = A + K.operator(z).tocsc()
+            A_abs = A_abs + sp.csr_matrix((np.abs(K.value * z[K.row]), (K.i, K.j)),
+                                          shape=A.shape).tocsc()
+            per_entry = np.unique(K.i * space.dim + K.j, return_counts=True)[1]
+            terms += int(per_entry.max(initial=0))
+        return cls(A.tocsc(), A_abs.tocsc(), U[:, neg], -s[neg], terms, dropped)
+
+
+def _tree_basis(space: FactorSpace) -> sp.csc_matrix:
+    """Incidence matrix (n x (n-1)) of a breadth-first spanning tree rooted at a node of
+    largest degree: a sparse basis of 1-perp with short paths (a well-conditioned T^T T)."""
+    n = space.dim
+    i, j = space.gp.edges.T
+    adj = sp.csr_matrix((np.ones(i.size), (i, j)), shape=(n, n))
+    adj = adj + adj.T
+    root = int(np.argmax(np.diff(adj.indptr)))
+    order, pred = breadth_first_order(adj, root, directed=False, return_predecessors=True)
+    if order.size != n:
+        raise ValueError("the graph is not connected")
+    child = order[1:]
+    parent = pred[child]
+    cols = np.arange(n - 1)
+    return sp.csc_matrix((np.r_[np.ones(n - 1), -np.ones(n - 1)],
+                          (np.r_[child, parent], np.r_[cols, cols])), shape=(n, n - 1))
+
+
+@dataclass
+class SparseCheck:
+    """Outcome of :func:`sparse_verify` (one factorisation).
+
+    ``verified``: :math:`\\lambda_{\\min}(S) > \\mu` on :math:`\\mathbf 1^\\perp` is proved;
+    ``delta`` the shift of the factorised matrix and ``bound`` the bound on the rounding
+    residual (verified needs ``bound < delta``); ``mode`` ``"full"`` or ``"tree"``;
+    ``factor_nnz`` the non-zeros of the factor; ``reason`` why not verified.
+    """
+
+    verified: bool
+    mu: float
+    delta: float
+    bound: float
+    mode: str
+    seconds: float
+    factor_nnz: int = 0
+    reason: str = ""
+
+
+class _Bordered:
+    """The bordered matrix :math:`\\hat M = N(\\mu) - \\delta I` and its LU factorisation."""
+
+    def __init__(self, parts: SlackParts, mu: float, delta: float, T: sp.csc_matrix | None):
+        A, A_abs, U = parts.A, parts.A_abs, parts.U
+        n = A.shape[0]
+        p = U.shape[1]
+        shift = mu + delta
+        if T is None:
+            X = A - shift * sp.identity(n, format="csc")
+            X_abs = A_abs + abs(shift) * sp.identity(n, format="csc")
+            W, W_abs, terms = U, np.abs(U), parts.terms + 1
+        else:
+            T_abs = abs(T)
+            # T^T (A - mu I) T - delta I: every product of +-1 entries is exact
+            X = (T.T @ (A - mu * sp.identity(n, format="csc")) @ T
+                 - delta * sp.identity(T.shape[1], format="csc")).tocsc()
+            X_abs = (T_abs.T @ (A_abs + abs(mu) * sp.identity(n, format="csc")) @ T_abs
+                     + delta * sp.identity(T.shape[1], format="csc")).tocsc()
+            W = np.asarray(T.T @ U)
+            W_abs = np.asarray(T_abs.T @ np.abs(U))
+            col = np.asarray(T_abs.sum(axis=0)).ravel().max(initial=1.0)
+            terms = int(col * col * (parts.terms + 1)) + 2
+        q = X.shape[0]
+        # border columns scaled by powers of two beta_k (exact) so that the corner
+        # beta^2/|s| matches the mean diagonal of X: the Schur complement is unchanged,
+        # and the factor's entries, hence its rounding bound, stay at the scale of S
+        xbar = max(float(np.mean(np.abs(X.diagonal()))), 1e-300)
+        beta = 2.0 ** np.round(0.5 * np.log2(xbar * parts.s_abs))
+        W, W_abs = W * beta, W_abs * beta
+        inv = beta * beta / parts.s_abs
+        corner = inv - delta
+        self.M = sp.bmat([[X, sp.csc_matrix(W)], [sp.csc_matrix(W.T), sp.diags(corner)]],
+                         format="csc")
+        # forming error: gamma_t times the absolute sums (Gershgorin of that matrix); the
+        # corner beta^2/|s| - delta carries two roundings; and ``s`` itself may carry one
+        # (nu_0 times H's low-rank weights)
+        row_abs = np.r_[np.asarray(X_abs.sum(axis=1)).ravel() + W_abs.sum(axis=1),
+                        W_abs.sum(axis=0) + (inv + delta)]
+        self.form_error = _UP * _gamma(terms) * float(row_abs.max(initial=0.0)) \
+            + _UP * 2.0 * _U * float(np.max(inv + delta, initial=0.0)) \
+            + _UP * 2.0 * _U * parts.lowrank_norm
+        self.p = p
+        self.size = q + p
+        self.lu = None
+        self.reason = ""
+        try:
+            self.lu = spla.splu(self.M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                                options={"SymmetricMode": True})
+        except RuntimeError as exc:  # exactly singular, or SuperLU out of memory
+            if "memory" in str(exc).lower():
+                raise MemoryError(str(exc)) from exc
+            self.reason = f"factorisation failed: {exc}"
+            return
+        if not np.array_equal(self.lu.perm_r, self.lu.perm_c):
+            self.reason = "the factorisation pivoted off the diagonal"
+
+    def pivots(self) -> np.ndarray:
+        return self.lu.U.diagonal()
+
+    def residual_bound(self) -> float:
+        """Bound on :math:`\\|R\\|_2` (module docstring) from the computed factors."""
+        L = abs(self.lu.L).tocsr()
+        Uf = self.lu.U.tocsr()
+        d = Uf.diagonal()
+        # F = U - D L^T (diagonal exactly 0), and a bound on the exact F entrywise
+        DLt = sp.diags(d) @ self.lu.L.T.tocsr()
+        F = (Uf - DLt).tocsr()
+        F.data = np.abs(F.data)
+        DLt_abs = abs(DLt)
+        Fbar = F + 2.0 * _U * (F + DLt_abs)
+        # an entry (i, j) of L U sums at most min(row count of L_i, column count of U_j)
+        # products; only the p x p corner of border rows and columns (ordered last by the
+        # fill-reducing permutation when dense) can reach the full length
+        size = L.shape[0]
+        border = np.zeros(size, dtype=bool)
+        border[np.flatnonzero(self.lu.perm_c >= size - self.p)] = True
+        rows_L = np.diff(L.indptr)
+        c = int(rows_L[~border].max(initial=1)) + 1
+        c_corner = int(rows_L.max(initial=1)) + 1
+        # rho(|L| |D| |L|^T) by Collatz-Wielandt, after a few power steps from v = 1
+        Lt = L.T.tocsr()
+        dabs = np.abs(d)
+
+        def X(v):
+            return L @ (dabs * (Lt @ v))
+        v = np.ones(L.shape[0])
+        for _ in range(_POWER_STEPS):
+            w = X(v)
+            v = w / w.max() + 1e-300
+        w = X(v)
+        rho_ldl = _UP * float(np.max(w / v))
+        # || |L| Fbar ||_2 <= sqrt(||.||_1 ||.||_inf)
+        ones = np.ones(L.shape[0])
+        rows = L @ (Fbar @ ones)
+        cols = (ones @ L) @ Fbar
+        lf = _UP * float(np.sqrt(max(rows.max(initial=0.0), 0.0) * max(cols.max(initial=0.0),
+                                                                       0.0)))
+        # the corner's own inner products are long: bound its block of |L||U| by its Frobenius
+        # norm, with gamma of the full length
+        corner = (L[border] @ abs(Uf)[:, border]).toarray() if border.any() else np.zeros(0)
+        extra = _UP * (_gamma(c_corner) - _gamma(c)) * float(np.sqrt(np.sum(corner * corner)))
+        return self.form_error + _gamma(c) * (rho_ldl + lf) * _UP + lf + max(extra, 0.0)
+
+    def factor_nnz(self) -> int:
+        return int(self.lu.L.nnz + self.lu.U.nnz) if self.lu is not None else 0
+
+
+def full_coordinates(space: FactorSpace, parts: SlackParts, mu: float) -> bool:
+    """Whether ``"full"`` coordinates lose nothing at the shift ``mu``: :math:`\\mathbf 1` is an
+    eigenvector of :math:`S` (to rounding: residual below 1e-12 of a bound on :math:`\\|S\\|`)
+    with its eigenvalue above :math:`\\mu` by a thousand residuals, so that the coupling
+    costs the full-space bound at most a thousandth of a residual."""
+    n = space.dim
+    one = np.ones(n) / np.sqrt(n)
+    S1 = parts.A @ one - parts.U @ (parts.s_abs * (parts.U.T @ one))
+    rho = float(one @ S1)
+    res = float(np.linalg.norm(S1 - rho * one))
+    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
+    return bool(res <= 1e-12 * scale and rho - mu > 1e3 * res)
+
+
+def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, mu: float, *,
+                  parts: SlackParts | None = None, delta: float | None = None,
+                  mode: str | None = None) -> SparseCheck:
+    """Prove :math:`\\lambda_{\\min}(S(y,\\nu)) > \\mu` on :math:`\\mathbf 1^\\perp` by one sparse
+    factorisation (module docstring); a second with a larger shift ``delta`` if the first's
+    rounding bound exceeds its own. Full space only."""
+    t0 = time.perf_counter()
+    parts = SlackParts.of(space, y, nu) if parts is None else parts
+    if mode is None:
+        mode = "full" if full_coordinates(space, parts, mu) else "tree"
+    T = None if mode == "full" else _tree_basis(space)
+    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + abs(mu) \
+        + parts.lowrank_norm
+    delta = 50.0 * _gamma(parts.terms) * max(scale, 1e-300) if delta is None else delta
+    last = None
+    for _ in range(2):
+        fac = _Bordered(parts, mu, delta, T)
+        if fac.lu is None or fac.reason:
+            return SparseCheck(False, mu, delta, np.inf, mode, time.perf_counter() - t0,
+                               fac.factor_nnz(), fac.reason)
+        piv = fac.pivots()
+        if not np.all(piv > 0):
+            return SparseCheck(False, mu, delta, np.inf, mode, time.perf_counter() - t0,
+                               fac.factor_nnz(),
+                               f"{int(np.sum(piv <= 0))} non-positive pivot(s)")
+        bound = fac.residual_bound()
+        last = SparseCheck(bound < delta, mu, delta, bound, mode, time.perf_counter() - t0,
+                           fac.factor_nnz(),
+                           "" if bound < delta else "rounding bound above the shift")
+        if last.verified:
+            return last
+        delta = 2.0 * bound
+    return last
+
+
+def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, sigma: float,
+                    *, parts: SlackParts | None = None
+                    ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, bool]:
+    """``(solve, positive)``: :math:`b \\mapsto (S - \\sigma I)^{-1} b` on the full space by the
+    bordered factorisation at ``sigma``, and whether its pivots are all positive (then
+    :math:`\\sigma < \\lambda_{\\min}(S)` up to rounding; a count of negative pivots counts the
+    eigenvalues below ``sigma``)."""
+    parts = SlackParts.of(space, y, nu) if parts is None else parts
+    fac = _Bordered(parts, sigma, 0.0, None)
+    if fac.lu is None or fac.reason:
+        return None, False
+    n, p = parts.A.shape[0], parts.U.shape[1]
+    lu = fac.lu
+
+    def solve(b):
+        b = np.asarray(b, dtype=float)
+        rhs = np.zeros((n + p,) + b.shape[1:])
+        rhs[:n] = b
+        return lu.solve(rhs)[:n]
+    return solve, bool(np.all(fac.pivots() > 0))
+
+
+def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
+                  sigma: float,
+                  tol: float = 1e-10, parts: SlackParts | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+    r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
+    by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (``eigsh``), with Rayleigh
+    quotients for the values; the shift is lowered (times 10) until the factorisation has
+    only positive pivots, i.e. :math:`\sigma` lies below the spectrum. Returns
+    ``(lam, X, sigma)`` with the shift used. Meant for ``"full"`` coordinates (the
+    constant vector an eigenvector of :math:`S`)."""
+    parts = SlackParts.of(space, y, nu) if parts is None else parts
+    n = space.dim
+    for _ in range(30):
+        solve, positive = factor_at_shift(space, y, nu, sigma, parts=parts)
+        if solve is not None and positive:
+            break
+        sigma = 10.0 * sigma if sigma < 0 else -1e-12 - 10.0 * abs(sigma)
+    else:
+        raise RuntimeError("no shift below the spectrum found")
+
+    def op(b):
+        b = b.reshape(n, -1)
+        b = b - b.mean(axis=0)
+        x = solve(b)
+        return (x - x.mean(axis=0)).reshape(b.shape)
+    O = spla.LinearOperator((n, n), matvec=op, matmat=op, dtype=float)
+    v0 = np.random.default_rng(0).standard_normal(n)
+    v0 -= v0.mean()
+    k = min(k, n - 2)
+    nu_, X = spla.eigsh(O, k=k, which="LA", v0=v0, ncv=min(n - 1, max(2 * k + 1, 20)), tol=tol)
+    X = X - X.mean(axis=0)
+    X, _ = np.linalg.qr(X)
+    SX = space.apply_S(X, y, space.duals(nu))
+    H = X.T @ SX
+    lam, Z = np.linalg.eigh(0.5 * (H + H.T))
+    return lam, X @ Z, sigma

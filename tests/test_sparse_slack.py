@@ -1,0 +1,125 @@
+"""The dual slack matrix factorised sparsely (sdpembed.lowrank.sparse_slack).
+
+Reference: dense ``eigvalsh`` of S on 1-perp (error about n u ||S||, 1e-13 here). A
+verification must never succeed above the true smallest eigenvalue (that would contradict
+the proof) and must succeed a little below it (1e-9 ||S||, far above the rounding bounds of
+about 1e-15 ||S||); shift-invert eigenvalues must match the dense ones to 1e-10 ||S||.
+"""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+import sdpembed.lowrank as lowrank
+from sdpembed.formulations import dvu
+from sdpembed.formulations.dvu import dvu_problem
+from sdpembed.formulations.gram import centering_basis
+from sdpembed.formulations.mvu import mvu_problem
+from sdpembed.graphs import knn_graph
+from sdpembed.lowrank.sparse_slack import SlackParts, sparse_bottom, sparse_verify
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(y.size)[:90]
+    X, y = X[idx].astype(float), y[idx].copy()
+    y[rng.random(idx.size) > 0.7] = -1
+    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+
+
+def _dense_S(space, y, nu):
+    n = space.dim
+    return space.apply_S(np.eye(n), y, space.duals(nu))
+
+
+def _exact(space, y, nu):
+    S = _dense_S(space, y, nu)
+    H = centering_basis(space.dim)
+    w = np.linalg.eigvalsh(H.T @ S @ H)
+    return w, np.abs(w).max()
+
+
+def _space(gp):
+    return lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))
+
+
+def _cases(data):
+    X, y, graph = data
+    rng = np.random.default_rng(1)
+    gp = dvu_problem(graph, y)
+    pen = lowrank.DistancePenalty(gp)
+    out = {"dvu": (gp, rng.uniform(-1, 1, pen.t.size) * pen.w, 0.0)}
+    gp_snr = dvu_problem(graph, y, snr=3.0)
+    out["dvu snr"] = (gp_snr, rng.uniform(-1, 1, pen.t.size) * pen.w, np.array([0.7]))
+    f = dvu(graph, y, centroids="eliminated")
+    G = f.expressions["gram"]
+    g = f.with_constraints([G[0, 0] + G[1, 1] - 2 * G[0, 1] <= 0.2, G[2, 3] == 0.1,
+                            cp.trace(G) <= 50])
+    gp_k = g.current_problem()
+    out["dvu added rows"] = (gp_k, rng.uniform(-1, 1, pen.t.size) * pen.w,
+                             np.array([0.5, -0.3, 0.2]))
+    gp_m = mvu_problem(graph)
+    out["mvu"] = (gp_m, np.full(gp_m.edges.shape[0], 2.0), 0.0)
+    return out
+
+
+@pytest.mark.parametrize("case", ["dvu", "dvu snr", "dvu added rows", "mvu"])
+def test_verification_brackets_the_true_smallest_eigenvalue(data, case):
+    gp, y, nu = _cases(data)[case]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    lam = w[0]
+    below = sparse_verify(space, y, nu, lam - 1e-9 * norm)
+    assert below.verified, below.reason
+    assert 0 < below.bound < below.delta <= 1e-12 * norm
+    for mode in ("full", "tree"):
+        above = sparse_verify(space, y, nu, lam + 1e-9 * norm, mode=mode)
+        assert not above.verified
+    # the coordinates chosen: full where 1 is an eigenvector above the shift (DVU without
+    # rows that move it), the tree basis elsewhere (MVU: 1 sits at -1)
+    expected = {"dvu": "full", "dvu snr": "full", "mvu": "tree"}.get(case)
+    if expected:
+        assert below.mode == expected
+
+
+def test_full_coordinates_are_refused_where_they_would_fail(data):
+    gp, y, nu = _cases(data)["mvu"]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    full = sparse_verify(space, y, nu, w[0] - 1e-9 * norm, mode="full")
+    assert not full.verified and "pivot" in full.reason
+
+
+@pytest.mark.parametrize("case", ["dvu", "dvu snr"])
+def test_shift_invert_bottom_matches_dense(data, case):
+    gp, y, nu = _cases(data)[case]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    lam, X, sigma = sparse_bottom(space, y, nu, 12, sigma=-1.3e-9 * norm)
+    assert sigma < w[0]
+    np.testing.assert_allclose(lam, w[:12], atol=1e-10 * norm)
+    S = _dense_S(space, y, nu)
+    assert np.abs(X.sum(axis=0)).max() < 1e-10            # on 1-perp
+    np.testing.assert_allclose(X.T @ X, np.eye(12), atol=1e-10)
+    assert np.linalg.norm(S @ X - X * lam, axis=0).max() < 1e-8 * norm
+
+
+def test_a_positive_low_rank_part_is_left_out_and_the_proof_stays_valid(data):
+    """S with a positive low-rank term: the factorised matrix is below S, so whatever it
+    proves holds for S (never a success above the true value)."""
+    X, y, graph = data
+    gp = dvu_problem(graph, y)
+    C = gp.full_objective()
+    u = np.random.default_rng(2).standard_normal((gp.n, 1))
+    plus = type(C)(C.diag, np.c_[C.U, u], np.r_[C.s, 0.05])
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10), objective=plus)
+    pen = lowrank.DistancePenalty(gp)
+    y_ = np.random.default_rng(3).uniform(-1, 1, pen.t.size) * pen.w
+    assert SlackParts.of(space, y_, 0.0).dropped
+    w, norm = _exact(space, y_, 0.0)
+    for mu in (w[0] + 1e-9 * norm, w[0] + 1e-3 * norm):
+        assert not sparse_verify(space, y_, 0.0, mu, mode="tree").verified
+    assert sparse_verify(space, y_, 0.0, w[0] - 0.2 * norm, mode="tree").verified
