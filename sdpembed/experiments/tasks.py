@@ -297,6 +297,11 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
                     params["solver"] = task.solver
                     if "solver_options" in names and spec.solver_options.get(task.solver):
                         params["solver_options"] = thaw(spec.solver_options[task.solver])
+                if params.get("metric") == "tangent" and "metric_params" in names \
+                        and loaded.image_shape is not None:
+                    # the tangent metric needs the images' shape, which the dataset knows
+                    params["metric_params"] = {"shape": tuple(loaded.image_shape),
+                                               **dict(params.get("metric_params") or {})}
                 if "graph" in names and spec.graph is not None:
                     params["graph"] = graph(ds, spec.labels, task.fraction, task.seed,
                                             spec.graph)
