@@ -142,6 +142,7 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
     start = time.perf_counter()
     est = DVU(n_components=n_components, n_neighbors=n_neighbors, n_random=n_random,
               slack_weight=slack_weight, solver=solver, solver_options=options,
+              validation_fraction=None,   # the demo scores the hidden labels itself
               random_state=random_state).fit(X, y_partial)
     wall = time.perf_counter() - start
     rep = est.solve_report_

@@ -20,6 +20,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 __all__ = [
     "SdpEmbedError",
+    "EmbeddingWorseThanInputWarning",
     "InputError",
     "ParameterError",
     "DuplicatePointsError",
@@ -155,6 +156,12 @@ class DegenerateEmbeddingError(SdpEmbedError, ValueError):
 
 class DegenerateEmbeddingWarning(UserWarning):
     """Some learned directions map the training data to (numerically) one point."""
+
+
+class EmbeddingWorseThanInputWarning(UserWarning):
+    """On labels held out of a fit, a k-NN vote on the learned embedding is less accurate than
+    the same vote on the input features: the neighbourhood graph probably does not follow
+    the classes (more neighbours, another metric, or a graph of one's own)."""
 
 
 class RankDeficiencyWarning(UserWarning):

@@ -629,3 +629,27 @@ def test_spectrum_and_prototype_figures(tmp_path):
     proto = next(a for a in result.artefacts.values() if "prototypes" in a)["prototypes"]
     np.testing.assert_allclose(proto, dp.label_prototypes(), rtol=1e-8, atol=1e-10)
     assert result.rows[0]["n_components"] == dne.n_components_
+
+
+def test_sample_seed_seed_draws_each_seeds_own_subsample(tmp_path):
+    """sample_seed = "seed": the run's seed draws the subsample too (each seed its own
+    rows, the same rows for the same seed), and the summary says so; another string is a
+    SpecError naming the field."""
+    from sdpembed.experiments.tasks import dataset_for_seed, load_data
+
+    d = _smoke_dict()
+    d["dataset"]["sample_seed"] = "seed"
+    spec = parse_spec(d)
+    ds = spec.datasets[0]
+    assert ds.sample_seed == "seed"
+    a, b, a2 = (load_data(dataset_for_seed(ds, s)).X for s in (0, 1, 0))
+    assert a.shape == b.shape and not np.array_equal(a, b)
+    np.testing.assert_array_equal(a, a2)
+    fixed = parse_spec(_smoke_dict())
+    assert dataset_for_seed(fixed.datasets[0], 5).sample_seed == 0
+    result = run_spec(spec, out_dir=tmp_path / "out", progress=False)
+    assert "drawn by each seed" in result.summary()
+    assert "error" not in {r["status"] for r in result.rows}
+    d["dataset"]["sample_seed"] = "each"
+    with pytest.raises(SpecError, match="sample_seed"):
+        parse_spec(d)

@@ -1,5 +1,7 @@
 """DVU / MVU estimators: scikit-learn API and end-to-end behaviour."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.neighbors import KNeighborsClassifier
@@ -71,3 +73,57 @@ def _cheap(est):
 )
 def test_sklearn_api(estimator, check):
     check(estimator)
+
+
+def test_metric_params_reach_the_graph_and_transform():
+    """metric="tangent" on 8x8 digits needs the image shape: without metric_params the
+    tangent metric refuses 64-pixel rows (its default shape is 16x16), with it the graph
+    and the out-of-sample neighbours use it."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.datasets import partial_labels
+    from sdpembed.exceptions import InputError
+    from sdpembed.graphs import knn_graph
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:60].astype(float), y[:60]
+    yp = partial_labels(y, 0.8, random_state=0)
+    with pytest.raises(InputError, match="shape"):
+        DVU(metric="tangent", random_state=0).fit(X, yp)
+    est = DVU(metric="tangent", metric_params={"shape": (8, 8)}, random_state=0).fit(X, yp)
+    ref = knn_graph(X, n_neighbors=2, n_random=1, metric="tangent", shape=(8, 8),
+                    random_state=0)
+    np.testing.assert_array_equal(est.graph_.edges, ref.edges)
+    np.testing.assert_allclose(est.transform(X[:5]), est.embedding_[:5], atol=1e-6)
+
+
+def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
+    """validation_fraction: a graph of random edges only (no neighbours) cannot follow the
+    classes, and the held-out k-NN vote in its embedding loses to the vote on the pixels:
+    DVU says so (a warning, the numbers in validation_). A nearest-neighbour graph on the
+    same digits does not warn. None skips the check; too few labels skip it too."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.datasets import partial_labels
+    from sdpembed.exceptions import EmbeddingWorseThanInputWarning
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:150].astype(float), y[:150]
+    yp = partial_labels(y, 0.8, random_state=0)
+    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out"):
+        bad = DVU(n_neighbors=0, n_random=3, random_state=0).fit(X, yp)
+    v = bad.validation_
+    assert v["held_out"] >= 20 and v["embedding_accuracy"] < v["input_accuracy"]
+    assert 0.0 <= v["p_value"] <= 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingWorseThanInputWarning)
+        good = DVU(n_neighbors=5, random_state=0).fit(X, yp)
+    assert good.validation_["embedding_accuracy"] >= good.validation_["input_accuracy"]
+    again = DVU(n_neighbors=5, random_state=0).fit(X, yp)
+    assert again.validation_ == good.validation_
+    assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
+        "skipped": "validation_fraction=None"}
+    few = np.full_like(y, -1)
+    for c in range(10):
+        few[np.flatnonzero(y == c)[:2]] = c     # two labels a class: none can be held out
+    assert "fewer than" in DVU(random_state=0).fit(X, few).validation_["skipped"]

@@ -11,22 +11,24 @@ scikit-learn ``Pipeline``.
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy.stats import binom
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
 from sklearn.metrics import accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
-from sklearn.utils import _safe_indexing
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
 from .._typing import ArrayLike, RandomStateLike
-from ..exceptions import InputError
+from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError
 from ..formulations.dvu import dvu
 from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
@@ -39,6 +41,9 @@ from ._validation import TypedParameterValidation
 __all__ = ["DVU", "MVU"]
 
 logger = logging.getLogger(__name__)
+
+#: fewest held-out labels for DVU's validation (below, ``validation_`` says it was skipped)
+_MIN_HELD_OUT = 5
 
 
 def _num_rows(X) -> int:
@@ -54,6 +59,7 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         "n_neighbors": [Interval(Integral, 0, None, closed="left")],
         "n_random": [Interval(Integral, 0, None, closed="left")],
         "metric": [str, callable],
+        "metric_params": [dict, None],
         "graph": [NeighborhoodGraph, None],
         "distances": [StrOptions(set(DISTANCE_MODES))],
         "slack_weight": [Interval(Real, 0, None, closed="left")],
@@ -77,7 +83,8 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
                                  f"{X.shape[0]} rows")
             return self.graph
         return knn_graph(X, n_neighbors=self.n_neighbors, n_random=self.n_random,
-                         metric=self.metric, random_state=self.random_state)
+                         metric=self.metric, random_state=self.random_state,
+                         **(self.metric_params or {}))
 
     def _check_components(self, n: int) -> None:
         if self.n_components > n:
@@ -88,26 +95,38 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         if self.basis_rank is None:
             return None
         return knn_graph(X, n_neighbors=min(self.basis_neighbors, X.shape[0] - 1), n_random=0,
-                         metric=self.metric, random_state=self.random_state)
+                         metric=self.metric, random_state=self.random_state,
+                         **(self.metric_params or {}))
 
-    def _solve_and_embed(self, formulation) -> None:
-        options = dict(self.solver_options or {})
+    def _solve_and_embed(self, formulation, *, solver: str | None = None,
+                         selection: str | None = None, **extra_options: Any) -> None:
+        options = {**dict(self.solver_options or {}), **extra_options}
         self.formulation_ = formulation
-        self.solve_report_ = solve(formulation, solver=self.solver, **options)
-        scale = formulation.distance_scale
-        factor = getattr(formulation, "factor", None)
+        self.solve_report_ = solve(formulation, solver=solver or self.solver, **options)
+        if selection is not None:
+            self.solve_report_.selection = selection
         self.__dict__.pop("_gram", None)
         self.__dict__.pop("gram_factor_", None)
+        factor, G = self._solution(formulation)
         if factor is not None:
             # low-rank solution (solver="LOWRANK"): never form the n x n matrix here
-            self.gram_factor_ = np.sqrt(scale) * factor
-            self.embedding_ = embedding_from_factor(self.gram_factor_, self.n_components)
-            self.spectrum_ = spectrum_from_factor(self.gram_factor_)
+            self.gram_factor_ = factor
+            self.embedding_ = embedding_from_factor(factor, self.n_components)
+            self.spectrum_ = spectrum_from_factor(factor)
             return
+        self._gram = G
+        self.embedding_ = embedding_from_gram(G, self.n_components)
+        self.spectrum_ = spectrum(G)
+
+    @staticmethod
+    def _solution(formulation) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """``(factor, None)`` of a low-rank solution or ``(None, G)``, in the data's units."""
+        scale = formulation.distance_scale
+        factor = getattr(formulation, "factor", None)
+        if factor is not None:
+            return np.sqrt(scale) * factor, None
         G = np.asarray(formulation.value("gram"), dtype=float)
-        self._gram = scale * 0.5 * (G + G.T)
-        self.embedding_ = embedding_from_gram(self._gram, self.n_components)
-        self.spectrum_ = spectrum(self._gram)
+        return None, scale * 0.5 * (G + G.T)
 
     @property
     def gram_(self) -> np.ndarray:
@@ -186,7 +205,8 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
         """
         X = self._check_new(X)
         k = min(self.out_of_sample_neighbors, self.embedding_.shape[0])
-        sq, ind = fitted_neighbors(X, self._fit_X, k, metric=self.metric)
+        sq, ind = fitted_neighbors(X, self._fit_X, k, metric=self.metric,
+                                   **(self.metric_params or {}))
         return extend(self.embedding_, ind, sq, self.out_of_sample)
 
     def __sklearn_tags__(self):
@@ -217,6 +237,9 @@ class DVU(_GramEmbedding):
         Dimensions of ``embedding_``.
     n_neighbors, n_random, metric :
         Graph built by :func:`sdpembed.knn_graph` when ``graph`` is None.
+    metric_params : dict, optional
+        Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
+        on scikit-learn's digits), for the graph and for :meth:`transform`.
     graph : NeighborhoodGraph, optional
         A precomputed graph over the rows of ``X`` (e.g. tangent distances).
     slack_weight, distances, centroids, snr, trace, trace_weight, ratio, ratio_weight, normalize,
@@ -233,6 +256,15 @@ class DVU(_GramEmbedding):
     transductive_neighbors : int
         k of the k-NN classifier on the embedding that fills ``transduction_``
         (and of ``classifier="knn"``).
+    validation_fraction : float or None
+        A check that the graph suits the data: this share of each class's labels is held
+        out of a first fit on the same graph, and the ``transductive_neighbors``-NN vote on
+        the held-out rows is scored in that fit's embedding and in the input features (the
+        graph's ``metric``), in ``validation_``. An embedding less accurate than the inputs
+        warns (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`; the message gives
+        an exact one-sided sign test on the rows the two votes disagree on, as held-out sets
+        are small): DVU can only preserve the neighbourhoods the graph gives it. The first fit
+        then starts the full one (``solver="LOWRANK"``). ``None``: no check, one fit.
     out_of_sample : {"distances", "nystrom"}
         How ``transform`` places new points (see :meth:`transform` and
         :mod:`sdpembed.outofsample`).
@@ -282,6 +314,11 @@ class DVU(_GramEmbedding):
         of labelled points in the embedding.
     classifier_ : estimator
         ``classifier`` fitted on ``embedding_[labeled_mask_]``.
+    validation_ : dict
+        The held-out check of ``validation_fraction``: ``held_out`` (labels),
+        ``embedding_accuracy`` and ``input_accuracy`` (the k-NN vote on them), ``p_value`` (the
+        sign test), ``neighbors``,
+        the first fit's ``solver`` and ``status``; or ``skipped`` and why.
     """
 
     _parameter_constraints = {
@@ -293,17 +330,20 @@ class DVU(_GramEmbedding):
         "ratio": [Interval(Real, 0, None, closed="left"), None],
         "ratio_weight": [Interval(Real, 0, None, closed="left")],
         "transductive_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "classifier": [StrOptions({"knn", "svm"}), HasMethods(["fit", "predict"])],
     }
 
     def __init__(self, *, n_components: int = 10, n_neighbors: int = 2, n_random: int = 1,
-                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 metric: str | Callable = "euclidean", metric_params: dict[str, Any] | None = None,
+                 graph: NeighborhoodGraph | None = None,
                  slack_weight: float = 1.0, distances: str = "interval",
                  centroids: str = "eliminated", snr: float | None = None, trace: str | None = None,
                  trace_weight: float = 1e-3, ratio: float | None = None, ratio_weight: float = 1.0,
                  normalize: bool = True, reduce_face: bool = True, basis_rank: int | None = None,
                  basis_neighbors: int = 8, transductive_neighbors: int = 3,
-                 out_of_sample: str = "distances", out_of_sample_neighbors: int = 2,
+                 validation_fraction: float | None = 0.2, out_of_sample: str = "distances",
+                 out_of_sample_neighbors: int = 2,
                  classifier: str | object = "knn", solver: str = "auto",
                  solver_options: dict[str, Any] | None = None,
                  random_state: RandomStateLike = None) -> None:
@@ -311,6 +351,7 @@ class DVU(_GramEmbedding):
         self.n_neighbors = n_neighbors
         self.n_random = n_random
         self.metric = metric
+        self.metric_params = metric_params
         self.graph = graph
         self.slack_weight = slack_weight
         self.distances = distances
@@ -325,6 +366,7 @@ class DVU(_GramEmbedding):
         self.basis_rank = basis_rank
         self.basis_neighbors = basis_neighbors
         self.transductive_neighbors = transductive_neighbors
+        self.validation_fraction = validation_fraction
         self.out_of_sample = out_of_sample
         self.out_of_sample_neighbors = out_of_sample_neighbors
         self.classifier = classifier
@@ -344,14 +386,18 @@ class DVU(_GramEmbedding):
         self._check_components(X.shape[0])
         self.classes_, self.labeled_mask_ = classes, labeled
         self.graph_ = self._graph(X)
-        formulation = dvu(
-            self.graph_, y_int, centroids=self.centroids, distances=self.distances,
-            slack_weight=self.slack_weight, trace=self.trace,
-            trace_weight=self.trace_weight if self.trace else 0.0, snr=self.snr,
-            ratio=self.ratio, ratio_weight=self.ratio_weight, normalize=self.normalize,
-            reduce_face=self.reduce_face, basis_rank=self.basis_rank,
-            basis_graph=self._basis_graph(X))
-        self._solve_and_embed(formulation)
+        basis_graph = self._basis_graph(X)
+
+        def formulation_of(labels):
+            return dvu(
+                self.graph_, labels, centroids=self.centroids, distances=self.distances,
+                slack_weight=self.slack_weight, trace=self.trace,
+                trace_weight=self.trace_weight if self.trace else 0.0, snr=self.snr,
+                ratio=self.ratio, ratio_weight=self.ratio_weight, normalize=self.normalize,
+                reduce_face=self.reduce_face, basis_rank=self.basis_rank, basis_graph=basis_graph)
+
+        self.validation_, warm = self._held_out_check(X, y_int, labeled, formulation_of)
+        self._solve_and_embed(formulation_of(y_int), **warm)
         knn = KNeighborsClassifier(n_neighbors=min(self.transductive_neighbors, labeled.sum()))
         knn.fit(self.embedding_[labeled], y_int[labeled])
         codes = y_int.copy()
@@ -360,6 +406,80 @@ class DVU(_GramEmbedding):
         self.transduction_ = classes[codes]
         self._fit_out_of_sample(X)
         return self
+
+    def _held_out_check(self, X, y_int, labeled, formulation_of) -> tuple[dict, dict]:
+        r"""``validation_`` and the warm start of the full fit (module docs of :class:`DVU`).
+
+        Holds out ``validation_fraction`` of each class's labels (at least 2 kept per class;
+        seeded by ``random_state``), fits DVU without them on the same graph and scores the
+        ``transductive_neighbors``-NN vote on the held-out rows, in the embedding and in the
+        input features (the fit's ``metric``). An embedding less accurate than the inputs
+        warns (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`). The held-out
+        fit's factor starts the full fit (``warm_start`` of ``solver="LOWRANK"``), whose
+        problem differs only in the labels' variance terms."""
+        frac = self.validation_fraction
+        if frac is None:
+            return {"skipped": "validation_fraction=None"}, {}
+        rs = check_random_state(self.random_state)
+        held = np.zeros(y_int.shape[0], dtype=bool)
+        for c in np.unique(y_int[labeled]):
+            idx = np.flatnonzero(y_int == c)
+            k = min(int(np.floor(frac * idx.size + 0.5)), idx.size - 2)
+            if k > 0:
+                held[rs.choice(idx, k, replace=False)] = True
+        n_held = int(held.sum())
+        if n_held < _MIN_HELD_OUT:
+            return {"skipped": f"{n_held} labels to hold out (fewer than {_MIN_HELD_OUT}; at "
+                    "least 2 are kept per class)"}, {}
+        y_val = y_int.copy()
+        y_val[held] = -1
+        options = dict(self.solver_options or {})
+        f = formulation_of(y_val)
+        try:
+            report = solve(f, solver=self.solver, **options)
+        except SdpEmbedError as exc:
+            return {"skipped": f"the held-out fit failed: {type(exc).__name__}: {exc}"}, {}
+        factor, G = self._solution(f)
+        Z = embedding_from_factor(factor, self.n_components) if factor is not None \
+            else embedding_from_gram(G, self.n_components)
+        train = labeled & ~held
+        k = min(self.transductive_neighbors, int(train.sum()))
+        knn = KNeighborsClassifier(n_neighbors=k).fit(Z[train], y_int[train])
+        right_embedding = knn.predict(Z[held]) == y_int[held]
+        acc_embedding = float(np.mean(right_embedding))
+        _, ind = fitted_neighbors(X[held] if self.metric != "precomputed" else X[held][:, train],
+                                  X[train], k, metric=self.metric, **(self.metric_params or {}))
+        votes = y_int[train][ind]
+        pred = np.array([np.bincount(v).argmax() for v in votes])
+        right_input = pred == y_int[held]
+        acc_input = float(np.mean(right_input))
+        # exact one-sided sign test on the rows the two votes disagree on: under equal
+        # accuracy, the rows only the inputs get right are Binomial(b + c, 1/2)
+        b = int(np.sum(right_input & ~right_embedding))
+        c = int(np.sum(right_embedding & ~right_input))
+        p_value = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
+        out = {"held_out": n_held, "fraction": float(frac), "neighbors": k,
+               "embedding_accuracy": acc_embedding, "input_accuracy": acc_input,
+               "p_value": p_value, "solver": report.solver, "status": report.status}
+        if acc_embedding < acc_input:
+            warnings.warn(
+                f"DVU: on {n_held} labels held out of the fit, {k}-NN on the embedding is "
+                f"right {acc_embedding:.1%} of the time against {acc_input:.1%} on the input "
+                f"features (on these rows alone, a one-sided sign test gives p = {p_value:.2g}): "
+                f"the neighbourhood graph "
+                f"(n_neighbors={self.n_neighbors}, "
+                f"n_random={self.n_random}, metric={self.metric!r}) probably does not follow "
+                "the classes; try more neighbours, metric='tangent' for images, or a graph of "
+                "your own (graph=...). The check is validation_fraction; its numbers are in "
+                "validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
+        warm = {}
+        if factor is not None and report.solver == "LOWRANK" \
+                and "warm_start" not in options and self.basis_rank is None \
+                and self.centroids == "eliminated":
+            warm = {"warm_start": f.factor, "solver": "LOWRANK"}
+            if report.selection is not None:   # solver="auto" chose LOWRANK for the first fit
+                warm["selection"] = report.selection + "; started from the held-out fit"
+        return out, warm
 
     def _fit_out_of_sample(self, X) -> None:
         super()._fit_out_of_sample(X)
@@ -437,7 +557,8 @@ class MVU(_GramEmbedding):
     """
 
     def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, n_random: int = 0,
-                 metric: str | Callable = "euclidean", graph: NeighborhoodGraph | None = None,
+                 metric: str | Callable = "euclidean", metric_params: dict[str, Any] | None = None,
+                 graph: NeighborhoodGraph | None = None,
                  distances: str = "equality", slack_weight: float = 1.0, normalize: bool = True,
                  reduce_face: bool = True, basis_rank: int | None = None, basis_neighbors: int = 8,
                  out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
@@ -447,6 +568,7 @@ class MVU(_GramEmbedding):
         self.n_neighbors = n_neighbors
         self.n_random = n_random
         self.metric = metric
+        self.metric_params = metric_params
         self.graph = graph
         self.distances = distances
         self.slack_weight = slack_weight

@@ -297,7 +297,8 @@ def _dataset_text(d: DatasetSpec) -> str:
     if d.classes:
         parts.append(f"classes {list(d.classes)}")
     if d.n_samples:
-        parts.append(f"{d.n_samples} samples (stratified, sample_seed {d.sample_seed})")
+        drawn = "drawn by each seed" if d.sample_seed == "seed" else f"sample_seed {d.sample_seed}"
+        parts.append(f"{d.n_samples} samples (stratified, {drawn})")
     if d.deslant:
         parts.append("deslanted")
     if d.encoding != "onehot":

@@ -336,8 +336,11 @@ def _send_to_workers(client, spec: Spec, tasks: list[Task], how: dict) -> dict:
     env = {k: os.environ[k] for k in (_datasets.ENV_VAR,) if os.environ.get(k)}
     if env:
         client.run(_set_environment, env)
-    data, failed = {}, []
+    data, failed, per_seed = {}, [], []
     for name in sorted({t.dataset for t in tasks}):
+        if spec.dataset(name).sample_seed == "seed":
+            per_seed.append(name)   # each seed its own subsample: the workers load it
+            continue
         try:
             data[name] = load_data(spec.dataset(name))
         except Exception as exc:  # noqa: BLE001 - the workers' rows will say why
@@ -347,6 +350,8 @@ def _send_to_workers(client, spec: Spec, tasks: list[Task], how: dict) -> dict:
            f"to the workers ({', '.join(sorted(data)) or 'none'})"
     if failed:
         text += f"; not loadable here, left to the workers: {', '.join(failed)}"
+    if per_seed:
+        text += f"; loaded by the workers, one subsample per seed: {', '.join(per_seed)}"
     text += f"; {_datasets.ENV_VAR}={env[_datasets.ENV_VAR]} set on the workers" if env else \
         f"; {_datasets.ENV_VAR} not set here, so not set on the workers"
     how.update(mode="dask", scheduler=str(client.scheduler.address), workers=n,

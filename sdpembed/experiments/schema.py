@@ -78,7 +78,9 @@ DATASET_FIELDS = (
           "keyword arguments of the loader (e.g. subset = 'train'); data_home only inside the "
           "data folder"),
     Field("n_samples", Integer(4), None, "random stratified subsample (sample_seed)", none=True),
-    Field("sample_seed", Integer(0, MAX_SEED), 0, "seed of the subsample"),
+    Field("sample_seed", OneOf(Integer(0, MAX_SEED), Text(("seed",))), 0,
+          "seed of the subsample; 'seed': each run's seed draws the subsample as well as "
+          "the kept labels"),
     Field("classes", ListOf(Integer(), min_len=2, distinct=True), None,
           "keep these classes only", none=True),
     Field("deslant", Boolean(), False, "deslant the images (usps, umist32, digits)"),
@@ -179,7 +181,7 @@ class DatasetSpec:
     name: str
     options: FrozenMap = field(default_factory=FrozenMap)
     n_samples: int | None = None
-    sample_seed: int = 0
+    sample_seed: int | str = 0
     classes: tuple | None = None
     deslant: bool = False
     encoding: str = "onehot"

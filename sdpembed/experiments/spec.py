@@ -246,7 +246,8 @@ def _one_dataset(n: str, f: dict, origin: dict) -> DatasetSpec:
     if f["encoding"] == "ordinal" and n not in _CATEGORICAL:
         fail(f"{origin['encoding']}.encoding",
              f"'ordinal' needs a categorical dataset {_CATEGORICAL}; {n!r} is not")
-    return DatasetSpec(n, freeze(options), f["n_samples"], int(f["sample_seed"]),
+    sample_seed = f["sample_seed"] if f["sample_seed"] == "seed" else int(f["sample_seed"])
+    return DatasetSpec(n, freeze(options), f["n_samples"], sample_seed,
                        None if f["classes"] is None else tuple(int(c) for c in f["classes"]),
                        f["deslant"], f["encoding"], f["scale"], int(f["pca"]))
 

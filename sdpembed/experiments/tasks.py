@@ -28,7 +28,7 @@ import traceback
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -242,6 +242,12 @@ def base_row(spec: Spec, task: Task) -> dict[str, Any]:
     }
 
 
+def dataset_for_seed(ds: DatasetSpec, seed: int) -> DatasetSpec:
+    """The dataset block of a run: with ``sample_seed = "seed"`` the run's seed draws the
+    subsample (each seed its own digits), else the block as it is."""
+    return replace(ds, sample_seed=int(seed)) if ds.sample_seed == "seed" else ds
+
+
 def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, dict]:
     """Fit and evaluate one cell of the grid; never raises for a failure of the task itself.
 
@@ -265,7 +271,7 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
     """
     method = spec.method(task.method)
     info = METHODS[method.method]
-    ds = spec.dataset(task.dataset)
+    ds = dataset_for_seed(spec.dataset(task.dataset), task.seed)
     if data is not None:
         if len(_PRELOADED) >= 4:
             _PRELOADED.clear()
@@ -291,6 +297,11 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
                     params["solver"] = task.solver
                     if "solver_options" in names and spec.solver_options.get(task.solver):
                         params["solver_options"] = thaw(spec.solver_options[task.solver])
+                if params.get("metric") == "tangent" and "metric_params" in names \
+                        and loaded.image_shape is not None:
+                    # the tangent metric needs the images' shape, which the dataset knows
+                    params["metric_params"] = {"shape": tuple(loaded.image_shape),
+                                               **dict(params.get("metric_params") or {})}
                 if "graph" in names and spec.graph is not None:
                     params["graph"] = graph(ds, spec.labels, task.fraction, task.seed,
                                             spec.graph)
