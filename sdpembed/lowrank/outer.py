@@ -375,10 +375,11 @@ class _OuterLoop:
         An optimum of higher rank than the factor (denser graphs give DVU optima of higher
         rank) shows as several negative eigenvalues of :math:`S` at once; one column per
         outer iteration would take as many iterations, each perturbing a nearly converged
-        point."""
+        point. On a reduced basis (:math:`r\times r` problems) the certificate's vector
+        alone."""
         vectors = [certificate.eig.vector]
         room = self.opts.max_rank - self.W.shape[1] - 1
-        if room <= 0 or certificate.y is None:
+        if room <= 0 or certificate.y is None or self.space.Q is not None:
             return vectors
         k = min(_ESCAPE_BLOCK, self.space.dim - 2)
         if k < 2:
