@@ -160,11 +160,13 @@ def test_tangent_usps_without_data(tmp_path, monkeypatch):
     assert load("plot_tangent_usps").run(n_samples=100) is None
 
 
-def test_tangent_usps(usps_small):
+def test_tangent_usps(usps_path, monkeypatch):
     """With the data: leave-one-out accuracies and DVU accuracies are well formed.
 
-    ``usps_small`` skips when the USPS archive is absent; this test then says so.
+    ``usps_path`` skips when the USPS archive is absent; the example reads
+    ``SDPEMBED_DATA``, so it is pointed at the folder the archive was found in.
     """
+    monkeypatch.setenv("SDPEMBED_DATA", str(usps_path.parent))
     result = load("plot_tangent_usps").run(n_samples=150)
     assert result is not None
     for table in (result["loo_1nn"], result["dvu_3nn"]):
