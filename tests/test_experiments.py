@@ -653,3 +653,26 @@ def test_sample_seed_seed_draws_each_seeds_own_subsample(tmp_path):
     d["dataset"]["sample_seed"] = "each"
     with pytest.raises(SpecError, match="sample_seed"):
         parse_spec(d)
+
+
+def test_deduplicate_keeps_first_of_identical_rows():
+    """dataset.deduplicate: repeated rows go before subsampling (first kept, order kept);
+    repeated rows whose labels differ are a SpecError, since dropping cannot resolve them."""
+    from sdpembed.experiments.tasks import _first_of_duplicates, load_data
+
+    X = np.array([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [4.0, 5.0], [2.0, 3.0]])
+    y = np.array([0, 1, 0, 1, 1])
+    Xu, yu = _first_of_duplicates(X, y, "toy")
+    np.testing.assert_array_equal(Xu, X[[0, 1, 3]])
+    np.testing.assert_array_equal(yu, y[[0, 1, 3]])
+    with pytest.raises(SpecError, match=r"different labels \(rows \[2\]"):
+        _first_of_duplicates(X, np.array([0, 1, 1, 1, 1]), "toy")
+    d = _smoke_dict()
+    d["dataset"] = {"name": "iris", "deduplicate": True}
+    ds = parse_spec(d).datasets[0]
+    assert ds.deduplicate
+    # iris repeats row 101 as row 142 (both class 2): 149 distinct rows remain
+    assert load_data(ds).X.shape == (149, 4)
+    d["dataset"]["deduplicate"] = "yes"
+    with pytest.raises(SpecError, match="deduplicate"):
+        parse_spec(d)

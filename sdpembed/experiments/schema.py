@@ -89,6 +89,9 @@ DATASET_FIELDS = (
     Field("scale", Text(("none", "standard", "minmax")), "none",
           "scaling fitted on the fitting rows"),
     Field("pca", Integer(0), 0, "PCA to this many dimensions first (0: none)"),
+    Field("deduplicate", Boolean(), False,
+          "keep the first of identical rows (before subsampling); identical rows with "
+          "different labels are an error"),
 )
 DATASET_NAME = Field("name", OneOf(Text(nonempty=True), ListOf(Text(nonempty=True),
                                                                   distinct=True)),
@@ -187,6 +190,7 @@ class DatasetSpec:
     encoding: str = "onehot"
     scale: str = "none"
     pca: int = 0
+    deduplicate: bool = False
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,8 @@ def _one_dataset(n: str, f: dict, origin: dict) -> DatasetSpec:
     sample_seed = f["sample_seed"] if f["sample_seed"] == "seed" else int(f["sample_seed"])
     return DatasetSpec(n, freeze(options), f["n_samples"], sample_seed,
                        None if f["classes"] is None else tuple(int(c) for c in f["classes"]),
-                       f["deslant"], f["encoding"], f["scale"], int(f["pca"]))
+                       f["deslant"], f["encoding"], f["scale"], int(f["pca"]),
+                       f["deduplicate"])
 
 
 def _data_home_inside(value, where: str) -> str:

@@ -111,6 +111,8 @@ def _load(ds: DatasetSpec) -> Data:
                             f"(it has {np.unique(y).tolist()})")
         keep = np.isin(y, ds.classes)
         X, y = X[keep], y[keep]
+    if ds.deduplicate:
+        X, y = _first_of_duplicates(X, y, ds.name)
     if ds.n_samples is not None and ds.n_samples != X.shape[0]:
         if ds.n_samples > X.shape[0]:
             raise SpecError(f"dataset.n_samples: {ds.name} has only {X.shape[0]} samples")
@@ -129,6 +131,19 @@ def _load(ds: DatasetSpec) -> Data:
 
 
 load_data = _Memo(_load)
+
+
+def _first_of_duplicates(X: np.ndarray, y: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``X`` without repeats (first occurrence, original order); a repeated row whose
+    labels differ cannot be resolved by dropping and raises :class:`SpecError`."""
+    _, first, inverse = np.unique(X, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    clash = np.flatnonzero(y != y[first][inverse])
+    if clash.size:
+        raise SpecError(f"dataset.deduplicate: {name} has identical rows with different "
+                        f"labels (rows {clash[:5].tolist()} repeat earlier rows)")
+    keep = np.sort(first)
+    return X[keep], y[keep]
 
 
 def _preprocess(X: np.ndarray, fit_rows: np.ndarray, ds: DatasetSpec) -> np.ndarray:
