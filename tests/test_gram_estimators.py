@@ -110,11 +110,15 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     X, y = load_digits(return_X_y=True)
     X, y = X[:150].astype(float), y[:150]
     yp = partial_labels(y, 0.8, random_state=0)
-    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out"):
+    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out") as caught:
         bad = DVU(n_neighbors=0, n_random=3, random_state=0).fit(X, yp)
     v = bad.validation_
     assert v["held_out"] >= 20 and v["embedding_accuracy"] < v["input_accuracy"]
     assert 0.0 <= v["p_value"] <= 1.0
+    # the verdict follows the sign test: "probably" only at p < 0.05
+    message = str(caught[0].message)
+    assert ("probably does not follow" in message) == (v["p_value"] < 0.05)
+    assert ("within chance" in message) == (v["p_value"] >= 0.05)
     with warnings.catch_warnings():
         warnings.simplefilter("error", EmbeddingWorseThanInputWarning)
         good = DVU(n_neighbors=5, random_state=0).fit(X, yp)

@@ -468,16 +468,19 @@ class DVU(_GramEmbedding):
                "embedding_accuracy": acc_embedding, "input_accuracy": acc_input,
                "p_value": p_value, "solver": report.solver, "status": report.status}
         if acc_embedding < acc_input:
+            graph = "the given graph" if self.graph is not None else (
+                f"the neighbourhood graph (n_neighbors={self.n_neighbors}, "
+                f"n_random={self.n_random}, metric={self.metric!r})")
+            verdict = "probably does not" if p_value < 0.05 else \
+                "may not (the difference is within chance on so few rows)"
+            tangent = ", metric='tangent' for images" if self.metric != "tangent" else ""
             warnings.warn(
                 f"DVU: on {n_held} labels held out of the fit, {k}-NN on the embedding is "
                 f"right {acc_embedding:.1%} of the time against {acc_input:.1%} on the input "
                 f"features (on these rows alone, a one-sided sign test gives p = {p_value:.2g}): "
-                f"the neighbourhood graph "
-                f"(n_neighbors={self.n_neighbors}, "
-                f"n_random={self.n_random}, metric={self.metric!r}) probably does not follow "
-                "the classes; try more neighbours, metric='tangent' for images, or a graph of "
-                "your own (graph=...). The check is validation_fraction; its numbers are in "
-                "validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
+                f"{graph} {verdict} follow the classes; try more neighbours{tangent}, or a "
+                "graph of your own (graph=...). The check is validation_fraction; its numbers "
+                "are in validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
         warm = {}
         if factor is not None and report.solver == "LOWRANK" \
                 and "warm_start" not in options and self.basis_rank is None \
