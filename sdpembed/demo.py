@@ -16,7 +16,7 @@ section 3.3): the Gram matrix :math:`G \succeq 0` of the embedding solves
 over a neighbourhood graph :math:`E` (nearest neighbours plus random long
 edges). A fifth of the labels is hidden (:func:`sdpembed.datasets.partial_labels`
 keeps 80 % per class). The SDP is solved by the toolkit's own large-n backend
-``"LOWRANK"`` (:mod:`sdpembed.large`), which needs no optional program and
+``"LOWRANK"`` (:mod:`sdpembed.lowrank`), which needs no optional program and
 proves its optimality by a duality certificate: ``certified_gap`` bounds the
 relative distance of the objective from the optimum.
 
@@ -115,7 +115,7 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
     n_neighbors, n_random, slack_weight, n_components :
         Passed to :class:`sdpembed.DVU`.
     solver_options : dict, optional
-        Backend options (for ``"LOWRANK"``: :class:`sdpembed.large.LowRankOptions`).
+        Backend options (for ``"LOWRANK"``: :class:`sdpembed.lowrank.LowRankOptions`).
     random_state : int
         Seeds the subset, the hidden labels, the random edges and the SVM.
 
