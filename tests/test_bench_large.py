@@ -81,3 +81,16 @@ def test_without_resume_the_file_starts_over(runner):
     rows = json.loads(out.read_text())["rows"]
     assert [r["backend"] for r in rows] == ["LOWRANK", "LOWRANK"]
     assert all("ratio_to_scs" not in r for r in rows)
+
+
+def test_render_reads_and_writes_the_tagged_files(runner):
+    """--render --tag t rebuilds tiny-t.md from tiny-t.json (not the untagged files)."""
+    out, calls, main = runner
+    main(["tiny", "--tag", "t"])
+    md = out.with_suffix(".md")
+    md.unlink()
+    calls.clear()
+    main(["tiny", "--tag", "t", "--render"])
+    assert calls == [] and md.is_file()
+    assert md.read_text().startswith("# tiny-t:")
+    assert not (out.parent / "tiny.md").exists()
