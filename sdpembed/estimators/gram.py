@@ -471,14 +471,14 @@ class DVU(_GramEmbedding):
             graph = "the given graph" if self.graph is not None else (
                 f"the neighbourhood graph (n_neighbors={self.n_neighbors}, "
                 f"n_random={self.n_random}, metric={self.metric!r})")
-            verdict = "probably does not" if p_value < 0.05 else \
-                "may not (the difference is within chance on so few rows)"
+            verdict = "probably does not follow the classes" if p_value < 0.05 else \
+                "may not follow the classes (the difference is within chance on so few rows)"
             tangent = ", metric='tangent' for images" if self.metric != "tangent" else ""
             warnings.warn(
                 f"DVU: on {n_held} labels held out of the fit, {k}-NN on the embedding is "
                 f"right {acc_embedding:.1%} of the time against {acc_input:.1%} on the input "
                 f"features (on these rows alone, a one-sided sign test gives p = {p_value:.2g}): "
-                f"{graph} {verdict} follow the classes; try more neighbours{tangent}, or a "
+                f"{graph} {verdict}; try more neighbours{tangent}, or a "
                 "graph of your own (graph=...). The check is validation_fraction; its numbers "
                 "are in validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
         warm = {}
