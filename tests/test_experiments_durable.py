@@ -110,11 +110,19 @@ def _same_tables(a: list[dict], b: list[dict]) -> None:
                 assert ra[k] == rb[k], (ra["index"], k, ra[k], rb[k])
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT's default action, even when pytest runs in a background job
+    (a shell starts those with SIGINT ignored, the child would inherit it, and the runner
+    rightly keeps ignoring an ignored SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(spec_file: Path, out: Path, *extra) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.Popen([sys.executable, "-m", "sdpembed.cli", "run", str(spec_file),
                              "--out", str(out), "--no-progress", *extra], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
 
 
 def _wait_for_rows(folder: Path, n: int, proc: subprocess.Popen, timeout: float = 60) -> None:
