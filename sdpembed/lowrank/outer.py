@@ -384,11 +384,22 @@ class _OuterLoop:
         k = min(_ESCAPE_BLOCK, self.space.dim - 2)
         if k < 2:
             return vectors
-        lam, X = _bottom(self.space, certificate.y, certificate.nu, k,
-                         guess=certificate.lambda_min)
+        lam, X = self._bottom_pairs(certificate, k)
         more = [X[:, i] for i in range(1, k)
                 if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
         return vectors + more
+
+    def _bottom_pairs(self, certificate: Certificate, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` bottom eigenpairs of :math:`S` at the certificate's multipliers: those
+        its own shift-invert block computed (``cache.eigenpairs``, interval problems above
+        ``limits.eig``) when it kept them, else :func:`~sdpembed.lowrank.spectrum._bottom`."""
+        nu = self.space.duals(certificate.nu)
+        for y_c, nu_c, lam, X in self.cache.eigenpairs:
+            if lam.size >= k and np.array_equal(y_c, certificate.y) \
+                    and np.array_equal(nu_c, nu):
+                return lam[:k], X[:, :k]
+        return _bottom(self.space, certificate.y, certificate.nu, k,
+                       guess=certificate.lambda_min)
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
