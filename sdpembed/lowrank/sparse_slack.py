@@ -125,6 +125,11 @@ class SlackParts:
         """:math:`\\sum_k |s_k|\\,\\|u_k\\|^2 \\ge \\|U\\mathrm{diag}(|s|)U^T\\|_2`."""
         return float(np.sum(self.s_abs * (self.U * self.U).sum(axis=0)))
 
+    @property
+    def norm_bound(self) -> float:
+        r""":math:`\max_i \sum_j |A_{ij}|` + :attr:`lowrank_norm` :math:`\ge \|S\|_2`."""
+        return float(np.asarray(self.A_abs.sum(axis=1)).max(initial=0.0)) + self.lowrank_norm
+
     @classmethod
     def of(cls, space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> SlackParts:
         nu = space.duals(nu)
@@ -314,8 +319,7 @@ def full_coordinates(space: FactorSpace, parts: SlackParts, mu: float) -> bool:
     S1 = parts.A @ one - parts.U @ (parts.s_abs * (parts.U.T @ one))
     rho = float(one @ S1)
     res = float(np.linalg.norm(S1 - rho * one))
-    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
-    return bool(res <= 1e-12 * scale and rho - mu > 1e3 * res)
+    return bool(res <= 1e-12 * parts.norm_bound and rho - mu > 1e3 * res)
 
 
 def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, mu: float, *,
@@ -329,8 +333,7 @@ def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     if mode is None:
         mode = "full" if full_coordinates(space, parts, mu) else "tree"
     T = None if mode == "full" else _tree_basis(space)
-    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + abs(mu) \
-        + parts.lowrank_norm
+    scale = parts.norm_bound + abs(mu)
     delta = 50.0 * _gamma(parts.terms) * max(scale, 1e-300) if delta is None else delta
     last = None
     for _ in range(2):

@@ -133,7 +133,8 @@ def _verify_psd_shift(space: FactorSpace, y, nu, mu: float) -> PSDCheck:
 _FIRST_MARGIN = 1e-12
 
 
-def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 6
+def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 6,
+                                parts: SlackParts | None = None
                                 ) -> tuple[float | None, str, list[SparseCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
@@ -144,14 +145,14 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     where the constant vector is an eigenvector; elsewhere the tries go ever lower, factors
     of 100) and checked again below it. Returns ``(mu or None, reason, checks)``; ``None``
     when every try failed or the factorisation could not run (memory, terms that are not
-    diagonal plus low rank).
+    diagonal plus low rank). ``parts``: :class:`SlackParts` of ``(y, nu)`` if already built.
     """
-    try:
-        parts = SlackParts.of(space, y, nu)
-    except TypeError as exc:
-        return None, str(exc), []
-    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
-    margin = max(_FIRST_MARGIN * scale, 1e-300)
+    if parts is None:
+        try:
+            parts = SlackParts.of(space, y, nu)
+        except TypeError as exc:
+            return None, str(exc), []
+    margin = max(_FIRST_MARGIN * parts.norm_bound, 1e-300)
     checks: list[SparseCheck] = []
     est, step, re_estimated = float(mu_est), margin, False
     try:
@@ -248,8 +249,7 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
         parts = SlackParts.of(space, y, nu)
     except TypeError as exc:
         return None, str(exc), []
-    scale = float(np.asarray(parts.A_abs.sum(axis=1)).max(initial=0.0)) + parts.lowrank_norm
-    if full_coordinates(space, parts, float(mu_est) - _FIRST_MARGIN * scale) \
+    if full_coordinates(space, parts, float(mu_est) - _FIRST_MARGIN * parts.norm_bound) \
             or space.dim > space.limits.verify:
-        return _sparse_verified_lambda_min(space, y, nu, mu_est)
+        return _sparse_verified_lambda_min(space, y, nu, mu_est, parts=parts)
     return _dense_verified_lambda_min(space, y, nu, mu_est)
