@@ -78,7 +78,11 @@ def test_smoke_grid_and_files(smoke):
     # raw, lda, lgc: 2 seeds each; dvu: 2 slack weights x 2 seeds (one solver)
     assert len(result.rows) == 10 == result.meta["runs"]
     assert [r["index"] for r in result.rows] == list(range(10))
-    assert all(r["status"] == "ok" for r in result.rows), [r["error"] for r in result.rows]
+    # a row is "ok" when its solve was optimal and "inaccurate" when the backend stopped
+    # close to the optimum at a limit (see the DVU rows below); never an error
+    assert all(r["status"] == ("inaccurate" if r.get("solve_status") == "optimal_inaccurate"
+                               else "ok") for r in result.rows), \
+        [(r["status"], r.get("solve_status"), r["error"]) for r in result.rows]
     dvu = [r for r in result.rows if r["method"] == "dvu"]
     assert sorted(json.loads(r["params"])["slack_weight"] for r in dvu) == [1.0, 1.0, 10.0, 10.0]
     for r in dvu:

@@ -40,6 +40,13 @@ from sdpembed.solvers import available_solvers, solve
 TOLERANCE = {"CLARABEL": 1e-6, "MOSEK": 1e-6, "CVXOPT": 1e-5, "SDPA": 1e-5, "CSDP": 1e-5,
              "SCS": 1e-4, "LOWRANK": 1e-5}
 OPTIONS = {"LOWRANK": {"tol": 1e-6}}
+#: options for one backend on one instance, each with its reason
+INSTANCE_OPTIONS = {
+    # SDPA's default initial point (lambdaStar = 100) is too far out on the TCA pencil:
+    # on some processors its steps shrink to nothing and the solve ends far from optimal;
+    # a closer start (lambdaStar = 10) reaches the optimum on every instance
+    ("tca_digits", "SDPA"): {"lambdaStar": 10.0},
+}
 #: the tolerance of a solve that ends ``optimal_inaccurate`` (and warns): "usable but less
 #: accurate than asked" (SDPA on tca_digits: 1.5e-3)
 INACCURATE = 1e-2
@@ -84,7 +91,8 @@ def test_backend_reaches_recorded_optimum(name, backend):
         with warnings.catch_warnings():
             # optimal_inaccurate is judged by the objective below, not by the warning
             warnings.simplefilter("ignore", exceptions.InaccurateSolutionWarning)
-            rep = solve(build(inst), solver=backend, **OPTIONS.get(backend, {}))
+            rep = solve(build(inst), solver=backend, **OPTIONS.get(backend, {}),
+                        **INSTANCE_OPTIONS.get((name, backend), {}))
     except REFUSAL as exc:
         if backend != "LOWRANK":
             raise
