@@ -50,7 +50,6 @@ Conventions (scikit-learn's): ``components_`` has shape
 from __future__ import annotations
 
 import logging
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -69,6 +68,7 @@ from ..exceptions import (
     DegenerateEmbeddingWarning,
     InputError,
     RankDeficiencyWarning,
+    warn,
 )
 from ..recovery import fix_signs
 from ..relaxations import Pencil
@@ -150,10 +150,10 @@ def check_collapse(X: np.ndarray, components: np.ndarray, owner: str,
             f"({what}; threshold {COLLAPSE_TOL:g}); the data give this method nothing to "
             "separate. Check the labels and the graph parameters, or lower regularization")
     if bad.size:
-        warnings.warn(
+        warn(
             f"{owner}: direction(s) {bad.tolist()} map the training data to a single point "
             f"({what}; threshold {COLLAPSE_TOL:g}); their coordinates carry no information. "
-            "Use fewer components (see eigenvalues_)", DegenerateEmbeddingWarning, stacklevel=4)
+            "Use fewer components (see eigenvalues_)", DegenerateEmbeddingWarning)
     return spread
 
 
@@ -326,12 +326,12 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         regularized = float(getattr(self, "regularization", 0.0) or 0.0) > 0
         red = rlx.reduce_pencil(pencil, rank_tol=self.rank_tol, regularized=regularized)
         if red.n_infinite and pencil.sense == "max":
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: B vanishes on {red.n_infinite} direction(s) where A "
                 "does not (infinite ratio: with fewer labelled points than features they "
                 "separate the labelled classes perfectly); they are excluded, as scikit-learn's "
                 "LinearDiscriminantAnalysis excludes them. Pass regularization > 0 to keep them",
-                RankDeficiencyWarning, stacklevel=4)
+                RankDeficiencyWarning)
         if not red.is_identity:
             logger.info("%s: rank-revealing step keeps %d of %d directions (%d null, %d of "
                         "infinite ratio)", type(self).__name__, red.rank, red.size, red.n_null,

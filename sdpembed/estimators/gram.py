@@ -11,7 +11,6 @@ scikit-learn ``Pipeline``.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
@@ -28,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
 from .._typing import ArrayLike, RandomStateLike
-from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError
+from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError, warn
 from ..formulations.dvu import dvu
 from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
@@ -475,13 +474,13 @@ class DVU(_GramEmbedding):
             verdict = "probably does not follow the classes" if p_value < 0.05 else \
                 "may not follow the classes (the difference is within chance on so few rows)"
             tangent = ", metric='tangent' for images" if self.metric != "tangent" else ""
-            warnings.warn(
+            warn(
                 f"DVU: on {n_held} labels held out of the fit, {k}-NN on the embedding is "
                 f"right {acc_embedding:.1%} of the time against {acc_input:.1%} on the input "
                 f"features (on these rows alone, a one-sided sign test gives p = {p_value:.2g}): "
                 f"{graph} {verdict}; try more neighbours{tangent}, or a "
                 "graph of your own (graph=...). The check is validation_fraction; its numbers "
-                "are in validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
+                "are in validation_.", EmbeddingWorseThanInputWarning)
         warm = {}
         if factor is not None and report.solver == "LOWRANK" \
                 and "warm_start" not in options and self.basis_rank is None \
