@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 from scipy.stats import binom
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+    clone,
+)
 from sklearn.metrics import accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
@@ -49,8 +55,14 @@ def _num_rows(X) -> int:
     return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
-class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
-    """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding."""
+class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                     BaseEstimator):
+    """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding.
+
+    Output names are ``dvu0, dvu1, ...`` (``mvu0, ...``): ``get_feature_names_out``, and
+    ``set_output(transform="pandas")`` for ``fit_transform`` and ``transform`` (scikit-learn's
+    ``ClassNamePrefixFeaturesOutMixin``, as the projection estimators).
+    """
 
     #: constraints shared by DVU and MVU (graph, distances, basis, solver)
     _parameter_constraints = {
@@ -139,6 +151,10 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X, y=None):
         return self.fit(X, y).embedding_
+
+    @property
+    def _n_features_out(self):
+        return self.embedding_.shape[1]
 
     def _fit_out_of_sample(self, X) -> None:
         """Keep the fitted rows: ``transform`` measures new points against them."""
