@@ -20,7 +20,7 @@ import os
 import sys
 import warnings
 
-from sklearn.utils._param_validation import InvalidParameterError
+from ._sklearn import InvalidParameterError
 
 __all__ = [
     "SdpEmbedError",

@@ -21,17 +21,16 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
     clone,
 )
 from sklearn.metrics import accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._sklearn import HasMethods, Interval, StrOptions, _fit_context, _safe_indexing
 from .._typing import ArrayLike, RandomStateLike
 from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError, warn
 from ..formulations.dvu import dvu

@@ -36,14 +36,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels, label_indicator
+from .._sklearn import Interval, StrOptions, _fit_context
 from ..exceptions import InputError, LabelError, warn
 from ..scatter.discriminant import knn_affinity
 from ..scatter.propagation import (
