@@ -4,19 +4,23 @@ Usage (after ``python -m sphinx -W -b html docs docs/_build/html``)::
 
     python docs/check_site.py docs/_build/html --screenshots docs/_build/screenshots
 
-The site is served on 127.0.0.1 (a random free port) and each page of :data:`PAGES`
-is opened in headless Chromium driven by Selenium through Debian's ``chromedriver``
-(packages ``chromium`` and ``chromium-driver``). A page fails when
+The site is served on 127.0.0.1 (a random free port) and every HTML page of it
+(:func:`site_pages`: all but the theme's files under ``_static``) is opened in headless
+Chromium, in a 1,280 px wide window, driven by Selenium through Debian's
+``chromedriver`` (packages ``chromium`` and ``chromium-driver``). A page fails when
 
-* MathJax did not load from the site itself, or did not finish typesetting;
-* a math element still holds raw TeX (``\\(``, ``\\[``, ``$$``), or no rendered
-  math element has a non-zero size (on a page that has math);
+* it has math and MathJax did not load from the site itself, or did not finish
+  typesetting, or no rendered math element has a non-zero size;
+* a math element still holds raw TeX (``\\(``, ``\\[``, ``$$``);
 * MathJax reported an error (``mjx-merror``: an unknown macro, bad TeX);
 * an image did not load (``naturalWidth == 0``);
-* the page fetched anything from another host.
+* the page fetched anything from another host;
+* a table of a summary section (``#summary``) is wider than the window.
 
-A screenshot of each page is written when ``--screenshots`` is given. Exit status 0
-when every page passes; the problems are printed otherwise.
+The pages of :data:`PAGES` must moreover have math (and images) where it says so, so
+that a page that lost them fails too. A screenshot of each page of :data:`PAGES` is
+written when ``--screenshots`` is given. Exit status 0 when every page passes; the
+problems are printed otherwise.
 """
 
 from __future__ import annotations
@@ -31,12 +35,22 @@ import tempfile
 import threading
 from pathlib import Path
 
-#: (page, whether it must have math, whether it must have images)
+#: (page, whether it must have math, whether it must have images): pages that are
+#: known to hold them (every page is checked; these are also photographed)
 PAGES = (
     ("index.html", True, False),
     ("api/sdpembed.formulations.dvu.html", True, False),
     ("auto_examples/plot_dvu_backends.html", True, True),
+    ("reproductions.html", False, True),
 )
+
+
+def site_pages(html: Path) -> list[str]:
+    """Every HTML page of the built site (relative paths, sorted), the theme's own files
+    under ``_static`` aside."""
+    html = Path(html)
+    return sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html")
+                  if p.relative_to(html).parts[0] != "_static")
 
 CHROMIUM_ARGS = ("--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -55,12 +69,15 @@ const report = () => {
   const images = Array.from(document.images).map(i => ({
     src: i.getAttribute('src'), complete: i.complete, width: i.naturalWidth}));
   const resources = performance.getEntriesByType('resource').map(r => r.name);
+  const wide = Array.from(document.querySelectorAll('section#summary table')).filter(
+    t => t.getBoundingClientRect().right > window.innerWidth + 1
+         || t.scrollWidth > t.parentElement.clientWidth + 1).length;
   done({
     mathjax: typeof window.MathJax === 'object' && !!window.MathJax.version,
     mathjaxVersion: window.MathJax && window.MathJax.version,
     nMath: math.length, nContainers: containers.length, nSized: sized.length,
     raw: raw, errors: document.querySelectorAll('mjx-merror').length,
-    images: images, resources: resources, title: document.title,
+    images: images, resources: resources, title: document.title, wideTables: wide,
   });
 };
 if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
@@ -99,10 +116,10 @@ def problems_of(page: str, info: dict, base: str, *, math: bool, images: bool) -
     out = []
     if "error" in info:
         return [f"{page}: MathJax failed: {info['error']}"]
-    if math:
+    if math or info["nMath"]:
         if not info["mathjax"]:
             out.append(f"{page}: MathJax did not load")
-        if info["nMath"] == 0:
+        if math and info["nMath"] == 0:
             out.append(f"{page}: no math element")
         if info["nSized"] == 0:
             out.append(f"{page}: no rendered math of non-zero size "
@@ -120,11 +137,13 @@ def problems_of(page: str, info: dict, base: str, *, math: bool, images: bool) -
     foreign = [r for r in info["resources"] if not r.startswith(base)]
     if foreign:
         out.append(f"{page}: fetched from elsewhere: {foreign}")
+    if info.get("wideTables"):
+        out.append(f"{page}: {info['wideTables']} summary table(s) wider than the window")
     return out
 
 
 def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], dict]:
-    """Open every page of :data:`PAGES`; returns the problems and what each page held."""
+    """Open every page of the site; returns the problems and what each page held."""
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -134,6 +153,7 @@ def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], 
     missing = [p for p, _, _ in PAGES if not (html / p).is_file()]
     if missing:
         return [f"not built: {html / p}" for p in missing], {}
+    required = {p: (math, images) for p, math, images in PAGES}
     browser, driver_path = find_chromium()
     if screenshots is not None:
         screenshots.mkdir(parents=True, exist_ok=True)
@@ -150,7 +170,8 @@ def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], 
     try:
         driver.set_script_timeout(60)
         driver.set_page_load_timeout(60)
-        for page, math, images in PAGES:
+        for page in site_pages(html):
+            math, images = required.get(page, (False, False))
             driver.get(base + page)
             # inspect this page once it has loaded (never the previous one, half replaced)
             WebDriverWait(driver, 60).until(lambda d, url=base + page: d.current_url == url
@@ -159,7 +180,7 @@ def check_site(html: Path, screenshots: Path | None = None) -> tuple[list[str], 
             info = driver.execute_async_script(_INSPECT)
             seen[page] = info
             problems += problems_of(page, info, base, math=math, images=images)
-            if screenshots is not None:
+            if screenshots is not None and page in required:
                 height = driver.execute_script("return document.body.scrollHeight")
                 driver.set_window_size(1280, min(max(int(height), 800), 6000))
                 driver.save_screenshot(str(screenshots / (page.replace("/", "__") + ".png")))
@@ -178,8 +199,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     problems, seen = check_site(args.html, args.screenshots)
     for page, info in seen.items():
-        print(f"{page}: MathJax {info.get('mathjaxVersion')}, {info.get('nMath')} math elements, "
-              f"{info.get('nSized')} rendered, {len(info.get('images', []))} images")
+        if info.get("nMath") or info.get("images"):
+            print(f"{page}: MathJax {info.get('mathjaxVersion')}, {info.get('nMath')} math "
+                  f"elements, {info.get('nSized')} rendered, {len(info.get('images', []))} images")
+    print(f"{len(seen)} pages opened, {len(problems)} problems")
     for p in problems:
         print("FAILED:", p)
     return 1 if problems else 0

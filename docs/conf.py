@@ -47,7 +47,8 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 exclude_patterns = ["_build", "**/README.rst", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5",
-                    "auto_examples/*.codeobj.json", "sg_execution_times.rst"]
+                    "auto_examples/*.codeobj.json", "sg_execution_times.rst",
+                    "auto_examples/sg_execution_times.rst"]
 
 # --------------------------------------------------------------------------- the pages
 # docs/reproductions.md is written by ``python -m problems.reproduce``; without it the
@@ -100,7 +101,9 @@ sphinx_gallery_conf = {
     "run_stale_examples": True,
     "show_memory": False,
     "min_reported_time": 0,
-    "write_computation_times": True,
+    # no sg_execution_times pages: sphinx-gallery's table loads jQuery, DataTables and
+    # Bootstrap from CDNs; each example's page still states its own running time
+    "write_computation_times": False,
     "matplotlib_animations": False,
     "reset_modules": ("matplotlib",),
     "capture_repr": (),
@@ -118,6 +121,9 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_css_files = ["sdpembed.css"]
+# pages of wide tables and no sub-pages: no left sidebar (it would hold an empty
+# "Section Navigation"), so that the tables get its width
+html_sidebars = {"reproductions": [], "tuning": []}
 html_show_sourcelink = False
 html_last_updated_fmt = None
 # pydata-sphinx-theme would fetch nothing at build time; keep it that way

@@ -377,20 +377,60 @@ def report(results: dict, folders: dict, sens: dict | None, doc: Path, *, comman
             "the protocol sweeps, resumed from `results/`; about 20 min on one core), or "
             "`python -m problems.reproduce --no-run` to rebuild this page from the finished "
             "results folders, including runs made separately (`--include NAME=FOLDER`).", "",
-            "## Summary", "", "| spec | dataset | method | params | metric | ours | paper | "
-            "verdict |", "|---|---|---|---|---|---|---|---|"]
-    for r in summary:
-        paper = f"{r['paper']:.2f}" + (f" ± {r['paper_std']:.2f}" if r["paper_std"] is not None
-                                       else "")
-        head.append(f"| {r['spec']} | {r['dataset']} | {r['method']} | {r['params'] or '–'} | "
-                    f"{r['metric']} | {_fmt(r['ours'])} | {paper} | {r['verdict']} |")
-    if not summary:
-        head.append("| – | – | – | – | – | – | – | no paper cells in these results |")
-    head.append("")
+            "## Summary", "", *summary_markdown(summary)]
     tail = ["## Appendix: the full tables", "",
             "The runner's own summary (`results/<name>/summary.md`) of each spec compared "
             "above: every method, parameter and metric.", "", *appendix]
     return "\n".join(head + body + tail) + "\n", summary
+
+
+#: verdicts as the summary shows them (any further text becomes a note under its table)
+_SHORT_VERDICTS = {"within spread": "within spread", "protocol-dependent": "protocol-dependent",
+                   "below the oracle reference": "below the oracle",
+                   "above the oracle reference": "above the oracle",
+                   "not reproduced": "not reproduced", "no result": "no result"}
+
+
+def _short_verdict(text: str) -> tuple[str, str | None]:
+    """``(short label, the full text or None)``: the label for the table's narrow column,
+    the full text for a note when it says more than the label."""
+    for head, short in _SHORT_VERDICTS.items():
+        if text.startswith(head):
+            return short, (None if text == head else text)
+    return text, None
+
+
+def summary_markdown(records: list[dict]) -> list[str]:
+    """The summary: one narrow table per spec (dataset, method with its parameters, metric,
+    ours, paper, a short verdict), each verdict's detail a numbered note under its table,
+    so that the page reads on a laptop screen (six short columns, no long text in a cell)."""
+    if not records:
+        return ["_No paper cells in these results._", ""]
+    lines = ["One table per spec; a verdict with more to say (the protocol setting or "
+             "metric that reaches the paper, the oracle reference) has a numbered note under "
+             "its table. The sections below hold the full tables, with the oracle columns.",
+             ""]
+    by_spec: dict[str, list[dict]] = {}
+    for r in records:
+        by_spec.setdefault(r["spec"], []).append(r)
+    for spec, rows in by_spec.items():
+        lines += [f"**`{spec}`**", "", "| dataset | method | metric | ours | paper | verdict |",
+                  "|---|---|---|---|---|---|"]
+        notes = []
+        for r in rows:
+            paper = f"{r['paper']:.2f}" + (f" ± {r['paper_std']:.2f}"
+                                           if r["paper_std"] is not None else "")
+            method = r["method"] + (f" ({r['params']})" if r["params"] else "")
+            short, note = _short_verdict(r["verdict"])
+            if note is not None:
+                notes.append(f"{r['dataset']}, {method}, {r['metric']}: {note}")
+                short += f" ({len(notes)})"
+            lines.append(f"| {r['dataset']} | {method} | {r['metric']} | {_fmt(r['ours'])} | "
+                         f"{paper} | {short} |")
+        lines.append("")
+        if notes:
+            lines += [f"{i}. {n}" for i, n in enumerate(notes, 1)] + [""]
+    return lines
 
 
 def _include(text: str) -> tuple[str, Path]:

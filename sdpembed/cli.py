@@ -97,7 +97,10 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sdpembed", description=__doc__)
+    # plain text: argparse prints descriptions as they are, so no reStructuredText markup
+    parser = argparse.ArgumentParser(
+        prog="sdpembed", description="The sdpembed command line: a demo with a certified "
+        "gap, experiment specs, the installed backends, the datasets.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="DVU on scikit-learn's 1,797 digits with a certified gap",

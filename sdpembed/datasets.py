@@ -5,9 +5,9 @@ Three kinds of data:
 * **downloaded** -- USPS digits, the UCI sets sonar, ionosphere, car and
   mushroom, and a 32x32 UMIST faces set. Each is stored as one compressed
   ``.npz`` archive in :func:`data_home`. When the archive is missing, its
-  public source file is downloaded, checked against a recorded sha256,
-  converted to the documented ``.npz`` layout and saved; offline, the error
-  names the file to put where.
+  public source file is downloaded by `pooch <https://www.fatiando.org/pooch/>`_
+  (which checks it against a recorded sha256), converted to the documented
+  ``.npz`` layout and saved; offline, the error names the file to put where.
 * **bundled** -- scikit-learn's iris, wine, breast cancer and digits.
 * **synthetic** -- the 3-D two moons of Liu, Tao & Liu (TCA, section 5.1).
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import http.client
 import inspect
 import io
 import logging
@@ -35,7 +34,6 @@ import os
 import re
 import tempfile
 import textwrap
-import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -267,23 +265,50 @@ def _remote_info(name: str) -> DatasetInfo:
 # --------------------------------------------------------------------------- download
 
 
-def _fetch(url: str, timeout: float = _DOWNLOAD_TIMEOUT_S) -> bytes:
-    """Bytes at ``url`` (the one place that touches the network)."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read()
+def _downloader():
+    """pooch's HTTP downloader (the one place that touches the network): a callable
+    ``(url, output_file, pooch)`` that writes the bytes at ``url`` to ``output_file``."""
+    import pooch
+
+    return pooch.HTTPDownloader(progressbar=False, timeout=_DOWNLOAD_TIMEOUT_S)
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _expected(source: Source) -> str:
+    return (f"{source.repo}:{source.path} at commit {source.commit[:12]} has sha256 "
+            f"{source.sha256} ({source.size} bytes)")
 
 
-def _check_source_bytes(data: bytes, source: Source, origin: str) -> None:
-    digest = _sha256(data)
+def _download(source: Source) -> bytes:
+    """Bytes of ``source``, downloaded and sha256-checked by :func:`pooch.retrieve`.
+
+    The file goes to a temporary folder (only the converted archive is kept in the
+    data home); pooch deletes a download whose sha256 differs, and never retries.
+    """
+    import pooch
+
+    with tempfile.TemporaryDirectory(prefix="sdpembed-download-") as tmp:
+        try:
+            path = pooch.retrieve(source.url, known_hash=f"sha256:{source.sha256}",
+                                  fname=source.filename, path=tmp, downloader=_downloader())
+        except ValueError as exc:
+            if "does not match the known hash" not in str(exc):
+                raise
+            raise ChecksumError(
+                f"{source.url}: {exc} ({_expected(source)}); the download is corrupt or the "
+                "file changed: nothing was saved") from exc
+        return Path(path).read_bytes()
+
+
+def _check_local_source(path: Path, source: Source) -> bytes:
+    """Bytes of a source file placed by hand, if its sha256 is the recorded one."""
+    import pooch
+
+    digest = pooch.file_hash(str(path), alg="sha256")
     if digest != source.sha256:
         raise ChecksumError(
-            f"{origin} has sha256 {digest} ({len(data)} bytes) but {source.repo}:{source.path} "
-            f"at commit {source.commit[:12]} has sha256 {source.sha256} ({source.size} bytes); "
+            f"{path} has sha256 {digest} ({path.stat().st_size} bytes) but {_expected(source)}; "
             "the file is corrupt or a different version: delete it and retry")
+    return path.read_bytes()
 
 
 def fetch_source(name: str, *, data_home: str | os.PathLike | None = None,
@@ -319,20 +344,19 @@ def fetch_source(name: str, *, data_home: str | os.PathLike | None = None,
     home = _home(data_home)
     local = home / source.filename
     if local.is_file():
-        data = local.read_bytes()
-        _check_source_bytes(data, source, str(local))
+        data = _check_local_source(local, source)
         logger.info("using source file %s for %s", local, name)
         return data
     if not download_if_missing:
         raise DatasetNotFoundError(_missing_message(info, home, "downloads are disabled"))
     logger.info("downloading %s (%d bytes) for dataset %s", source.url, source.size, name)
     try:
-        data = _fetch(source.url)
-    except (OSError, http.client.HTTPException) as exc:  # URLError, timeouts, resets
+        return _download(source)
+    except ChecksumError:   # an OSError too, but not a missing file
+        raise
+    except OSError as exc:  # requests' errors (connection, timeout, HTTP status) are OSErrors
         raise DatasetNotFoundError(
             _missing_message(info, home, f"downloading {source.url} failed: {exc}")) from exc
-    _check_source_bytes(data, source, source.url)
-    return data
 
 
 def _missing_message(info: DatasetInfo, home: Path, reason: str) -> str:

@@ -55,6 +55,10 @@ N_RANDOM = 1
 SLACK_WEIGHT = 1.0
 #: Certified relative duality gap at which ``LOWRANK`` stops.
 TOL = 1e-3
+#: Share of the trace above which an eigenvalue counts as visible in the figure's bars.
+VISIBLE_SHARE = 0.01
+#: Share of the trace that the figure's dashed line ``d`` marks.
+MARK_SHARE = 0.95
 
 
 def load_demo_data(n_samples: int | None = None, *,
@@ -160,6 +164,7 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
         "spectrum": np.asarray(est.spectrum_, dtype=float),
         "plot": None,
     }
+    result["n_visible"] = int(np.sum(result["spectrum"] >= VISIBLE_SHARE))
     if plot is not None:
         result["plot"] = str(_save_figure(emb, y, labeled, result, plot))
     if not quiet:
@@ -194,11 +199,18 @@ def check_figure_path(path: str | Path) -> Path:
 
 
 def _save_figure(emb, y, labeled, result: dict, path) -> Path:
+    path = Path(path)
+    _figure(emb, y, labeled, result).savefig(path, dpi=110)
+    return path
+
+
+def _figure(emb, y, labeled, result: dict):
+    """The demo's figure: the embedding, the kernel's spectrum and a caption of their marks."""
     from matplotlib.figure import Figure
 
     from .plotting import plot_embedding, plot_spectrum
 
-    fig = Figure(figsize=(11.0, 4.6), layout="constrained")
+    fig = Figure(figsize=(11.0, 5.4), layout="constrained")
     ax_emb, ax_spec = fig.subplots(1, 2, width_ratios=(1.15, 1.0))
     plot_embedding(emb[:, :2], y, labeled_mask=labeled, ax=ax_emb, s=9.0,
                    title=f"DVU embedding of {result['n']:,} digits "
@@ -206,12 +218,36 @@ def _save_figure(emb, y, labeled, result: dict, path) -> Path:
     legend = ax_emb.get_legend()
     ax_emb.legend(handles=legend.legend_handles, labels=[t.get_text() for t in legend.texts],
                   loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
-    top = result["spectrum"][:20]
-    plot_spectrum(top, ax=ax_spec, mark=0.95,
-                  title=f"Largest {top.size} eigenvalues of the learned kernel (share of trace)")
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    return path
+    spec = result["spectrum"]
+    rank = result.get("rank")
+    top = spec[:max(20, (rank or 0) + 2)]
+    plot_spectrum(top, ax=ax_spec, mark=MARK_SHARE,
+                  title=f"Spectrum of the learned kernel: the {top.size} largest\n"
+                        "eigenvalues, as shares of its trace")
+    ax_spec.set_ylabel("eigenvalue / trace")
+    if rank is not None and rank < top.size:
+        ax_spec.axvline(rank + 0.5, color="0.4", ls=":", lw=1.0)
+        ax_spec.annotate(f"rank {rank}", xy=(rank + 0.5, 0.5), xycoords=("data", "axes fraction"),
+                         xytext=(3, 0), textcoords="offset points", fontsize="small",
+                         color="0.3")
+    fig.supxlabel(_caption(result), fontsize="small", ha="center")
+    return fig
+
+
+def _caption(result: dict) -> str:
+    """What the figure's marks mean, in the figure itself (two short lines)."""
+    spec, d, k = result["spectrum"], result["n_components"], result["n_visible"]
+    mark = int(np.searchsorted(np.cumsum(spec), MARK_SHARE - 1e-12) + 1)
+    first = (f"Left: the first 2 of the {d} coordinates the classifiers use.  Right: dashed "
+             f"line d = {mark}: the {mark} largest eigenvalues hold {MARK_SHARE:.0%} of the "
+             "trace.")
+    rank = result.get("rank")
+    if rank is None:
+        return f"{first}\n{k} eigenvalues exceed {VISIBLE_SHARE:.0%} of the trace."
+    rest = float(spec[k:].sum())
+    return (f"{first}\nDotted line: the solution has rank {rank} (columns of the "
+            f"{result['solver']} factor); {k} eigenvalues exceed {VISIBLE_SHARE:.0%} of the "
+            f"trace, the other {rank - k} hold {rest:.2%} together, too little to see.")
 
 
 def format_result(result: dict) -> str:
@@ -222,7 +258,8 @@ def format_result(result: dict) -> str:
              f"graph: {result['n_edges']:,} edges (nearest neighbours + random long edges)",
              f"solver {result['solver']} {result['solver_version']}: {result['status']}, "
              f"objective {result['objective']:.6g}, solve {result['solve_s']:.1f} s"
-             + (f", rank {result['rank']}" if result.get("rank") is not None else "")]
+             + (f", rank {result['rank']} ({result['n_visible']} eigenvalues above "
+                f"{VISIBLE_SHARE:.0%} of the trace)" if result.get("rank") is not None else "")]
     if result["certified_gap"] is not None:
         lines.append(f"certified relative duality gap: {result['certified_gap']:.1e} "
                      "(the objective is provably this close to the SDP's optimum)")

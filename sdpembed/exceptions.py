@@ -16,7 +16,11 @@ Messages say what to change, not only what went wrong.
 
 from __future__ import annotations
 
-from sklearn.utils._param_validation import InvalidParameterError
+import os
+import sys
+import warnings
+
+from ._sklearn import InvalidParameterError
 
 __all__ = [
     "SdpEmbedError",
@@ -44,6 +48,7 @@ __all__ = [
     "DegenerateEmbeddingError",
     "DegenerateEmbeddingWarning",
     "RankDeficiencyWarning",
+    "warn",
 ]
 
 
@@ -167,3 +172,38 @@ class EmbeddingWorseThanInputWarning(UserWarning):
 class RankDeficiencyWarning(UserWarning):
     """The rank-revealing step excluded directions that carried information
     (e.g. directions of infinite Fisher ratio when features outnumber labelled points)."""
+
+
+#: ``warnings.warn`` takes ``skip_file_prefixes`` from Python 3.12 on; before, :func:`warn`
+#: counts the frames itself
+_HAS_SKIP_FILE_PREFIXES = sys.version_info >= (3, 12)
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """Folders whose frames are not the user's: this package, and scikit-learn when loaded
+    (its ``fit`` wrapper, ``fit_transform``, ``set_output`` and meta-estimators call ours)."""
+    prefixes = [os.path.dirname(os.path.abspath(__file__)) + os.sep]
+    sklearn = sys.modules.get("sklearn")
+    if sklearn is not None and getattr(sklearn, "__file__", None):
+        prefixes.append(os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep)
+    return tuple(prefixes)
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """Issue a warning attributed to the first frame outside sdpembed and scikit-learn.
+
+    Every warning of the toolkit goes through here, so that it points at the user's line
+    (``DVU().fit(X, y)``, ``solve(f)``) whatever the depth of the call inside the library;
+    a fixed ``stacklevel`` would point into the library whenever the call path changes.
+    """
+    prefixes = _library_prefixes()
+    if _HAS_SKIP_FILE_PREFIXES:
+        warnings.warn(message, category, skip_file_prefixes=prefixes)
+        return
+    frame = sys._getframe(1)
+    level = 2                                       # 1 is this function, 2 its caller
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(prefixes):
+        frame = frame.f_back
+        level += 1
+    # past the outermost frame (the library was the whole stack) warnings.warn reports sys
+    warnings.warn(message, category, stacklevel=level - 1 if frame is None else level)

@@ -112,7 +112,6 @@ metric of the fit (``"euclidean"`` and other scikit-learn metrics,
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -121,7 +120,7 @@ import numpy as np
 
 from ._checks import as_int
 from ._typing import ArrayLike
-from .exceptions import InaccurateSolutionWarning, InputError
+from .exceptions import InaccurateSolutionWarning, InputError, warn
 from .graphs import check_data_matrix
 
 __all__ = [
@@ -627,10 +626,10 @@ def place_by_distances(embedding: ArrayLike, ind: ArrayLike, sqdist: ArrayLike, 
         prim[left], cert[left] = p, gp
     bad = int(np.sum(cert > tol))
     if bad:
-        warnings.warn(f"place_by_distances: {bad} of {n} points not certified to tol={tol:g} "
+        warn(f"place_by_distances: {bad} of {n} points not certified to tol={tol:g} "
                       f"within {max_newton} Newton steps (largest gap {np.max(cert):.2e}); "
                       "their placements are feasible but may be suboptimal",
-                      InaccurateSolutionWarning, stacklevel=2)
+                      InaccurateSolutionWarning)
     zc, tau = u[:, :d], u[:, d]
     coords[rows] = zc * scale[:, None] + center
     lift[rows] = np.sqrt(np.maximum(tau - np.einsum("rd,rd->r", zc, zc), 0.0)) * scale

@@ -249,7 +249,10 @@ def plot_spectrum(eigenvalues: ArrayLike, *, ax: Axes | None = None, cumulative:
         twin.set_ylabel(ylabel)
     if d is not None:
         ax.axvline(d + 0.5, color="k", ls="--", lw=1.0)
-        ax.annotate(f"d = {d}", xy=(d + 0.5, 1.0), xycoords=("data", "axes fraction"),
+        # a share says what d is: the smallest number of components that reaches it
+        fractional = not isinstance(mark, (str, numbers.Integral))
+        label = f"d = {d} ({float(mark):.0%} of total)" if fractional else f"d = {d}"
+        ax.annotate(label, xy=(d + 0.5, 1.0), xycoords=("data", "axes fraction"),
                     xytext=(3, -12), textcoords="offset points", fontsize="small")
     if title:
         ax.set_title(title)

@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["SolveReport", "Backend"]
 
 
-@dataclass
+@dataclass(repr=False)
 class SolveReport:
     """What a solve did and how well.
 
@@ -54,13 +54,59 @@ class SolveReport:
                       if isinstance(v, (int, float, str, bool, type(None)))}
         return d
 
-    def __str__(self) -> str:
-        def fmt(v):
-            return "-" if v is None else (f"{v:.3g}" if isinstance(v, float) else str(v))
-        return (f"SolveReport({self.solver} {self.solver_version}: {self.status}, "
-                f"objective={fmt(self.objective)}, compile={self.compile_seconds:.2f}s, "
-                f"solve={self.solve_seconds:.2f}s, iterations={fmt(self.iterations)}, "
-                f"gap={fmt(self.gap)})")
+    def __repr__(self) -> str:
+        """One line: backend, status, objective, times, iterations and gaps.
+
+        The options, the attempts and the backend's extra numbers are in :meth:`summary`.
+        """
+        parts = [f"{self.solver} {self.solver_version}: {self.status}",
+                 f"objective={_fmt(self.objective)}",
+                 f"compile={self.compile_seconds:.2f}s", f"solve={self.solve_seconds:.2f}s",
+                 f"iterations={_fmt(self.iterations)}", f"gap={_fmt(self.gap)}"]
+        if self.certified_gap is not None:
+            parts.append(f"certified_gap={_fmt(self.certified_gap)}")
+        return f"SolveReport({', '.join(parts)})"
+
+    __str__ = __repr__
+
+    def summary(self) -> str:
+        """Every field of the report, one a line: the short form, then the residuals and
+        gaps, why ``solver="auto"`` chose the backend, the effective options, the attempts
+        (fallbacks) and the backend's extra numbers."""
+        def row(label: str, value: str) -> str:
+            return f"  {label:<22}{value}"
+
+        lines = [repr(self),
+                 row("status", self.status),
+                 row("objective", _fmt(self.objective, 12)),
+                 row("solver", f"{self.solver} {self.solver_version}"),
+                 row("selection", self.selection or "- (named by the caller)"),
+                 row("seconds", f"compile {self.compile_seconds:.3f}, solve "
+                                f"{self.solve_seconds:.3f}, wall {self.wall_seconds:.3f}"),
+                 row("iterations", _fmt(self.iterations))]
+        lines += [row(name, _fmt(getattr(self, name), 4))
+                  for name in ("primal_residual", "dual_residual", "gap", "certified_gap",
+                               "primal_infeasibility")]
+        lines.append(row("options", "" if self.options else "-"))
+        lines += [f"    {k} = {v!r}" for k, v in sorted(self.options.items())]
+        lines.append(row("attempts", "" if self.attempts else "-"))
+        lines += [f"    {a}" for a in self.attempts]
+        scalars = {k: v for k, v in self.extra.items()
+                   if isinstance(v, (int, float, str, bool, type(None)))}
+        lines.append(row("extra", "" if self.extra else "-"))
+        lines += [f"    {k} = {_fmt(v, 6)}" for k, v in scalars.items()]
+        arrays = [k for k in self.extra if k not in scalars]
+        if arrays:
+            lines.append(f"    (not shown: {', '.join(arrays)})")
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
 
 
 def _always() -> bool:

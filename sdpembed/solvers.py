@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +39,7 @@ from .exceptions import (
     SolverFailedError,
     SolverMissingError,
     UnboundedError,
+    warn,
 )
 from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
@@ -431,8 +431,8 @@ _SDPA_WITH_STATS = _SdpaWithStats()
 
 def _warn_inaccurate(name: str, what: str, advice: str) -> None:
     """The one InaccurateSolutionWarning of every backend; points at ``solve()``'s caller."""
-    warnings.warn(f"{name} returned optimal_inaccurate on {what}: the solution is usable but "
-                  f"less accurate than asked; {advice}.", InaccurateSolutionWarning, stacklevel=4)
+    warn(f"{name} returned optimal_inaccurate on {what}: the solution is usable but "
+                  f"less accurate than asked; {advice}.", InaccurateSolutionWarning)
 
 
 #: bytes per entry of CLARABEL's dense block of a PSD cone (peak resident memory over

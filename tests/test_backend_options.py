@@ -34,7 +34,8 @@ def _iris_dvu():
     X, y = load_iris(return_X_y=True)
     X, y = X[::5], y[::5].copy()
     y[1::2] = -1
-    return dvu(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y, slack_weight=1.0)
+    return dvu(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y, centroids="explicit",
+               slack_weight=1.0)
 
 
 @pytest.mark.parametrize("solver, options, message", [

@@ -138,3 +138,15 @@ def test_run_help_documents_resume_overwrite_and_exit_codes(capsys):
     with pytest.raises(SystemExit) as info:
         main(["run", "smoke", "--resume", "--overwrite"])
     assert info.value.code == 2
+
+
+@pytest.mark.parametrize("args", [["--help"], ["demo", "--help"], ["run", "--help"],
+                                  ["solvers", "--help"], ["datasets", "--help"]])
+def test_help_is_plain_text(args, capsys):
+    # argparse prints text as written: no reStructuredText (``literal``, :role:`target`)
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: sdpembed")
+    assert "`" not in out and not re.search(r":(class|func|mod|meth|attr):", out), out

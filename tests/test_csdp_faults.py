@@ -50,7 +50,8 @@ def _formulation():
     X = rng.normal(size=(12, 3))
     y = np.repeat([0, 1, 2], 4)
     y[1::2] = -1
-    return dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y, slack_weight=1.0)
+    return dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y, centroids="explicit",
+               slack_weight=1.0)
 
 
 @pytest.fixture
@@ -197,7 +198,8 @@ def test_sigterm_removes_the_temporary_folder_and_stops_csdp(tmp_path):
         from sdpembed.solvers import solve
         rng = np.random.default_rng(0)
         y = np.repeat([0, 1, 2], 4); y[1::2] = -1
-        f = dvu(knn_graph(rng.normal(size=(12, 3)), 2, 1, random_state=0), y)
+        f = dvu(knn_graph(rng.normal(size=(12, 3)), 2, 1, random_state=0), y,
+                centroids="explicit")
         solve(f, solver="CSDP")
         """)
     env = {**os.environ, "SDPEMBED_CSDP": slow, "TMPDIR": str(temp)}

@@ -15,7 +15,6 @@ import gzip
 import hashlib
 import io
 import os
-import urllib.error
 from pathlib import Path
 
 import numpy as np
@@ -63,11 +62,24 @@ def home(tmp_path, monkeypatch):
     """An empty data home, and a network that fails loudly if touched."""
     monkeypatch.setenv(datasets.ENV_VAR, str(tmp_path))
 
-    def no_network(url, timeout=None):
+    def no_network(url, output_file, pooch):
         raise AssertionError(f"unexpected download of {url}")
 
-    monkeypatch.setattr(datasets, "_fetch", no_network)
+    _serve(monkeypatch, no_network)
     return tmp_path
+
+
+def _serve(monkeypatch, download):
+    """Replace pooch's HTTP downloader (the only network access) by ``download(url,
+    output_file, pooch)``; pooch's retrieve, sha256 check and file handling still run."""
+    monkeypatch.setattr(datasets, "_downloader", lambda: download)
+
+
+def _bytes_at(content: bytes, calls: list):
+    def download(url, output_file, pooch):
+        calls.append(url)
+        Path(output_file).write_bytes(content)
+    return download
 
 
 def _shared(name: str) -> dict[str, np.ndarray]:
@@ -215,12 +227,7 @@ def test_download_checksum_convert_and_cache(name, rebuild, home, monkeypatch):
     info = dataset_info(name)
     assert hashlib.sha256(source).hexdigest() == info.source.sha256  # rebuilt byte for byte
     calls = []
-
-    def fake_fetch(url, timeout=None):
-        calls.append(url)
-        return source
-
-    monkeypatch.setattr(datasets, "_fetch", fake_fetch)
+    _serve(monkeypatch, _bytes_at(source, calls))
     bunch = load_uci(name)
     assert calls == [info.source.url]
     assert (home / info.filename).is_file()
@@ -240,10 +247,12 @@ def test_source_placed_by_hand_is_used_offline(home):
 
 
 def test_offline_error_says_which_file_to_put_where(home, monkeypatch):
-    def offline(url, timeout=None):
-        raise urllib.error.URLError("no network")
+    import requests
 
-    monkeypatch.setattr(datasets, "_fetch", offline)
+    def offline(url, output_file, pooch):
+        raise requests.exceptions.ConnectionError("no network")
+
+    _serve(monkeypatch, offline)
     with pytest.raises(DatasetNotFoundError) as err:
         load_usps()
     msg = str(err.value)
@@ -262,9 +271,12 @@ def test_download_disabled_never_touches_network(home):
 
 
 def test_checksum_mismatch_is_refused(home, monkeypatch):
-    monkeypatch.setattr(datasets, "_fetch", lambda url, timeout=None: b"not the file")
-    with pytest.raises(ChecksumError, match="sha256"):
+    _serve(monkeypatch, _bytes_at(b"not the file", []))
+    with pytest.raises(ChecksumError, match="sha256") as err:
         load_uci("ionosphere")
+    # pooch's digest of what came and the recorded one are both in the message
+    assert hashlib.sha256(b"not the file").hexdigest() in str(err.value)
+    assert dataset_info("ionosphere").source.sha256 in str(err.value)
     assert list(home.iterdir()) == []
     (home / "ionosphere.data").write_bytes(b"tampered")
     with pytest.raises(ChecksumError, match=str(home / "ionosphere.data")):
@@ -779,3 +791,24 @@ def test_usps_virtual_examples(monkeypatch):
     assert not np.allclose(rot, base.images) and np.unique(b.data, axis=0).shape[0] == 9 * n
     with pytest.raises(InputError, match="augment"):
         load_usps(augment=["flip"])
+
+
+def test_the_real_downloader_is_poochs_http_downloader_with_a_timeout():
+    # what the tests above replace: pooch's HTTP downloader, no progress bar, a timeout
+    import pooch
+
+    d = datasets._downloader()
+    assert isinstance(d, pooch.HTTPDownloader) and d.progressbar is False
+    assert d.kwargs["timeout"] == datasets._DOWNLOAD_TIMEOUT_S
+
+
+def test_http_error_is_a_missing_dataset_not_a_crash(home, monkeypatch):
+    import requests
+
+    def not_found(url, output_file, pooch):
+        raise requests.exceptions.HTTPError("404 Client Error: Not Found for url: " + url)
+
+    _serve(monkeypatch, not_found)
+    with pytest.raises(DatasetNotFoundError, match="404 Client Error"):
+        load_uci("sonar")
+    assert list(home.iterdir()) == []

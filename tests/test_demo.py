@@ -138,3 +138,37 @@ def test_full_demo_dvu_matches_or_beats_raw_pixels():
     assert result["n"] == 1797 and result["certified_gap"] <= TOL
     assert result["knn3_dvu"] >= result["knn3_raw"]
     assert result["svm_dvu"] >= result["svm_raw"]
+
+
+def test_figure_explains_its_marks_and_nothing_is_clipped(small):
+    """The spectrum's dashed line (d, a share of the trace) and the rank are explained in
+    the figure; titles and caption lie inside the canvas (the right title was cut off)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from sdpembed.demo import MARK_SHARE, VISIBLE_SHARE, _caption, _figure
+
+    spec = small["spectrum"]
+    assert small["n_visible"] == int(np.sum(spec >= VISIBLE_SHARE)) >= 2
+    d = int(np.searchsorted(np.cumsum(spec), MARK_SHARE - 1e-12) + 1)
+    caption = _caption(small)
+    assert f"dashed line d = {d}" in caption and f"rank {small['rank']}" in caption
+    assert f"{small['n_visible']} eigenvalues exceed 1% of the trace" in caption
+    assert f"rank {small['rank']} ({small['n_visible']} eigenvalues above" in \
+        format_result(small)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 10, small["n"])
+    labeled = np.arange(small["n"]) >= small["hidden"]
+    fig = _figure(rng.normal(size=(small["n"], 10)), y, labeled, small)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    texts = [ax.title for ax in fig.axes if ax.get_title()] + [fig._supxlabel]
+    assert len(texts) == 3
+    for t in texts:
+        ext = t.get_window_extent(renderer)
+        assert box.x0 - 1 <= ext.x0 and ext.x1 <= box.x1 + 1, t.get_text()
+        assert box.y0 - 1 <= ext.y0 and ext.y1 <= box.y1 + 1, t.get_text()
+    spectrum_ax = fig.axes[1]
+    assert any(t.get_text() == f"d = {d} (95% of total)" for t in spectrum_ax.texts)
+    assert any(t.get_text() == f"rank {small['rank']}" for t in spectrum_ax.texts)

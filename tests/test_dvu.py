@@ -228,7 +228,7 @@ def test_slack_weight_parameter_resolves_like_a_rebuild(usps_small):
 def test_normalization_is_recorded(usps_small):
     X, _, y, _ = usps_small
     g = knn_graph(X, random_state=0)
-    f = dvu(g, y)
+    f = dvu(g, y, centroids="explicit")
     assert f.meta["distance_scale"] == pytest.approx(g.sqdist.mean())
     np.testing.assert_allclose(f.meta["gram_problem"].target.mean(), 1.0)
     assert f.meta["method"] == "dvu" and "(3)" in f.meta["equations"]
@@ -283,3 +283,14 @@ def test_bad_inputs_raise_before_solving():
     dup = NeighborhoodGraph(5, [[0, 1], [1, 2], [2, 3], [3, 4]], [0.0, 1.0, 1.0, 1.0])
     with pytest.raises(DuplicatePointsError):
         dvu(dup, [0, 0, 1, 1, -1])
+
+
+def test_builder_and_estimator_share_the_centroids_default(usps_small):
+    import inspect
+
+    from sdpembed.estimators import DVU
+
+    default = inspect.signature(dvu).parameters["centroids"].default
+    assert default == DVU().centroids == "eliminated"
+    X, _, y, _ = usps_small
+    assert dvu(knn_graph(X, random_state=0), y).centroids == "eliminated"

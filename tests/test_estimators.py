@@ -45,3 +45,27 @@ def test_the_error_is_the_toolkits(cls):
     with pytest.raises(ParameterError, match=f"'{name}' parameter") as info:
         cls().set_params(**{name: object()}).fit(X, y)
     assert isinstance(info.value, InputError)
+
+
+def test_projection_estimators_document_their_shared_parameters_themselves():
+    """Each projection estimator's page documents method, solver, solver_options and
+    rank_tol in full, and no estimator's docstring sends readers to a private module."""
+    import re
+
+    import sdpembed.estimators as E
+    from sdpembed.estimators._projection import PROJECTION_PARAMETERS
+
+    for name in E.__all__:
+        doc = getattr(E, name).__doc__
+        assert not re.search(r"sdpembed\.estimators\._\w+", doc), name
+        assert "{projection_parameters}" not in doc, name
+    for name in ("LDA", "SDA", "LPP", "PCA", "DiscriminativeProjections",
+                 "ProjectionEstimator"):
+        doc = getattr(E, name).__doc__
+        params = doc[doc.index("Parameters"):]
+        for line in PROJECTION_PARAMETERS.splitlines():
+            assert line.strip() in params, (name, line)
+    for name in ("DNE", "TCA"):     # their own wording of the same parameters
+        doc = getattr(E, name).__doc__
+        for p in ("method :", "solver :", "solver_options :", "rank_tol :"):
+            assert p in doc, (name, p)

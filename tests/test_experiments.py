@@ -438,6 +438,37 @@ def test_bad_specs_name_the_field(path, value, field, message):
         parse_spec(d)
 
 
+@pytest.mark.parametrize("path, value, field, suggestion", [
+    ("methods.dvu.estimator", "DUV", "methods.dvu.estimator", "DVU"),
+    ("dataset.name", "irs", "dataset.name", "iris"),
+    ("solvers", ["CLARABLE"], "solvers", "CLARABEL"),
+    ("solver_options.LOWRNK", {"tol": 1e-3}, "solver_options.LOWRNK", "LOWRANK"),
+    ("methods.dvu.slack_wieght", 1.0, "methods.dvu.slack_wieght", "slack_weight"),
+    ("metrics.knn1.kind", "kn", "metrics.knn1.kind", "knn"),
+    ("graph.metric", "manhatan", "graph.metric", "manhattan"),
+    ("graph.n_neighbours", 3, "graph.n_neighbours", "n_neighbors"),
+    ("labels.fracton", 0.5, "labels.fracton", "fraction"),
+    ("paper.values", [{"method": "dvuu", "metric": "knn1", "value": 90.0}],
+     "paper.values\\[0\\].method", "dvu"),
+    ("figures.loo.metric", "lo", "figures.loo.metric", "loo"),
+])
+def test_bad_names_in_a_spec_get_a_did_you_mean(path, value, field, suggestion):
+    # as the solver-option errors do (backend_options): the closest valid name
+    d = _mutate(path, value)(_smoke_dict())
+    with pytest.raises(SpecError, match=f"^{field}: .*\\(did you mean '{suggestion}'\\?\\)"):
+        parse_spec(d)
+
+
+def test_a_misspelt_shipped_spec_name_gets_a_did_you_mean():
+    from sdpembed.experiments.spec import find_spec
+
+    with pytest.raises(SpecError, match="no spec 'smoek' \\(did you mean 'smoke'\\?\\)"):
+        find_spec("smoek")
+    with pytest.raises(SpecError) as info:
+        find_spec("zzzzzz")
+    assert "did you mean" not in str(info.value)   # nothing close: no guess
+
+
 def test_bad_solver_options_stop_the_cli_before_anything_runs(tmp_path, capsys):
     from sdpembed.cli import main
 

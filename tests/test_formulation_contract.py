@@ -179,13 +179,13 @@ def test_formulations_with_parameters_and_constraints_pickle(data):
 # --------------------------------------------------------------------------- auto
 def test_auto_picks_lowrank_for_gram_sdps_beyond_the_threshold(data):
     X, y, graph = data
-    f = F.dvu(graph, y)
+    f = F.dvu(graph, y, centroids="explicit")
     assert graph.n_nodes > AUTO_LOWRANK_MIN_POINTS
     rep = solve(f)
     assert rep.solver == "LOWRANK" and "Gram SDP on 32 points" in rep.selection
     small = knn_graph(X[:20], n_neighbors=2, n_random=1, random_state=0)
     y_small = np.r_[y[:20][:18], 0, 1]
-    name, why = choose_backend(F.dvu(small, y_small))
+    name, why = choose_backend(F.dvu(small, y_small, centroids="explicit"))
     assert name == "CLARABEL" and "interior-point" in why
 
 
@@ -366,7 +366,7 @@ def test_lowrank_verbose_prints_a_progress_table(data, capsys):
     import logging
 
     _, y, graph = data
-    rep = solve(F.dvu(graph, y), solver="LOWRANK", verbose=True)
+    rep = solve(F.dvu(graph, y, centroids="explicit"), solver="LOWRANK", verbose=True)
     out = capsys.readouterr().out.splitlines()
     assert out[0].split("|")[0].strip() == "outer" and "certified" in out[0]
     rows = [line for line in out[2:] if line.strip()]
@@ -375,5 +375,5 @@ def test_lowrank_verbose_prints_a_progress_table(data, capsys):
     assert int(last[0]) == rep.iterations and float(last[4]) == pytest.approx(
         rep.certified_gap, rel=0.01)
     assert not logging.getLogger("sdpembed.lowrank").handlers
-    solve(F.dvu(graph, y), solver="LOWRANK")
+    solve(F.dvu(graph, y, centroids="explicit"), solver="LOWRANK")
     assert capsys.readouterr().out == ""

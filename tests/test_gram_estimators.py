@@ -131,3 +131,53 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     for c in range(10):
         few[np.flatnonzero(y == c)[:2]] = c     # two labels a class: none can be held out
     assert "fewer than" in DVU(random_state=0).fit(X, few).validation_["skipped"]
+
+
+@pytest.mark.parametrize("cls", [DVU, MVU])
+def test_feature_names_out_and_set_output(cls):
+    """get_feature_names_out names the embedding's columns (dvu0, dvu1, ... as the
+    projection estimators name theirs); set_output reaches fit_transform and transform."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.datasets import partial_labels
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:60].astype(float), y[:60]
+    yp = partial_labels(y, 0.8, random_state=0)
+    est = cls(n_components=3, random_state=0, validation_fraction=None) if cls is DVU \
+        else cls(n_components=3, n_neighbors=4, random_state=0)
+    Z = est.fit_transform(X, yp)
+    prefix = cls.__name__.lower()
+    names = est.get_feature_names_out()
+    assert list(names) == [f"{prefix}{i}" for i in range(3)] == [f"{prefix}{i}" for i in
+                                                                   range(Z.shape[1])]
+    assert est.set_output(transform="default") is est
+    np.testing.assert_array_equal(est.fit_transform(X, yp), Z)   # "default": the array
+    pd = pytest.importorskip("pandas")
+    frame_in = pd.DataFrame(X, index=[f"r{i}" for i in range(len(X))])
+    est.set_output(transform="pandas")
+    out = est.fit_transform(frame_in, yp)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(names)
+    assert list(out.index) == list(frame_in.index)
+    np.testing.assert_allclose(out.to_numpy(), Z, atol=1e-8)
+    new = est.transform(frame_in.iloc[:5])
+    assert isinstance(new, pd.DataFrame) and list(new.columns) == list(names)
+
+
+_OUTPUT_CHECKS = ["check_set_output_transform", "check_transformer_get_feature_names_out",
+                  "check_get_feature_names_out_error", "check_set_output_transform_pandas",
+                  "check_global_output_transform_pandas",
+                  "check_transformer_get_feature_names_out_pandas"]
+
+
+@pytest.mark.parametrize("check", _OUTPUT_CHECKS)
+@pytest.mark.parametrize("make", [lambda: _cheap(DVU()),
+                                  lambda: _cheap(MVU(n_neighbors=3, n_random=1))],
+                         ids=["DVU", "MVU"])
+def test_sklearn_output_checks(make, check):
+    # scikit-learn's own checks of get_feature_names_out / set_output (the pandas ones skip
+    # themselves where pandas is not installed)
+    import sklearn.utils.estimator_checks as checks
+
+    est = make()
+    getattr(checks, check)(type(est).__name__, est)

@@ -101,7 +101,8 @@ def test_graph_core_below_tangent_below_builder(graph):
 #: ``sdpembed.large`` and ``sdpembed.reduced`` are former homes that re-export, so they
 #: stand above what they re-export (LOWRANK and the recovery functions).
 LAYERS = (
-    ("sdpembed._version", "sdpembed._typing", "sdpembed.exceptions", "sdpembed._checks",
+    ("sdpembed._version", "sdpembed._typing", "sdpembed._sklearn", "sdpembed.exceptions",
+     "sdpembed._checks",
      "sdpembed.report",
      "sdpembed.formulation", "sdpembed._labels", "sdpembed.solve_status"),
     ("sdpembed.graphs", "sdpembed.tangent", "sdpembed.scatter", "sdpembed.datasets"),

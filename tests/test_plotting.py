@@ -97,7 +97,7 @@ def test_plot_spectrum_gram_share_and_fraction_mark(tmp_path):
     # share after 3 components: 9/10 = 0.9 -> d = 3; the line sits between bars 3 and 4.
     vlines = [ln for ln in ax.lines if np.allclose(ln.get_xdata(), 3.5)]
     assert len(vlines) == 1
-    assert any(t.get_text() == "d = 3" for t in ax.texts)
+    assert any(t.get_text() == "d = 3 (90% of total)" for t in ax.texts)
     _save(ax, tmp_path / "spectrum.png")
 
 

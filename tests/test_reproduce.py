@@ -8,6 +8,7 @@ hand, so no reproduction runs in the test suite.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,7 +127,10 @@ def test_the_page_compares_every_paper_cell_and_includes_a_finished_folder(tmp_p
     lda = next(line for line in text.splitlines() if line.startswith("| iris | lda |")
                and "**" in line)
     assert "oracle" not in lda.split("**")[1]
-    assert "| tiny | iris | raw |" in text  # the summary at the top
+    summary = text.split("## Summary")[1].split("\n## ")[0]  # the summary at the top
+    assert "**`tiny`**" in summary and "| iris | raw | err1 |" in summary
+    assert "| protocol-dependent (1) |" in summary
+    assert "1. iris, raw, err1: protocol-dependent: within spread with feature scaling" in summary
     assert "Command: `sdpembed run tiny" in text and "## Appendix" in text
     # the DVU section says how to include a separate run
     assert "No finished run of `dvu_table1`" in text
@@ -137,3 +141,40 @@ def test_missing_folder_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no finished run"):
         reproduce.main(["--no-run", "--include", f"tiny={tmp_path}", "--out", str(tmp_path),
                         "--doc", str(tmp_path / "doc.md")])
+
+
+def test_summary_tables_are_narrow_and_notes_keep_the_full_verdicts():
+    """The summary reads at 1,280 px: six short columns, each long verdict a note."""
+    long = ("protocol-dependent: within spread with label placement: draws where raw 1-NN "
+            "<= 55 %, near chance like the paper's (48.15 %) (53.73 ± 3.79)")
+    oracle = ("below the oracle reference 8.27 (not reached by any linear map found with "
+              "every label)")
+    records = [
+        {"spec": "a", "dataset": "two_moons_3d", "method": "lpp", "params": "", "metric": "acc1",
+         "ours": {"mean": 79.38, "std": 11.11}, "paper": 56.38, "paper_std": None,
+         "verdict": long},
+        {"spec": "a", "dataset": "car", "method": "otca", "params": "", "metric": "err1",
+         "ours": {"mean": 25.19, "std": 3.29}, "paper": 3.62, "paper_std": 1.2,
+         "verdict": oracle},
+        {"spec": "b", "dataset": "usps", "method": "dvu", "params": "slack_weight=0.01",
+         "metric": "knn3", "ours": {"mean": 97.44, "std": 0.5}, "paper": 97.7,
+         "paper_std": None, "verdict": "within spread"}]
+    lines = reproduce.summary_markdown(records)
+    rows = [line for line in lines if line.startswith("|")]
+    assert len(rows) == 2 * 2 + 3 and max(len(r) for r in rows) <= 90
+    assert "| two_moons_3d | lpp | acc1 | 79.38 ± 11.11 | 56.38 | protocol-dependent (1) |" \
+        in rows
+    assert "| car | otca | err1 | 25.19 ± 3.29 | 3.62 ± 1.20 | below the oracle (2) |" in rows
+    assert "| usps | dvu (slack_weight=0.01) | knn3 | 97.44 ± 0.50 | 97.70 | within spread |" \
+        in rows
+    assert f"1. two_moons_3d, lpp, acc1: {long}" in lines
+    assert f"2. car, otca, err1: {oracle}" in lines
+    assert lines.index("**`b`**") > lines.index(f"2. car, otca, err1: {oracle}")
+
+
+def test_the_committed_summary_is_narrow():
+    page = (Path(reproduce.__file__).resolve().parents[1] / "docs" / "reproductions.md")
+    summary = page.read_text().split("## Summary")[1].split("\n## ")[0]
+    rows = [line for line in summary.splitlines() if line.startswith("|")]
+    assert rows and max(len(r) for r in rows) <= 100
+    assert all(r.count("|") == 7 for r in rows)       # six columns

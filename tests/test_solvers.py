@@ -159,3 +159,29 @@ def test_options_are_recorded_and_passed():
     assert report.options["eps_abs"] == 1e-7 and report.options["max_iters"] == 12345
     assert report.options["eps_rel"] == 1e-6  # toolkit default, recorded
     assert report.iterations is not None and report.iterations <= 12345
+
+
+def test_solve_report_repr_is_one_short_line_and_summary_has_every_field():
+    import numpy as np
+
+    from sdpembed.report import SolveReport
+
+    options = {f"option_{i}": i for i in range(20)}
+    rep = SolveReport("optimal", -1.25, "LOWRANK", "sdpembed 0.1", options, 0.5, 2.0,
+                      iterations=12, gap=1e-5, certified_gap=2e-5, primal_infeasibility=0.0,
+                      attempts=[{"solver": "LOWRANK", "status": "optimal"}],
+                      extra={"rank": 3, "history": np.zeros(4)}, selection="a Gram SDP")
+    short = repr(rep)
+    assert "\n" not in short and len(short) < 200 and "option_" not in short
+    assert short == str(rep) and short.startswith("SolveReport(LOWRANK sdpembed 0.1: optimal")
+    assert "objective=-1.25" in short and "certified_gap=2e-05" in short
+    text = rep.summary()
+    assert text.splitlines()[0] == short
+    for i in range(20):
+        assert f"option_{i} = {i}" in text
+    for needle in ("selection", "a Gram SDP", "primal_infeasibility", "rank = 3",
+                   "not shown: history", "'solver': 'LOWRANK'", "wall 2.500"):
+        assert needle in text, needle
+    bare = SolveReport("optimal", None, "SCS", "3", {}, 0.0, 0.0)
+    assert "objective=-" in repr(bare) and "certified_gap" not in repr(bare)
+    assert "(named by the caller)" in bare.summary()

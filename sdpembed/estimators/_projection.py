@@ -50,7 +50,8 @@ Conventions (scikit-learn's): ``components_`` has shape
 from __future__ import annotations
 
 import logging
-import warnings
+import re
+import textwrap
 from numbers import Integral, Real
 
 import numpy as np
@@ -58,17 +59,17 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import relaxations as rlx
+from .._sklearn import Interval, StrOptions, _fit_context
 from ..exceptions import (
     DegenerateEmbeddingError,
     DegenerateEmbeddingWarning,
     InputError,
     RankDeficiencyWarning,
+    warn,
 )
 from ..recovery import fix_signs
 from ..relaxations import Pencil
@@ -76,7 +77,7 @@ from ..solvers import solve
 from ._validation import TypedParameterValidation
 
 __all__ = ["ProjectionEstimator", "METHODS", "COLLAPSE_TOL", "component_spread",
-           "check_collapse"]
+           "check_collapse", "with_projection_parameters"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +90,42 @@ METHODS = ("eigen", "sdp")
 COLLAPSE_TOL = 1e-8
 
 _SDP_ATTRIBUTES = ("solve_report_", "formulation_", "rank_gap_")
+
+
+#: The parameters every projection estimator shares (numpydoc, unindented): each
+#: estimator's docstring holds them in full, at its line ``{projection_parameters}``.
+PROJECTION_PARAMETERS = """\
+method : {"eigen", "sdp"}, default "eigen"
+    ``"eigen"``: closed form. ``"sdp"``: the exact convex relaxation of
+    :mod:`sdpembed.relaxations` (Fantope, ratio-trace SDP in
+    :math:`Z = P P^\\top`, or Charnes–Cooper trace-ratio SDP), solved by ``solver``.
+solver : str, default "auto"
+    Backend name for ``method="sdp"`` (see :func:`sdpembed.available_solvers`).
+    ``"auto"`` lets :func:`sdpembed.solvers.choose_backend` pick: an
+    interior-point backend (CLARABEL) for these small relaxations, SCS when a
+    PSD cone is too large for one; ``solve_report_.selection`` says which and
+    why. Naming a backend is needed to pass ``solver_options``.
+solver_options : dict or None
+    Options for the backend (e.g. ``{"eps_abs": 1e-8}`` for SCS).
+rank_tol : float, default 1e-8
+    Threshold of the rank-revealing step
+    (:func:`sdpembed.relaxations.reduce_pencil`): eigenvalues of the
+    unit-diagonal scaled matrices at or below it count as zero."""
+
+_PROJECTION_PARAMETERS_LINE = re.compile(r"^([ \t]*)\{projection_parameters\}$", re.MULTILINE)
+
+
+def with_projection_parameters(cls: type) -> type:
+    """Write :data:`PROJECTION_PARAMETERS` into ``cls``'s docstring at its
+    ``{projection_parameters}`` line (indented as that line), so that each estimator's page
+    documents ``method``, ``solver``, ``solver_options`` and ``rank_tol`` itself."""
+    doc = cls.__doc__ or ""
+    match = _PROJECTION_PARAMETERS_LINE.search(doc)
+    if match is None:
+        raise TypeError(f"{cls.__name__}'s docstring has no {{projection_parameters}} line")
+    text = textwrap.indent(PROJECTION_PARAMETERS, match.group(1))
+    cls.__doc__ = doc[:match.start()] + text + doc[match.end():]
+    return cls
 
 
 def component_spread(X: np.ndarray, components: np.ndarray) -> np.ndarray:
@@ -150,13 +187,14 @@ def check_collapse(X: np.ndarray, components: np.ndarray, owner: str,
             f"({what}; threshold {COLLAPSE_TOL:g}); the data give this method nothing to "
             "separate. Check the labels and the graph parameters, or lower regularization")
     if bad.size:
-        warnings.warn(
+        warn(
             f"{owner}: direction(s) {bad.tolist()} map the training data to a single point "
             f"({what}; threshold {COLLAPSE_TOL:g}); their coordinates carry no information. "
-            "Use fewer components (see eigenvalues_)", DegenerateEmbeddingWarning, stacklevel=4)
+            "Use fewer components (see eigenvalues_)", DegenerateEmbeddingWarning)
     return spread
 
 
+@with_projection_parameters
 class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin,
                           TransformerMixin, BaseEstimator):
     """Linear projection learned from one eigenproblem, in closed form or as an SDP.
@@ -171,22 +209,7 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
     ----------
     n_components : int or None
         Target dimension :math:`d`. ``None`` uses :meth:`_default_n_components`.
-    method : {"eigen", "sdp"}, default "eigen"
-        ``"eigen"``: closed form. ``"sdp"``: the exact convex relaxation of
-        :mod:`sdpembed.relaxations` (Fantope, ratio-trace SDP in
-        :math:`Z = P P^\\top`, or Charnes–Cooper trace-ratio SDP), solved by ``solver``.
-    solver : str, default "auto"
-        Backend name for ``method="sdp"`` (see :func:`sdpembed.available_solvers`).
-        ``"auto"`` lets :func:`sdpembed.solvers.choose_backend` pick: an
-        interior-point backend (CLARABEL) for these small relaxations, SCS when a
-        PSD cone is too large for one; ``solve_report_.selection`` says which and
-        why. Naming a backend is needed to pass ``solver_options``.
-    solver_options : dict or None
-        Options for the backend (e.g. ``{"eps_abs": 1e-8}`` for SCS).
-    rank_tol : float, default 1e-8
-        Threshold of the rank-revealing step (module docstring,
-        :func:`sdpembed.relaxations.reduce_pencil`): eigenvalues of the
-        unit-diagonal scaled matrices at or below it count as zero.
+    {projection_parameters}
 
     Attributes
     ----------
@@ -326,12 +349,12 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
         regularized = float(getattr(self, "regularization", 0.0) or 0.0) > 0
         red = rlx.reduce_pencil(pencil, rank_tol=self.rank_tol, regularized=regularized)
         if red.n_infinite and pencil.sense == "max":
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: B vanishes on {red.n_infinite} direction(s) where A "
                 "does not (infinite ratio: with fewer labelled points than features they "
                 "separate the labelled classes perfectly); they are excluded, as scikit-learn's "
                 "LinearDiscriminantAnalysis excludes them. Pass regularization > 0 to keep them",
-                RankDeficiencyWarning, stacklevel=4)
+                RankDeficiencyWarning)
         if not red.is_identity:
             logger.info("%s: rank-revealing step keeps %d of %d directions (%d null, %d of "
                         "infinite ratio)", type(self).__name__, red.rank, red.size, red.n_null,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sklearn.utils._param_validation import InvalidParameterError
-
+from .._sklearn import InvalidParameterError
 from ..exceptions import ParameterError
 
 __all__ = ["TypedParameterValidation"]

@@ -3,10 +3,10 @@ r"""Classic eigen-based projections with a closed-form and an SDP path: LDA, LPP
 Each estimator builds the pencil of its method (see
 :mod:`sdpembed.formulations.lda`, :mod:`~sdpembed.formulations.lpp`,
 :mod:`~sdpembed.formulations.sda`) and lets
-:class:`~sdpembed.estimators._projection.ProjectionEstimator` solve it with
+:class:`~sdpembed.estimators.ProjectionEstimator` solve it with
 ``method="eigen"`` (``scipy.linalg.eigh``) or ``method="sdp"`` (the exact
-relaxation of :mod:`sdpembed.relaxations`), after the rank-revealing step of
-:mod:`sdpembed.estimators._projection` (each docstring states what it removes
+relaxation of :mod:`sdpembed.relaxations`), after the rank-revealing step
+(:func:`sdpembed.relaxations.reduce_pencil`; each docstring states what it removes
 for that method).
 """
 
@@ -16,17 +16,17 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import check_partial_labels
+from .._sklearn import Interval, StrOptions
 from .._typing import ArrayLike
 from ..formulations.lda import CRITERIA, lda_pencil
 from ..formulations.lpp import lpp_pencil
 from ..formulations.sda import sda_pencil
 from ..relaxations import RANK_TOL, Pencil
 from ..scatter.discriminant import WEIGHTS, total_scatter
-from ._projection import ProjectionEstimator
+from ._projection import ProjectionEstimator, with_projection_parameters
 
 __all__ = ["LDA", "LPP", "SDA", "PCA"]
 
@@ -57,6 +57,7 @@ class _ClassBased(ProjectionEstimator):
                 f"informative directions and n_features = {X.shape[1]}")
 
 
+@with_projection_parameters
 class LDA(_ClassBased):
     r"""Linear discriminant analysis, closed form or exact SDP.
 
@@ -96,14 +97,13 @@ class LDA(_ClassBased):
         :math:`r = \text{regularization}\cdot\operatorname{tr}(S_w)/m` over
         the :math:`m` informative directions. Keeps the directions of infinite
         ratio (above) at a finite, large ratio, as shrinkage LDA does.
-    method, solver, solver_options, rank_tol
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    {projection_parameters}
 
     Attributes
     ----------
     classes_ : ndarray
     components_, eigenvalues_, objective_, ...
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+        See :class:`~sdpembed.estimators.ProjectionEstimator`.
     """
 
     _parameter_constraints: dict = {
@@ -128,6 +128,7 @@ class LDA(_ClassBased):
         return {"method": "lda"}
 
 
+@with_projection_parameters
 class SDA(_ClassBased):
     r"""Semi-supervised discriminant analysis (Cai, He & Han, ICCV 2007).
 
@@ -150,8 +151,7 @@ class SDA(_ClassBased):
     regularization : float, default 0
         Relative Tikhonov term (the paper's :math:`\beta I`), on the
         informative directions.
-    method, solver, solver_options, rank_tol
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    {projection_parameters}
 
     Notes
     -----
@@ -192,6 +192,7 @@ class SDA(_ClassBased):
         return {"method": "sda"}
 
 
+@with_projection_parameters
 class LPP(ProjectionEstimator):
     r"""Locality preserving projections (He & Niyogi, NIPS 2003), unsupervised.
 
@@ -225,15 +226,14 @@ class LPP(ProjectionEstimator):
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
         Relative ridge on :math:`X_c^\top D X_c` (on the informative directions).
-    method, solver, solver_options, rank_tol
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    {projection_parameters}
 
     Attributes
     ----------
     mean_ : ndarray, shape (n_features,)
         Mean of the training points.
     components_, eigenvalues_, objective_, ...
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+        See :class:`~sdpembed.estimators.ProjectionEstimator`.
     """
 
     _requires_y = False
@@ -268,6 +268,7 @@ class LPP(ProjectionEstimator):
         return {"method": "lpp"}
 
 
+@with_projection_parameters
 class PCA(ProjectionEstimator):
     r"""Principal component analysis on the Fantope.
 
@@ -286,8 +287,7 @@ class PCA(ProjectionEstimator):
     Parameters
     ----------
     n_components : int, default 2
-    method, solver, solver_options, rank_tol
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    {projection_parameters}
 
     Attributes
     ----------

@@ -9,10 +9,10 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._sklearn import Interval, StrOptions
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..formulations.discriminative import (
@@ -23,11 +23,12 @@ from ..formulations.discriminative import (
 )
 from ..relaxations import RANK_TOL, Pencil
 from ..scatter.discriminant import WEIGHTS
-from ._projection import ProjectionEstimator
+from ._projection import ProjectionEstimator, with_projection_parameters
 
 __all__ = ["DiscriminativeProjections"]
 
 
+@with_projection_parameters
 class DiscriminativeProjections(ProjectionEstimator):
     r"""Locality-preserving discriminative projections with a label map (Wang & Mahadevan).
 
@@ -64,8 +65,7 @@ class DiscriminativeProjections(ProjectionEstimator):
         Heat-kernel width (median neighbour distance when ``None``).
     regularization : float, default 0
         Relative ridge on :math:`B + C` (on the informative directions).
-    method, solver, solver_options, rank_tol
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+    {projection_parameters}
 
     Attributes
     ----------
@@ -78,7 +78,7 @@ class DiscriminativeProjections(ProjectionEstimator):
     mu_ : float
         The :math:`\mu` used.
     eigenvalues_, objective_, solve_report_, formulation_, rank_gap_
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+        See :class:`~sdpembed.estimators.ProjectionEstimator`.
 
     Notes
     -----

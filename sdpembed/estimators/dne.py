@@ -7,9 +7,9 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from .._labels import check_partial_labels
+from .._sklearn import Interval
 from ..exceptions import InputError
 from ..formulations.dne import DNE_EQUATIONS, DNE_PAPER, dne_pencil
 from ..relaxations import RANK_TOL, Pencil
@@ -68,10 +68,11 @@ class DNE(ProjectionEstimator):
         \\preceq I,\\ \\mathrm{tr}\\,Y = d`, exact by Ky Fan
         (:mod:`sdpembed.formulations.dne`).
     solver : str, default "auto"
-        Backend for ``method="sdp"``; ``"auto"`` as in
-        :class:`~sdpembed.estimators._projection.ProjectionEstimator`
-        (:func:`sdpembed.solvers.choose_backend`).
+        Backend for ``method="sdp"``; ``"auto"`` lets
+        :func:`sdpembed.solvers.choose_backend` pick one that fits and records why
+        in ``solve_report_.selection``.
     solver_options : dict or None
+        Backend options (name the backend to pass them).
     rank_tol : float, default 1e-8
         Threshold of the rank-revealing step (above).
 
@@ -99,7 +100,7 @@ class DNE(ProjectionEstimator):
     classes_ : ndarray
         Original class labels.
     n_components_, pencil_kind_, solve_report_, formulation_, rank_gap_
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+        See :class:`~sdpembed.estimators.ProjectionEstimator`.
 
     Raises
     ------

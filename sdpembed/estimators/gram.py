@@ -11,24 +11,28 @@ scikit-learn ``Pipeline``.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy.stats import binom
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context, clone
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    clone,
+)
 from sklearn.metrics import accuracy_score
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.svm import LinearSVC
-from sklearn.utils import _safe_indexing, check_random_state
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._sklearn import HasMethods, Interval, StrOptions, _fit_context, _safe_indexing
 from .._typing import ArrayLike, RandomStateLike
-from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError
+from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError, warn
 from ..formulations.dvu import dvu
 from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
@@ -50,8 +54,14 @@ def _num_rows(X) -> int:
     return X.shape[0] if hasattr(X, "shape") else len(X)
 
 
-class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
-    """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding."""
+class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                     BaseEstimator):
+    """Shared fit logic: graph -> formulation -> solve -> Gram matrix -> embedding.
+
+    Output names are ``dvu0, dvu1, ...`` (``mvu0, ...``): ``get_feature_names_out``, and
+    ``set_output(transform="pandas")`` for ``fit_transform`` and ``transform`` (scikit-learn's
+    ``ClassNamePrefixFeaturesOutMixin``, as the projection estimators).
+    """
 
     #: constraints shared by DVU and MVU (graph, distances, basis, solver)
     _parameter_constraints = {
@@ -140,6 +150,10 @@ class _GramEmbedding(TypedParameterValidation, TransformerMixin, BaseEstimator):
 
     def fit_transform(self, X, y=None):
         return self.fit(X, y).embedding_
+
+    @property
+    def _n_features_out(self):
+        return self.embedding_.shape[1]
 
     def _fit_out_of_sample(self, X) -> None:
         """Keep the fitted rows: ``transform`` measures new points against them."""
@@ -475,13 +489,13 @@ class DVU(_GramEmbedding):
             verdict = "probably does not follow the classes" if p_value < 0.05 else \
                 "may not follow the classes (the difference is within chance on so few rows)"
             tangent = ", metric='tangent' for images" if self.metric != "tangent" else ""
-            warnings.warn(
+            warn(
                 f"DVU: on {n_held} labels held out of the fit, {k}-NN on the embedding is "
                 f"right {acc_embedding:.1%} of the time against {acc_input:.1%} on the input "
                 f"features (on these rows alone, a one-sided sign test gives p = {p_value:.2g}): "
                 f"{graph} {verdict}; try more neighbours{tangent}, or a "
                 "graph of your own (graph=...). The check is validation_fraction; its numbers "
-                "are in validation_.", EmbeddingWorseThanInputWarning, stacklevel=3)
+                "are in validation_.", EmbeddingWorseThanInputWarning)
         warm = {}
         if factor is not None and report.solver == "LOWRANK" \
                 and "warm_start" not in options and self.basis_rank is None \

@@ -32,20 +32,19 @@ Graphs (``kernel``), all symmetric with zero diagonal:
 from __future__ import annotations
 
 import logging
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics.pairwise import rbf_kernel
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels, label_indicator
-from ..exceptions import InputError, LabelError
+from .._sklearn import Interval, StrOptions, _fit_context
+from ..exceptions import InputError, LabelError, warn
 from ..scatter.discriminant import knn_affinity
 from ..scatter.propagation import (
     check_affinity,
@@ -163,10 +162,10 @@ class _GraphTransduction(TypedParameterValidation, ClassifierMixin, BaseEstimato
             F = np.empty((X.shape[0], self.classes_.size))
             F[keep] = self._scores(W_keep, Y[keep], labeled[keep])
             F[orphans] = Y[labeled].mean(axis=0)  # the labelled class proportions
-            warnings.warn(f"{self.n_orphans_} point(s) lie in connected components of the "
+            warn(f"{self.n_orphans_} point(s) lie in connected components of the "
                           "graph without a labelled point; orphans='prior' gives them the "
                           "labelled class proportions (the most frequent labelled class)",
-                          UserWarning, stacklevel=2)
+                          UserWarning)
         total = F.sum(axis=1, keepdims=True)
         if np.any(total <= 0):  # pragma: no cover - excluded by check_components
             raise LabelError("some points received no label mass; connect the graph")

@@ -7,11 +7,10 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._sklearn import Interval, StrOptions, _fit_context
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..formulations.tca import (
@@ -213,7 +212,7 @@ class TCA(_TransductiveBase):
     n_labeled_ : int
     classes_ : ndarray
     n_components_, pencil_kind_, solve_report_, formulation_, rank_gap_
-        See :class:`~sdpembed.estimators._projection.ProjectionEstimator`.
+        See :class:`~sdpembed.estimators.ProjectionEstimator`.
 
     Notes
     -----
@@ -349,9 +348,10 @@ class OTCA(_TransductiveBase):
     which keeps only components of the centred data above the numerical rank
     tolerance :math:`s_1 \\max(n, p)\\,\\varepsilon`, so that the quadratic
     form of eq. (26) is positive definite on the directions it solves over.
-    A direction along which the training data do not spread raises or warns
-    as for the other projections
-    (:func:`sdpembed.estimators._projection.check_collapse`).
+    A direction along which the training data do not spread raises
+    :class:`~sdpembed.exceptions.DegenerateEmbeddingError` (all of them) or warns
+    with :class:`~sdpembed.exceptions.DegenerateEmbeddingWarning`, as for the other
+    projections.
     """
 
     _parameter_constraints: dict = {

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._checks import Boolean, Integer, ListOf, NoneOr, Number, OneOf, Table, Text, is_number
 from .methods import METHODS
-from .tables import REQUIRED, Field, fail
+from .tables import REQUIRED, Field, did_you_mean, fail
 
 if TYPE_CHECKING:  # annotations only
     from .results import ExperimentResult
@@ -60,7 +60,8 @@ class FigureKind:
 
 def _method_with_embedding(o, where, labels, metrics) -> None:
     if o["method"] not in labels:
-        fail(f"{where}.method", f"unknown method label {o['method']!r}; the spec's methods "
+        fail(f"{where}.method", f"unknown method label {o['method']!r}"
+                                f"{did_you_mean(o['method'], labels)}; the spec's methods "
                                 f"are {sorted(labels)}")
     if METHODS[labels[o["method"]].method].kind == "classifier":
         fail(f"{where}.method", f"{o['method']!r} has no embedding")
@@ -75,7 +76,8 @@ def _check_prototypes(o, where, labels, metrics) -> None:
 def _metric_of(o, where, metrics, scalar: bool):
     metric = metrics.get(o["metric"])
     if metric is None:
-        fail(f"{where}.metric", f"unknown metric {o['metric']!r}; the spec's metrics are "
+        fail(f"{where}.metric", f"unknown metric {o['metric']!r}"
+                                f"{did_you_mean(o['metric'], metrics)}; the spec's metrics are "
                                 f"{sorted(metrics)}")
     if metric.scalar != scalar:
         fail(f"{where}.metric", f"needs a {'scalar' if scalar else 'curve'} metric")
@@ -86,13 +88,16 @@ def _check_curve(o, where, labels, metrics) -> None:
     _metric_of(o, where, metrics, scalar=False)
     bad = [m for m in o["methods"] or () if m not in labels]
     if bad:
-        fail(f"{where}.methods", f"unknown method labels {bad}")
+        fail(f"{where}.methods", f"unknown method labels {bad}"
+                                 f"{did_you_mean(bad[0], labels)}; the spec's methods are "
+                                 f"{sorted(labels)}")
 
 
 def _check_metric_vs_param(o, where, labels, metrics) -> None:
     _metric_of(o, where, metrics, scalar=True)
     if o["method"] not in labels:
-        fail(f"{where}.method", f"unknown method label {o['method']!r}; the spec's methods "
+        fail(f"{where}.method", f"unknown method label {o['method']!r}"
+                                f"{did_you_mean(o['method'], labels)}; the spec's methods "
                                 f"are {sorted(labels)}")
     swept = labels[o["method"]].swept
     if o["param"] not in swept:

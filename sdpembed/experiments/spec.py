@@ -60,6 +60,7 @@ from .schema import (
     none_strings,
     read_table,
 )
+from .tables import did_you_mean
 
 __all__ = ["load_spec", "parse_spec", "find_spec", "list_specs", "SPECS_PACKAGE", "tomllib"]
 
@@ -117,8 +118,9 @@ def find_spec(name_or_path: str | os.PathLike) -> Path | Traversable:
         candidate = _shipped().joinpath(f"{stem}.toml")
         if candidate.is_file():
             return candidate
-    raise SpecError(f"no spec {str(name_or_path)!r}: not a file, and not one of the specs "
-                    f"shipped with sdpembed ({', '.join(list_specs())})")
+    raise SpecError(f"no spec {str(name_or_path)!r}{did_you_mean(stem, list_specs())}: not a "
+                    f"file, and not one of the specs shipped with sdpembed "
+                    f"({', '.join(list_specs())})")
 
 
 def load_spec(path: str | os.PathLike | Traversable) -> Spec:
@@ -213,7 +215,8 @@ def _parse_datasets(table: Mapping) -> tuple:
     known = _datasets.list_datasets()
     for n in names:
         if n not in known:
-            fail(f"{where}.name", f"unknown dataset {n!r}; choose from {known}")
+            fail(f"{where}.name", f"unknown dataset {n!r}{did_you_mean(n, known)}; choose from "
+                                 f"{known}")
     shared_given = read_table(table, (DATASET_NAME, *DATASET_FIELDS), where, extra=names)
     field_names = [f.name for f in DATASET_FIELDS]
     out = []
@@ -285,9 +288,11 @@ def _parse_graph(table: Mapping, datasets: tuple) -> GraphSpec:
         from sklearn.metrics.pairwise import distance_metrics
         from sklearn.neighbors import VALID_METRICS
 
-        if metric not in set(distance_metrics()) | set(VALID_METRICS["brute"]):
-            fail(f"{where}.metric", f"unknown metric {metric!r}; use 'tangent' or a "
-                                    "scikit-learn metric such as 'euclidean'")
+        known = set(distance_metrics()) | set(VALID_METRICS["brute"])
+        if metric not in known:
+            fail(f"{where}.metric", f"unknown metric {metric!r}"
+                                    f"{did_you_mean(metric, sorted(known | {'tangent'}))}; use "
+                                    "'tangent' or a scikit-learn metric such as 'euclidean'")
     return GraphSpec(metric, int(g["n_neighbors"]), int(g["n_random"]), freeze(options))
 
 
@@ -309,7 +314,8 @@ def _parse_methods(table: Mapping) -> tuple:
         base = read_table(body, METHOD_FIELDS, where, extra=set(body) - _RESERVED)
         name = base["estimator"]
         if name not in METHODS:
-            fail(f"{where}.estimator", f"unknown method {name!r}; choose from {sorted(METHODS)}")
+            fail(f"{where}.estimator", f"unknown method {name!r}{did_you_mean(name, METHODS)}; "
+                                      f"choose from {sorted(METHODS)}")
         info = METHODS[name]
         allowed = info.param_names()
         params = {}
@@ -319,8 +325,9 @@ def _parse_methods(table: Mapping) -> tuple:
             if key in _RUNNER_PARAMS and key in allowed:
                 fail(f"{where}.{key}", f"set by the runner: {_RUNNER_PARAMS[key]}")
             if key not in allowed:
-                fail(f"{where}.{key}", f"unknown parameter of {name}; known: "
-                                       f"{sorted(allowed - set(_RUNNER_PARAMS))}")
+                known = sorted(allowed - set(_RUNNER_PARAMS))
+                fail(f"{where}.{key}", f"unknown parameter of {name}{did_you_mean(key, known)}; "
+                                       f"known: {known}")
             if isinstance(value, list):
                 if not value:
                     fail(f"{where}.{key}", "an empty list sweeps over nothing")
@@ -384,7 +391,8 @@ def _parse_solvers(value, where: str) -> tuple:
     known = known_solvers()
     for s in names:
         if s not in known:
-            fail(where, f"unknown solver {s!r}; known backends: {sorted(known)}")
+            fail(where, f"unknown solver {s!r}{did_you_mean(s, known)}; known backends: "
+                        f"{sorted(known)}")
     return tuple(dict.fromkeys(names))
 
 
@@ -414,7 +422,8 @@ def _parse_solver_options(table: Mapping) -> FrozenMap:
             fail(where, f"expected a table of {key}'s options (e.g. [solver_options.{key}] "
                         f"time_limit = 600); got {body!r}")
         if name not in known:
-            fail(where, f"unknown solver {name!r}; known backends: {sorted(known)}")
+            fail(where, f"unknown solver {name!r}{did_you_mean(name, known)}; known backends: "
+                        f"{sorted(known)}")
         if name in out:
             fail(where, f"options of {name} are given twice")
         options = dict(body)
@@ -465,7 +474,8 @@ def _parse_metrics(table: Mapping, methods: tuple, datasets: tuple) -> tuple:
         if kind not in METRIC_KINDS:
             if "kind" not in body:
                 fail(f"{where}.kind", "missing; expected a metric kind")
-            fail(f"{where}.kind", f"unknown metric kind {kind!r}; choose from "
+            fail(f"{where}.kind", f"unknown metric kind {kind!r}"
+                                  f"{did_you_mean(kind, METRIC_KINDS)}; choose from "
                                   f"{sorted(METRIC_KINDS)}")
         info = METRIC_KINDS[kind]
         values = read_table(body, (*METRIC_FIELDS, *info.options,
@@ -482,7 +492,8 @@ def _parse_metrics(table: Mapping, methods: tuple, datasets: tuple) -> tuple:
                             values.get("error", False))
         for label in only or ():
             if label not in labels:
-                fail(f"{where}.methods", f"unknown method label {label!r}; the spec's "
+                fail(f"{where}.methods", f"unknown method label {label!r}"
+                                         f"{did_you_mean(label, labels)}; the spec's "
                                          f"methods are {sorted(labels)}")
             mkind = METHODS[labels[label].method].kind
             if mkind not in info.applies_to(opts):
@@ -504,13 +515,13 @@ def _parse_paper(table: Mapping, methods: tuple, metrics: tuple, datasets: tuple
         v = read_table(entry, PAPER_VALUE_FIELDS, w)
         if v["method"] not in labels:
             fail(f"{w}.method", f"expected one of the spec's method labels {sorted(labels)}; "
-                                f"got {v['method']!r}")
+                                f"got {v['method']!r}{did_you_mean(v['method'], labels)}")
         if v["metric"] not in scalar:
             fail(f"{w}.metric", f"expected one of the spec's scalar metrics {sorted(scalar)}; "
-                                f"got {v['metric']!r}")
+                                f"got {v['metric']!r}{did_you_mean(v['metric'], scalar)}")
         if v["dataset"] is not None and v["dataset"] not in names:
             fail(f"{w}.dataset", f"expected one of the spec's datasets {sorted(names)}; got "
-                                 f"{v['dataset']!r}")
+                                 f"{v['dataset']!r}{did_you_mean(v['dataset'], names)}")
         params = none_strings(dict(v["params"])) if v["params"] is not None else None
         for key in params or ():
             if key not in labels[v["method"]].params:
@@ -535,12 +546,13 @@ def _parse_figures(table: Mapping, methods: tuple, metrics: tuple, datasets: tup
             fail(where, f"expected a table; got {body!r}")
         kind = body.get("kind")
         if kind not in FIGURE_KINDS:
-            fail(f"{where}.kind", f"expected one of {sorted(FIGURE_KINDS)}; got {kind!r}")
+            fail(f"{where}.kind", f"expected one of {sorted(FIGURE_KINDS)}; got {kind!r}"
+                                  f"{did_you_mean(kind, FIGURE_KINDS)}")
         info = FIGURE_KINDS[kind]
         v = read_table(body, (*FIGURE_FIELDS, *info.fields), where)
         if v["dataset"] is not None and v["dataset"] not in names:
             fail(f"{where}.dataset", f"expected one of the spec's datasets {sorted(names)}; "
-                                     f"got {v['dataset']!r}")
+                                     f"got {v['dataset']!r}{did_you_mean(v['dataset'], names)}")
         opts = {f.name: v[f.name] for f in info.fields}
         if opts.get("params") is not None:
             opts["params"] = none_strings(dict(opts["params"]))

@@ -276,7 +276,7 @@ def explicit_centroid_factor(gp: GramProblem, F: np.ndarray) -> np.ndarray:
     return np.r_[F, centroids, centroids.mean(axis=0)[None, :]]
 
 
-def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "explicit",
+def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "eliminated",
         distances: str = "interval", slack_weight: float = 1.0, trace: str | None = None,
         trace_weight: float = 0.0, snr: float | None = None, ratio: float | None = None,
         ratio_weight: float = 1.0, normalize: bool = True, reduce_face: bool = True,
@@ -302,7 +302,7 @@ def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "explicit",
     interior-point method converges to the relative interior of that face, a
     point of highest rank; ``"LOWRANK"`` to a low-rank one), with different
     embeddings and k-NN accuracies. To select one, add the trace tie-break
-    ``trace="min", trace_weight=1e-3`` (with ``centroids="eliminated"``): the term
+    ``trace="min", trace_weight=1e-3`` (with the default ``centroids="eliminated"``): the term
     :math:`\\tau\\,\\mathrm{tr}\\,G` makes the program prefer, among solutions of
     (nearly) equal objective, the one of least trace, at a cost of that term in the
     optimal value.
@@ -314,7 +314,8 @@ def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "explicit",
         connected (else the problem is unbounded) with no zero distance.
     y : array of int, shape (n,)
         Class labels, ``-1`` for unlabelled points.
-    centroids : {"explicit", "eliminated"}
+    centroids : {"eliminated", "explicit"}, default "eliminated"
+        As in the estimator :class:`~sdpembed.estimators.DVU`.
         ``"explicit"``: the paper's Gram matrix :math:`X` over the n points,
         the K class centroids and the mean of centroids, tied to the points
         by the centring constraints (see :func:`_explicit_problem`; the map
