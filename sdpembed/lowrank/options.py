@@ -73,7 +73,7 @@ class DenseLimits:
 
 @dataclass(frozen=True)
 class LowRankOptions:
-    """Settings of :func:`lowrank_solve` (all keyword options of ``solve(..., solver="LOWRANK")``).
+    r"""Settings of :func:`lowrank_solve` (all keyword options of ``solve(..., solver="LOWRANK")``).
 
     Parameters
     ----------
@@ -82,7 +82,7 @@ class LowRankOptions:
         proves it (and, for ``"equality"``, the relative infeasibility is
         below ``feas_tol``).
     feas_tol : float
-        Relative infeasibility :math:`\\|D - \\bar D\\|/\\|\\bar D\\|` accepted (equality
+        Relative infeasibility :math:`\|D - \bar D\|/\|\bar D\|` accepted (equality
         mode) and the SNR constraint's relative violation.
     rank : int or None
         Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
@@ -109,7 +109,7 @@ class LowRankOptions:
         Hessian-vector products, which reaches the accuracy a certificate
         needs where L-BFGS stalls; ``"plbfgs"``: L-BFGS whose initial inverse
         Hessian is a sparse-LU solve with the weighted graph Laplacian
-        :math:`\\sum_e \\omega_e a_ea_e^T`, :math:`\\omega_e = 2\\sigma\\bar D_e/k` (the
+        :math:`\sum_e \omega_e a_ea_e^T`, :math:`\omega_e = 2\sigma\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
     time_limit : float
         Seconds; when the limit is hit the best pair so far (see "Certificate":
@@ -141,10 +141,10 @@ class LowRankOptions:
     interval_envelope : {"auto", "kink", "huber"}
         The augmented Lagrangian of ``distances="interval"``. ``"huber"``: the
         envelope of the penalty :math:`w_e|D_e - \bar D_e|` itself (a Huber
-        function of :math:`D`, multipliers clipped to :math:`|y_e| \\le w_e`).
+        function of :math:`D`, multipliers clipped to :math:`|y_e| \le w_e`).
         ``"kink"``: the envelope of the penalty's kink :math:`D = \bar D`, i.e. the
         augmented Lagrangian of the ``"equality"`` problem, while its multipliers
-        stay in the box :math:`|y_e| \\le w_e`: an equality optimum with multipliers
+        stay in the box :math:`|y_e| \le w_e`: an equality optimum with multipliers
         in the box is an interval optimum (they are a subgradient of the penalty at
         :math:`D = \bar D`), and the certificate is the interval one throughout. The
         first iterate whose multipliers leave the box switches the solve to
