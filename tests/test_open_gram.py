@@ -296,3 +296,17 @@ def test_rows_with_parameters_follow_the_parameter(graph):
     v2 = _solve(g, "CLARABEL").objective
     assert v1 == pytest.approx(-0.99 * top, rel=1e-5)
     assert v2 == pytest.approx(-0.98 * top, rel=1e-5)
+
+
+def test_summary_names_the_added_terms():
+    f = gram_sdp(10)
+    G = f.expressions["gram"]
+    Y = cp.Constant(np.ones((10, 2)))
+    g = f.with_objective(-cp.trace(G)).with_objective(cp.trace(Y @ Y.T @ G) + G[0, 1])
+    g = g.with_objective(cp.norm(G, "fro"))
+    text = g.summary()
+    assert "minimize     f1(G) + f2(G) + f3(G)" in text
+    assert "M1: diagonal" in text
+    assert "M2: sparse (2 off-diagonal entries) + rank 2" in text
+    assert "f3(G): not linear in G" in text
+    assert "minimize     0" in f.summary()
