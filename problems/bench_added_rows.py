@@ -2,7 +2,7 @@
 
 Run ``python -m problems.bench_added_rows [--n 120] [--rows 0 1 100]``.
 
-DVU (eliminated centroids, the default face reduction) on ``n`` scikit-learn digits;
+DVU (explicit and eliminated centroids, face reduction) on ``n`` scikit-learn digits;
 for each count ``k`` in ``--rows``, ``k`` must-link rows
 :math:`G_{ii} + G_{jj} - 2G_{ij} \\le u` written on ``f.expressions["gram"]`` are added
 and the time of building the cvxpy problem and compiling it for CLARABEL
@@ -45,15 +45,20 @@ def main(argv=None) -> None:
     parser.add_argument("--n", type=int, default=120)
     parser.add_argument("--rows", type=int, nargs="+", default=[0, 1, 100])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--centroids", nargs="+", default=["explicit", "eliminated"],
+                        choices=["explicit", "eliminated"])
     args = parser.parse_args(argv)
-    base = None
-    for k in args.rows:
-        times = [compile_seconds(args.n, k) for _ in range(args.repeat)]
-        med = statistics.median(times)
-        base = med if k == 0 else base
-        ratio = f"  ({med / base:.2f}x the plain problem)" if base and k else ""
-        print(f"n={args.n} rows={k:4d}: compile {med:7.2f} s (median of {args.repeat}: "
-              + ", ".join(f"{t:.2f}" for t in times) + ")" + ratio, flush=True)
+    for centroids in args.centroids:
+        base = None
+        for k in args.rows:
+            times = [compile_seconds(args.n, k, centroids=centroids)
+                     for _ in range(args.repeat)]
+            med = statistics.median(times)
+            base = med if k == 0 else base
+            ratio = f"  ({med / base:.2f}x the plain problem)" if base and k else ""
+            print(f"{centroids:10s} n={args.n} rows={k:4d}: compile {med:7.2f} s (median of "
+                  f"{args.repeat}: " + ", ".join(f"{t:.2f}" for t in times) + ")" + ratio,
+                  flush=True)
 
 
 if __name__ == "__main__":

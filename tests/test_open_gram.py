@@ -310,3 +310,39 @@ def test_summary_names_the_added_terms():
     assert "M2: sparse (2 off-diagonal entries) + rank 2" in text
     assert "f3(G): not linear in G" in text
     assert "minimize     0" in f.summary()
+
+
+def test_fast_scalar_reading_equals_the_affine_reader():
+    """The scalar fast path of the restatement reads what the affine reader reads."""
+    from sdpembed.formulations.compiled import _entries
+    from sdpembed.formulations.constraints import _linear
+
+    f = gram_sdp(9)
+    G = f.expressions["gram"]
+    for expr in [G[1, 1] + G[4, 4] - 2 * G[1, 4] - 0.5, -G[2, 3] / 4 + 1.5,
+                 3 * (G[0, 0] - G[8, 8]), G[5, 6]]:
+        cols, vals, const = _entries(expr, G, 9)
+        lin = _linear(expr, G, 81, 9, {})
+        dense = np.zeros(81)
+        np.add.at(dense, cols, vals)
+        np.testing.assert_allclose(dense, lin.R.toarray().ravel())
+        assert const == pytest.approx(float(lin.offset(1)[0]))
+    assert _entries(cp.trace(G), G, 9) is None
+
+
+def test_restated_operator_is_exact_on_a_basis():
+    """<A_k, V Y V^T> = row k of the operator times vec(Y), for a random symmetric Y."""
+    from sdpembed.formulations.compiled import GramLift
+
+    n = 11
+    f = gram_sdp(n)
+    G = f.expressions["gram"]
+    V = f.basis()
+    rng = np.random.default_rng(7)
+    R = sp.random(5, n * n, density=0.05, random_state=8, format="csr")
+    lift = GramLift(G, n, n, V, f.variables["Y"])
+    M = lift.operator(R)
+    Y = rng.standard_normal((n - 1, n - 1))
+    Y = Y + Y.T
+    Gv = V @ Y @ V.T
+    np.testing.assert_allclose(M @ Y.ravel(order="F"), R @ Gv.ravel(order="F"), atol=1e-12)

@@ -35,7 +35,14 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from cvxpy.atoms.affine.add_expr import AddExpression
+from cvxpy.atoms.affine.binary_operators import DivExpression, MulExpression, multiply
+from cvxpy.atoms.affine.index import index
+from cvxpy.atoms.affine.promote import Promote
+from cvxpy.atoms.affine.reshape import reshape
+from cvxpy.atoms.affine.unary_operators import NegExpression
 from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
+from cvxpy.expressions.constants import Constant
 
 from ..exceptions import UnsupportedProblemError
 from .constraints import _linear, _Refusal
@@ -65,53 +72,117 @@ class GramLift:
 
     def operator(self, R: sp.spmatrix) -> sp.csr_matrix:
         r"""Rows on :math:`\mathrm{vec}(G)` (``p x n_points^2``, column-major) restated on
-        :math:`\mathrm{vec}(X)`."""
-        R = sp.csr_matrix(R)
+        :math:`\mathrm{vec}(X)`: row k becomes :math:`\mathrm{vec}(V_p^TA_kV_p)`, summed as
+        :math:`\sum_{i} V_{p,i}^T (A_kV_p)_i` over the rows i that :math:`A_k` touches
+        (every term of an entry whose factors are exact zeros is an exact zero)."""
+        C = sp.coo_matrix(R)
+        p = C.shape[0]
         n, N = self.n_points, self.n_full
         if self.basis is None:
-            C = R.tocoo()
             cols = (C.col % n) + N * (C.col // n)
-            return sp.csr_matrix((C.data, (C.row, cols)), shape=(R.shape[0], N * N))
+            return sp.csr_matrix((C.data, (C.row, cols)), shape=(p, N * N))
         V = np.asarray(self.basis[:n], dtype=float)
         r = V.shape[1]
+        if C.nnz == 0:
+            return sp.csr_matrix((p, r * r))
+        k, i, j = C.row.astype(np.int64), C.col % n, C.col // n
+        key, inv = np.unique(k * n + i, return_inverse=True)     # the (row k, point i) pairs
+        AV = np.asarray(sp.csr_matrix((C.data, (inv, j)), shape=(key.size, n)) @ V)
+        pair_k, pair_i = key // n, key % n
         rows, cols, vals = [], [], []
-        for k in range(R.shape[0]):
-            lo, hi = R.indptr[k], R.indptr[k + 1]
-            if lo == hi:
-                continue
-            idx, data = R.indices[lo:hi], R.data[lo:hi]
-            i, j = idx % n, idx // n
-            touched, inv = np.unique(i, return_inverse=True)
-            A = sp.csr_matrix((data, (inv, j)), shape=(touched.size, n))
-            Mk = V[touched].T @ np.asarray(A @ V)         # V^T A_k V over the touched rows
-            a, b = np.nonzero(Mk)
-            rows.append(np.full(a.size, k))
+        chunk = max(1, _CHUNK // (r * r))
+        starts = np.flatnonzero(np.r_[True, pair_k[1:] != pair_k[:-1]])
+        bounds = np.r_[starts, key.size]
+        g = 0
+        while g < starts.size:                    # groups of rows k, at most chunk pairs each
+            h = g + 1
+            while h < starts.size and bounds[h + 1] - bounds[g] <= chunk:
+                h += 1
+            lo, hi = bounds[g], bounds[h]
+            terms = V[pair_i[lo:hi]][:, :, None] * AV[lo:hi][:, None, :]
+            blocks = np.add.reduceat(terms, starts[g:h] - lo, axis=0)   # (groups, r, r)
+            gk, a, b = np.nonzero(blocks)
+            rows.append(pair_k[starts[g:h]][gk])
             cols.append(a + r * b)
-            vals.append(Mk[a, b])
-        if not rows:
-            return sp.csr_matrix((R.shape[0], r * r))
+            vals.append(blocks[gk, a, b])
+            g = h
         return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                             shape=(R.shape[0], r * r))
+                             shape=(p, r * r))
 
-    def rows(self, expr: cp.Expression) -> tuple[sp.csr_matrix, np.ndarray] | None:
-        r"""``(M, c)`` with ``vec(expr) = M vec(X) + c`` (column-major), for ``expr`` affine
-        in :attr:`gram` without parameters; ``None`` when it is left as written."""
-        if expr.parameters() or not expr.is_affine():
+    def read(self, expr: cp.Expression) -> tuple | None:
+        r"""``(k, cols, vals, c)``: triplets of ``R`` with ``vec(expr) = R vec(G) + c``
+        (column-major; ``k`` the row, ``cols`` the flat index into :math:`G`), for ``expr``
+        affine in :attr:`gram` without parameters; ``None`` when it is left as written."""
+        if expr.parameters():
             return None
         n = self.n_points
+        if expr.size == 1:
+            fast = _entries(expr, self.gram, n)          # affine by construction
+            if fast is not None:
+                cols, vals, const = fast
+                return (np.zeros(len(cols), dtype=np.int64), np.asarray(cols, dtype=np.int64),
+                        np.asarray(vals, dtype=float), np.array([const]))
+        if not expr.is_affine():
+            return None
         try:
             lin = _linear(expr, self.gram, n * n, n, {})
         except _Refusal:
             return None
         if lin.R is None:          # the whole Gram matrix: restating it gains nothing
             return None
-        M = self.operator(lin.R)
-        return M, lin.offset(M.shape[0])
+        R = sp.coo_matrix(lin.R)
+        return (R.row.astype(np.int64), R.col.astype(np.int64), R.data.astype(float),
+                lin.offset(R.shape[0]))
+
+
+#: entries of the dense blocks formed at once by :meth:`GramLift.operator`
+_CHUNK = 1 << 22
+
+
+def _entries(expr, gram, n: int) -> tuple[list, list, float] | None:
+    """A scalar sum of scaled entries of ``gram`` and constants, e.g. ``G[i, i] + G[j, j] -
+    2 * G[i, j] - u``, as ``(flat indices, coefficients, constant)`` without sparse
+    matrices; ``None`` for any other form (the affine reader then reads it)."""
+    cols: list = []
+    vals: list = []
+    const = [0.0]
+
+    def walk(e, scale: float) -> bool:
+        if isinstance(e, index) and e.args[0] is gram and e.size == 1:
+            i, j = (np.arange(dim)[key] for dim, key in zip(gram.shape, e.key))
+            cols.append(int(np.ravel(i)[0]) + n * int(np.ravel(j)[0]))
+            vals.append(scale)
+            return True
+        if isinstance(e, Constant) and e.size == 1:
+            const[0] += scale * float(np.ravel(e.value)[0])
+            return True
+        if isinstance(e, AddExpression):
+            return all(walk(a, scale) for a in e.args)
+        if isinstance(e, NegExpression):
+            return walk(e.args[0], -scale)
+        if isinstance(e, (multiply, MulExpression)) and e.size == 1:
+            a, b = e.args
+            if isinstance(a, Constant) and a.size == 1:
+                return walk(b, scale * float(np.ravel(a.value)[0]))
+            if isinstance(b, Constant) and b.size == 1:
+                return walk(a, scale * float(np.ravel(b.value)[0]))
+            return False
+        if isinstance(e, DivExpression) and isinstance(e.args[1], Constant) \
+                and e.args[1].size == 1:
+            return walk(e.args[0], scale / float(np.ravel(e.args[1].value)[0]))
+        if isinstance(e, (reshape, Promote)) and e.args[0].size == 1:
+            return walk(e.args[0], scale)
+        return False
+
+    if not walk(expr, 1.0):
+        return None
+    return cols, vals, const[0]
 
 
 def _rows(constraint, lift: GramLift):
-    """``(M, c, sign, equality)`` with the constraint read as ``sign * (M vec(X) + c) <= 0``
-    or ``== 0`` (rows in its column-major order), or ``None`` when left as written."""
+    """``(k, cols, vals, c, sign, equality)`` with the constraint read as
+    ``sign * (R vec(G) + c) <= 0`` or ``== 0`` (:meth:`GramLift.read`; rows in its
+    column-major order), or ``None`` when left as written."""
     if isinstance(constraint, (Inequality, Equality)):
         expr, sign = constraint.expr, 1.0
     elif isinstance(constraint, (NonPos, Zero)):
@@ -120,11 +191,10 @@ def _rows(constraint, lift: GramLift):
         expr, sign = constraint.args[0], -1.0
     else:
         return None
-    rows = lift.rows(expr)
+    rows = lift.read(expr)
     if rows is None:
         return None
-    M, c = rows
-    return M, c, sign, isinstance(constraint, (Equality, Zero))
+    return (*rows, sign, isinstance(constraint, (Equality, Zero)))
 
 
 def _dispatch(stacked, parts: list) -> None:
@@ -152,21 +222,23 @@ def compiled_constraints(constraints: Sequence, lift: GramLift) -> list:
         if rows is None:
             kept.append(c)
         else:
-            groups[rows[3]].append((c, rows))
+            groups[rows[5]].append((c, rows))
     out = []
     vecX = cp.vec(lift.variable, order="F")
     for equality, items in groups.items():
         if not items:
             continue
-        M = sp.vstack([sign * M for _, (M, _, sign, _) in items]).tocsr()
-        c = np.concatenate([sign * c for _, (_, c, sign, _) in items])
+        offsets = np.cumsum([0] + [item[1][3].size for item in items])
+        k = np.concatenate([rows[0] + off for (_, rows), off in zip(items, offsets)])
+        cols = np.concatenate([rows[1] for _, rows in items])
+        vals = np.concatenate([rows[4] * rows[2] for _, rows in items])
+        n = lift.n_points
+        M = lift.operator(sp.coo_matrix((vals, (k, cols)), shape=(int(offsets[-1]), n * n)))
+        c = np.concatenate([rows[4] * rows[3] for _, rows in items])
         expr = M @ vecX + c if np.any(c != 0) else M @ vecX
         stacked = (expr == 0) if equality else (expr <= 0)
-        parts, lo = [], 0
-        for user, (Mk, *_) in items:
-            hi = lo + Mk.shape[0]
-            parts.append((user, lo, hi))
-            lo = hi
+        parts = [(user, int(offsets[t]), int(offsets[t + 1]))
+                 for t, (user, _) in enumerate(items)]
         _dispatch(stacked, parts)
         out.append(stacked)
     return out + kept
