@@ -346,3 +346,14 @@ def test_restated_operator_is_exact_on_a_basis():
     Y = Y + Y.T
     Gv = V @ Y @ V.T
     np.testing.assert_allclose(M @ Y.ravel(order="F"), R @ Gv.ravel(order="F"), atol=1e-12)
+
+
+def test_built_formulation_with_rows_pickles_and_solves(graph):
+    f = mvu(graph)
+    G = f.expressions["gram"]
+    g = f.with_constraints([G[0, 0] + G[1, 1] - 2 * G[0, 1] <= 0.2])
+    assert g.problem is not None                               # built
+    h = pickle.loads(pickle.dumps(g))
+    rep = _solve(h, "CLARABEL")
+    assert rep.objective == pytest.approx(_solve(g, "CLARABEL").objective, rel=1e-6)
+    assert h.user_constraints[0].dual_value is not None

@@ -197,18 +197,24 @@ def _rows(constraint, lift: GramLift):
     return (*rows, sign, isinstance(constraint, (Equality, Zero)))
 
 
-def _dispatch(stacked, parts: list) -> None:
-    """Make ``stacked`` hand each part of its dual value to the user's constraint."""
-    save = stacked.save_dual_value
+class _DualDispatch:
+    """``save_dual_value`` of a stacked constraint: saves its own dual value, then hands each
+    user constraint its part (a module-level class, so that the problem pickles)."""
 
-    def save_dual_value(value) -> None:
-        save(value)
+    def __init__(self, stacked, parts: list):
+        self.stacked, self.parts = stacked, parts
+
+    def __call__(self, value) -> None:
+        type(self.stacked).save_dual_value(self.stacked, value)
         flat = None if value is None else np.asarray(value, dtype=float).ravel(order="F")
-        for user, lo, hi in parts:
+        for user, lo, hi in self.parts:
             user.save_dual_value(None if flat is None
                                  else flat[lo:hi].reshape(user.shape, order="F"))
 
-    stacked.save_dual_value = save_dual_value
+
+def _dispatch(stacked, parts: list) -> None:
+    """Make ``stacked`` hand each part of its dual value to the user's constraint."""
+    stacked.save_dual_value = _DualDispatch(stacked, parts)
 
 
 def compiled_constraints(constraints: Sequence, lift: GramLift) -> list:
