@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,10 @@ from .relaxations import (
     recover_basis,
 )
 from .solvers import SolveReport, solve
+
+if TYPE_CHECKING:  # annotations only
+    from .formulations.gram import GramFormulation
+    from .graphs import NeighborhoodGraph
 
 __all__ = ["DinkelbachResult", "dinkelbach", "otca_sequence", "MinimumVolumeResult",
            "minimum_volume_embedding", "minimum_volume_step"]
@@ -222,7 +226,7 @@ def _spectrum_of(form) -> tuple[np.ndarray, np.ndarray]:
     return lam[::-1], V[:, ::-1]
 
 
-def minimum_volume_step(formulation, vectors: ArrayLike):
+def minimum_volume_step(formulation: GramFormulation, vectors: ArrayLike) -> GramFormulation:
     r"""One step of :func:`minimum_volume_embedding`: ``formulation`` (MVU's, minimising
     :math:`-\mathrm{tr}\,G`) with the objective :math:`-\langle 2V_dV_d^T - I, G\rangle`,
     :math:`V_d` = ``vectors`` (n x d, orthonormal columns: the top eigenvectors of the
@@ -249,7 +253,8 @@ def minimum_volume_step(formulation, vectors: ArrayLike):
     return formulation.with_objective(2 * cp.trace(G) - gram_inner(G, V, np.full(d, 2.0)))
 
 
-def minimum_volume_embedding(graph, n_components: int = 2, *, solver: str = "auto",
+def minimum_volume_embedding(graph: NeighborhoodGraph, n_components: int = 2, *,
+                             solver: str = "auto",
                              max_iter: int = 20, tol: float = 1e-6,
                              **solver_options: Any) -> MinimumVolumeResult:
     r"""Minimum Volume Embedding (Shaw & Jebara, AISTATS 2007) by its sequence of SDPs.

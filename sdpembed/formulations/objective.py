@@ -38,6 +38,8 @@ stored. What cannot be represented raises
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
@@ -49,6 +51,7 @@ from cvxpy.atoms.affine.trace import Trace
 from cvxpy.atoms.affine.transpose import transpose
 from cvxpy.atoms.affine.unary_operators import NegExpression
 
+from .._typing import ArrayLike
 from ..exceptions import UnsupportedProblemError
 from .constraints import CONIC_ALTERNATIVES, _linear, _Refusal
 from .matrices import DiagPlusLowRank
@@ -63,7 +66,7 @@ class _GramInner(Sum):
     """``cp.sum(cp.multiply(G @ U, U * s))``, tagged with its factors for the reader."""
 
 
-def gram_inner(G: cp.Expression, U, s=None) -> cp.Expression:
+def gram_inner(G: cp.Expression, U: ArrayLike, s: ArrayLike | None = None) -> cp.Expression:
     r""":math:`\langle U\,\mathrm{diag}(s)\,U^T, G\rangle = \sum_k s_k u_k^TGu_k` as a
     cvxpy expression whose factors ``"LOWRANK"`` reads without forming the
     :math:`n\times n` matrix.
@@ -285,7 +288,7 @@ def _dense_product(values: list):
     return out.toarray() if sp.issparse(out) else out
 
 
-def gram_objective_matrix(terms, gram: cp.Expression, n: int, *,
+def gram_objective_matrix(terms: Sequence[cp.Expression], gram: cp.Expression, n: int, *,
                           dense_limit: int = DENSE_OBJECTIVE_LIMIT) -> DiagPlusLowRank:
     r"""The matrix :math:`M` with :math:`\sum_t \mathrm{term}_t = \langle M, G\rangle`.
 
