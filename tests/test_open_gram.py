@@ -267,9 +267,10 @@ def test_restated_rows_are_the_written_problem():
     G = f.expressions["gram"]
     cons = [G[0, 0] + G[5, 5] - 2 * G[0, 5] <= 0.05,
             G[1, 1] + G[7, 7] - 2 * G[1, 7] >= 3.0,
-            cp.NonNeg(G[2, 3] + 0.2),
+            cp.NonNeg(G[2, 3] - 0.5),
             cp.hstack([G[4, 4], G[6, 6]]) <= 1.5,
-            G[8, 9] == 0.1]
+            G[8, 9] == 0.1,
+            cp.NonPos(G[2, 2] - 0.3)]
     g = f.with_constraints(cons)
     problem = g.problem
     assert len(problem.constraints) < len(f.problem.constraints) + len(cons)   # stacked
@@ -282,7 +283,7 @@ def test_restated_rows_are_the_written_problem():
     assert _rel(rep.objective, written.value) <= 1e-6
     for c, d in zip(cons, duals):
         np.testing.assert_allclose(d, c.dual_value, rtol=1e-3, atol=1e-5)
-    assert any(np.any(np.abs(d) > 1e-3) for d in duals)   # some rows are active
+    assert all(np.any(np.abs(d) > 1e-3) for d in duals)   # every kind is active here
 
 
 def test_rows_with_parameters_follow_the_parameter(graph):
