@@ -358,3 +358,12 @@ def test_built_formulation_with_rows_pickles_and_solves(graph):
     rep = _solve(h, "CLARABEL")
     assert rep.objective == pytest.approx(_solve(g, "CLARABEL").objective, rel=1e-6)
     assert h.user_constraints[0].dual_value is not None
+
+
+def test_objective_reader_refuses_nan_coefficients():
+    f = gram_sdp(5)
+    G = f.expressions["gram"]
+    C = np.eye(5)
+    C[0, 1] = np.nan
+    with pytest.raises(UnsupportedProblemError, match="NaN"):
+        gram_objective_matrix([cp.trace(C @ G)], G, 5)

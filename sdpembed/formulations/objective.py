@@ -209,6 +209,9 @@ class _Terms:
 
     def matrix(self) -> DiagPlusLowRank:
         n = self.n
+        parts = [self.diag, *self.U, *self.s] + [S.data for S in self.sparse]
+        if not all(np.all(np.isfinite(p)) for p in parts):
+            raise _Refusal("a coefficient is NaN or infinite")
         diag = self.diag.copy()
         sparse = None
         if self.sparse:
@@ -325,4 +328,8 @@ def gram_objective_matrix(terms: Sequence[cp.Expression], gram: cp.Expression, n
                 "(diagonal, sparse, low-rank by factors, dense up to n = "
                 f"{dense_limit}); solve this formulation with {CONIC_ALTERNATIVES} "
                 "instead.") from None
-    return out.matrix()
+    try:
+        return out.matrix()
+    except _Refusal as why:
+        raise UnsupportedProblemError(f"the objective terms cannot be represented by LOWRANK: "
+                                      f"{why}; check the data behind them") from None
