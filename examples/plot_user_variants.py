@@ -94,7 +94,7 @@ def run(solver="CLARABEL", n_samples=40, shrink_solver="auto", mve_steps=2, quie
 # %%
 # Solve the three variants.
 if __name__ == "__main__":
-    result = run(solver="LOWRANK", n_samples=100, mve_steps=3, quiet=False)
+    result = run(solver="LOWRANK", n_samples=60, mve_steps=3, quiet=False)
 
 # %%
 # The top two coordinates of each embedding, coloured by digit.
