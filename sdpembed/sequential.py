@@ -9,12 +9,16 @@ builder modules import no solver):
   (Dinkelbach 1967), each re-solve reusing cvxpy's compiled DPP program;
 * :func:`otca_sequence`: Orthogonal TCA's r steps (Liu, Tao & Liu 2008,
   eqs. 22-27), each a convex quadratic program under the orthogonality
-  constraints of the previous steps.
+  constraints of the previous steps;
+* :func:`minimum_volume_embedding`: Minimum Volume Embedding (Shaw & Jebara
+  2007), a sequence of linear-objective Gram SDPs, each MVU's constraints with
+  an objective added by ``with_objective``.
 
 References
 ----------
 W. Dinkelbach, "On nonlinear fractional programming", Management Sci. 13 (1967).
 W. Liu, D. Tao, J. Liu, "Transductive Component Analysis", ICDM 2008.
+B. Shaw, T. Jebara, "Minimum Volume Embedding", AISTATS 2007.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +43,12 @@ from .relaxations import (
 )
 from .solvers import SolveReport, solve
 
-__all__ = ["DinkelbachResult", "dinkelbach", "otca_sequence"]
+if TYPE_CHECKING:  # annotations only
+    from .formulations.gram import GramFormulation
+    from .graphs import NeighborhoodGraph
+
+__all__ = ["DinkelbachResult", "dinkelbach", "otca_sequence", "MinimumVolumeResult",
+           "minimum_volume_embedding", "minimum_volume_step"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,3 +185,146 @@ def otca_sequence(formulation: Formulation, n_components: int, *, solver: str = 
             C[k] = A[:, k] / np.linalg.norm(A[:, k])
         logger.debug("OTCA step %d: %s", k + 1, reports[-1])
     return A, reports
+
+
+@dataclass
+class MinimumVolumeResult:
+    """Outcome of :func:`minimum_volume_embedding`.
+
+    Attributes
+    ----------
+    formulation : GramFormulation
+        The last step's formulation (MVU's constraints and the step's objective); its
+        solution is ``formulation.value("gram")``.
+    gram : ndarray (n, n)
+        The final Gram matrix.
+    history : list of float
+        :math:`\\sum_{i\\le d}\\lambda_i(G_t) - \\sum_{i>d}\\lambda_i(G_t)` after each
+        solve, starting with the MVU solution.
+    reports : list of SolveReport
+        One per solve, MVU first.
+    converged : bool
+    """
+
+    formulation: Any
+    gram: np.ndarray
+    history: list[float]
+    reports: list[SolveReport]
+    converged: bool
+
+
+def _spectrum_of(form) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending) and eigenvectors of the solved Gram matrix (from the
+    LOWRANK factor when there is one, else dense)."""
+    F = form.factor
+    if F is not None:
+        U, s, _ = np.linalg.svd(F, full_matrices=False)
+        lam = np.zeros(F.shape[0])
+        lam[:s.size] = s * s
+        return lam, U
+    lam, V = np.linalg.eigh(form.value("gram"))
+    return lam[::-1], V[:, ::-1]
+
+
+def minimum_volume_step(formulation: GramFormulation, vectors: ArrayLike) -> GramFormulation:
+    r"""One step of :func:`minimum_volume_embedding`: ``formulation`` (MVU's, minimising
+    :math:`-\mathrm{tr}\,G`) with the objective :math:`-\langle 2V_dV_d^T - I, G\rangle`,
+    :math:`V_d` = ``vectors`` (n x d, orthonormal columns: the top eigenvectors of the
+    current Gram matrix).
+
+    Raises
+    ------
+    InputError
+        ``vectors`` of the wrong shape, not finite, or without orthonormal columns.
+    """
+    import cvxpy as cp
+
+    from .formulations.objective import gram_inner
+
+    G = formulation.expressions["gram"]
+    V = np.asarray(vectors, dtype=float)
+    if V.ndim != 2 or V.shape[0] != G.shape[0] or not np.all(np.isfinite(V)):
+        raise InputError(f"vectors must be a finite ({G.shape[0]}, d) array; got shape "
+                         f"{V.shape}")
+    if not np.allclose(V.T @ V, np.eye(V.shape[1]), atol=1e-8):
+        raise InputError("vectors must have orthonormal columns (eigenvectors of the Gram "
+                         "matrix)")
+    d = V.shape[1]
+    return formulation.with_objective(2 * cp.trace(G) - gram_inner(G, V, np.full(d, 2.0)))
+
+
+def minimum_volume_embedding(graph: NeighborhoodGraph, n_components: int = 2, *,
+                             solver: str = "auto",
+                             max_iter: int = 20, tol: float = 1e-6,
+                             **solver_options: Any) -> MinimumVolumeResult:
+    r"""Minimum Volume Embedding (Shaw & Jebara, AISTATS 2007) by its sequence of SDPs.
+
+    MVE keeps MVU's constraints (:func:`sdpembed.formulations.mvu`: distances on the
+    graph's edges preserved, :math:`G\mathbf 1 = 0`, :math:`G\succeq 0`) and maximises
+    the spectral gap :math:`\sum_{i\le d}\lambda_i(G) - \sum_{i>d}\lambda_i(G)`, which
+    is not concave. Each step maximises its linearisation at the current
+    :math:`G_t`, with :math:`V_d` the top ``d`` eigenvectors of :math:`G_t`:
+
+    .. math::
+
+        G_{t+1} = \arg\max_G\ \langle 2V_dV_d^T - I, G\rangle
+        \quad\text{s.t. MVU's constraints},
+
+    a linear-objective SDP; since :math:`\langle 2V_dV_d^T - I, G\rangle \le
+    \sum_{i\le d}\lambda_i - \sum_{i>d}\lambda_i` (Ky Fan) with equality at
+    :math:`G_t`, the gap never decreases. The first iterate is MVU's solution. Each
+    step is ``f.with_objective(...)`` on MVU's formulation (MVU minimises
+    :math:`-\mathrm{tr}\,G`; the added term :math:`2\,\mathrm{tr}\,G -
+    2\langle V_dV_d^T, G\rangle` by :func:`~sdpembed.formulations.objective.gram_inner`
+    turns it into :math:`-\langle 2V_dV_d^T - I, G\rangle`), so every backend solves
+    it, ``"LOWRANK"`` included.
+
+    Parameters
+    ----------
+    graph : NeighborhoodGraph
+        Connected, with distinct points (as for MVU).
+    n_components : int
+        :math:`d`, at least 1 and below the number of points.
+    solver : str
+    max_iter : int
+        Steps after the MVU solve.
+    tol : float
+        Stop when the gap grows by at most ``tol`` relative.
+    **solver_options
+        Passed to :func:`sdpembed.solvers.solve`.
+
+    Returns
+    -------
+    MinimumVolumeResult
+    """
+    from .formulations import mvu
+
+    base = mvu(graph, distances="equality")
+    n = base.n_points
+    d = as_int(n_components, "n_components", 1, n - 1)
+    max_iter = as_int(max_iter, "max_iter", 1)
+    if not (isinstance(tol, (int, float)) and np.isfinite(tol) and tol >= 0):
+        raise InputError(f"tol must be a finite number >= 0; got {tol!r}")
+    reports = [solve(base, solver=solver, **solver_options)]
+    form = base
+
+    def gap(lam):
+        return float(lam[:d].sum() - lam[d:].sum())
+
+    lam, V = _spectrum_of(form)
+    history, converged = [gap(lam)], False
+    for _ in range(max_iter):
+        step = minimum_volume_step(base, V[:, :d])
+        reports.append(solve(step, solver=solver, **solver_options))
+        form = step
+        lam, V = _spectrum_of(form)
+        history.append(gap(lam))
+        logger.debug("MVE step %d: gap %.10g", len(history) - 1, history[-1])
+        if abs(history[-1] - history[-2]) <= tol * max(1.0, abs(history[-1])):
+            converged = True
+            break
+    if not converged:
+        logger.warning("minimum_volume_embedding did not converge in %d steps (last change "
+                       "%.3g)", max_iter, abs(history[-1] - history[-2]))
+    return MinimumVolumeResult(formulation=form, gram=(V * lam[:V.shape[1]]) @ V.T, history=history,
+                               reports=reports, converged=converged)

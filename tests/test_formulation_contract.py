@@ -262,7 +262,8 @@ def test_builders_are_functions_of_the_package(data):
              "lda": lambda: F.lda(X, y, 2), "lpp": lambda: F.lpp(X, 2),
              "sda": lambda: F.sda(X, y, 2), "dne": lambda: F.dne(X, y, 2),
              "discriminative_projections": lambda: F.discriminative_projections(X, y, 2),
-             "tca": lambda: F.tca(X, y, 2, alpha=0.1, beta=0.1)}
+             "tca": lambda: F.tca(X, y, 2, alpha=0.1, beta=0.1),
+             "gram_sdp": lambda: F.gram_sdp(graph.n_nodes)}
     builders = {n for n in F.__all__ if inspect.isfunction(getattr(F, n))}
     assert builders == set(calls) | {"otca_step"}   # otca_step takes TCA's operators
     for name, call in calls.items():

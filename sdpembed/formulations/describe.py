@@ -65,6 +65,8 @@ def _objective_text(form, gp) -> str:
         text = "sigma2_icv(G) - sigma2_bcv(G)"
     elif form.method == "mvu":
         text = "-tr G"
+    elif form.method == "gram_sdp":
+        text = "0"
     else:
         text = "<C, G>"
     if gp.trace_weight != 0.0:
@@ -75,7 +77,36 @@ def _objective_text(form, gp) -> str:
         text += " + lambda sum_e (sqrt(D_e(G)) - sqrt(Dbar_e))^2"
     if gp.ratio is not None:
         text += " + rho xi"
+    terms = getattr(form, "user_objective", ())
+    if terms:
+        added = " + ".join(f"f{k + 1}(G)" for k in range(len(terms)))
+        text = added if text == "0" else text + " + " + added
     return text
+
+
+def _objective_lines(form) -> list[str]:
+    """The terms added with ``with_objective``: the structure of each one's matrix
+    :math:`M` (:math:`f_k(G) = \\langle M, G\\rangle`) as ``LOWRANK`` reads it."""
+    from .objective import gram_objective_matrix
+
+    terms = getattr(form, "user_objective", ())
+    lines = []
+    for k, term in enumerate(terms):
+        try:
+            M = gram_objective_matrix([term], form.expressions["gram"], form.n_points)
+        except UnsupportedProblemError:
+            lines.append(f"f{k + 1}(G): not linear in G (conic backends only)")
+            continue
+        parts = []
+        if np.any(M.diag):
+            parts.append("diagonal")
+        if M.sparse is not None:
+            parts.append(f"sparse ({M.sparse.nnz} off-diagonal entries)")
+        if M.U.shape[1]:
+            parts.append(f"rank {M.U.shape[1]}")
+        lines.append(f"f{k + 1}(G) = <M{k + 1}, G>,  M{k + 1}: "
+                     + (" + ".join(parts) or "zero"))
+    return lines
 
 
 def _variable_lines(form, gp, lifted: bool) -> list[str]:
@@ -112,7 +143,7 @@ def _constraint_lines(form, gp, lifted: bool) -> list[str]:
     else:
         V = "Q" if form.basis_rank is not None else "V"
         lines.append(f"(the centring holds by construction: {V}^T c = 0, so {M} c = 0)")
-    if gp.distances == "equality":
+    if gp.distances == "equality" and m:
         lines.append(f"D_e(G) = Dbar_e   for the {m} edges e")
     elif gp.distances == "interval":
         lines.append(f"(1 - eps_e) Dbar_e <= D_e(G) <= (1 + eps_e) Dbar_e,  eps_e >= 0   for "
@@ -145,7 +176,8 @@ def _constraints_text(form, gp) -> str:
         c = gp.centering_vectors().shape[1]
         parts.append(f"centring: {c} equality row{'s' if c != 1 else ''}")
     if gp.distances == "equality":
-        parts.append(f"distances: {m} equality rows")
+        if m:
+            parts.append(f"distances: {m} equality rows")
     elif gp.distances == "interval":
         parts.append(f"distances: {2 * m} inequality rows (two per edge)")
     else:
@@ -226,6 +258,9 @@ def gram_summary(form: Formulation) -> str:
     added = _added_lines(form)
     if added:
         lines += [f"               {line}" for line in added]
+    objective = _objective_lines(form)
+    if objective:
+        lines += ["", "added (with_objective):"] + [f"  {line}" for line in objective]
     lines += ["", "with D_e(G) = G_ii + G_jj - 2 G_ij, Dbar_e the target squared distance of "
               "edge e = (i, j)"]
     on_basis = form.reduce_face or form.basis_rank is not None

@@ -38,6 +38,7 @@ from .._typing import ArrayLike
 from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
 from ._base import Formulation, _frozen
 from .describe import gram_summary
+from .matrices import DenseSym, DiagPlusLowRank
 
 if TYPE_CHECKING:  # annotations only: the graph layer is imported where it is used
     from ..graphs import NeighborhoodGraph
@@ -50,79 +51,6 @@ __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edg
 logger = logging.getLogger(__name__)
 
 DISTANCE_MODES = ("interval", "equality", "quadratic")
-
-
-@dataclass(frozen=True)
-class DiagPlusLowRank:
-    """Symmetric matrix :math:`M = \\mathrm{diag}(d) + U\\,\\mathrm{diag}(s)\\,U^T`."""
-
-    diag: np.ndarray
-    U: np.ndarray
-    s: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return self.diag.shape[0]
-
-    def dense(self) -> np.ndarray:
-        return np.diag(self.diag) + (self.U * self.s) @ self.U.T
-
-    def matvec(self, X: np.ndarray) -> np.ndarray:
-        """:math:`M X` for a vector or a matrix of columns, in O(n r) per column."""
-        X = np.asarray(X)
-        d = self.diag if X.ndim == 1 else self.diag[:, None]
-        if self.U.shape[1] == 0:
-            return d * X
-        return d * X + self.U @ (self.s[:, None] * (self.U.T @ X) if X.ndim > 1
-                                 else self.s * (self.U.T @ X))
-
-    def inner(self, G: np.ndarray) -> float:
-        """:math:`\\langle M, G\\rangle` for a dense symmetric ``G``."""
-        return float(self.diag @ np.diag(G) + np.einsum("ir,ij,jr,r->", self.U, G, self.U, self.s))
-
-    def inner_factor(self, V: np.ndarray) -> float:
-        """:math:`\\langle M, VV^T\\rangle = \\mathrm{tr}(V^T M V)` without forming :math:`VV^T`."""
-        UV = self.U.T @ V
-        return float(self.diag @ (V * V).sum(axis=1) + (self.s[:, None] * UV * UV).sum())
-
-    def congruence(self, V: np.ndarray) -> np.ndarray:
-        """:math:`V^T M V` (dense r x r)."""
-        UV = self.U.T @ V
-        return (V.T * self.diag) @ V + (UV.T * self.s) @ UV
-
-    def __add__(self, other: DiagPlusLowRank) -> DiagPlusLowRank:
-        return DiagPlusLowRank(self.diag + other.diag, np.c_[self.U, other.U],
-                               np.r_[self.s, other.s])
-
-    def scaled(self, a: float) -> DiagPlusLowRank:
-        return DiagPlusLowRank(a * self.diag, self.U, a * self.s)
-
-    @classmethod
-    def zeros(cls, n: int) -> DiagPlusLowRank:
-        return cls(np.zeros(n), np.zeros((n, 0)), np.zeros(0))
-
-
-@dataclass(frozen=True)
-class DenseSym:
-    """A dense symmetric matrix with the :class:`DiagPlusLowRank` interface."""
-
-    M: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return self.M.shape[0]
-
-    def dense(self) -> np.ndarray:
-        return self.M
-
-    def matvec(self, X: np.ndarray) -> np.ndarray:
-        return self.M @ X
-
-    def inner(self, G: np.ndarray) -> float:
-        return float(np.sum(self.M * G))
-
-    def congruence(self, V: np.ndarray) -> np.ndarray:
-        return V.T @ self.M @ V
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,8 +115,8 @@ class GramProblem:
 
     def full_objective(self) -> DiagPlusLowRank:
         """Objective matrix including the trace term: :math:`C_{\\mathrm{obj}} + \\tau I`."""
-        return DiagPlusLowRank(self.objective.diag + self.trace_weight, self.objective.U,
-                               self.objective.s)
+        return dataclasses.replace(self.objective,
+                                   diag=self.objective.diag + self.trace_weight)
 
 
 def edge_operator(edges: np.ndarray, n: int, basis: np.ndarray | None = None) -> sp.csr_matrix:
@@ -332,13 +260,15 @@ class GramFormulation(Formulation):
     def __init__(self, meta: dict, size: int, n_edges: int,
                  basis: np.ndarray | Callable[[], np.ndarray] | None = None,
                  centered_basis: bool = False, *, parameters: dict | None = None,
-                 user_constraints: tuple = (), parent: GramFormulation | None = None):
+                 user_constraints: tuple = (), parent: GramFormulation | None = None,
+                 user_objective: tuple = ()):
         object.__setattr__(self, "_basis", basis)
         object.__setattr__(self, "_centered", bool(centered_basis))
         object.__setattr__(self, "_size", int(size))
         object.__setattr__(self, "_n_edges", int(n_edges))
         object.__setattr__(self, "_factor", None)
         object.__setattr__(self, "_user_constraints", tuple(user_constraints))
+        object.__setattr__(self, "_user_objective", tuple(user_objective))
         object.__setattr__(self, "_parent", parent)
         object.__setattr__(self, "_base", None)
         object.__setattr__(self, "_signature", None)
@@ -460,7 +390,23 @@ class GramFormulation(Formulation):
                           f"{self.method} ({self.variant or ''})")
             base = _base_problem(self.gram_problem, self.basis(), self._centered,
                                  self.parameters, self.variables)
-        self._set_problem(base, cp.Problem(base[0], list(base[1]) + list(self._user_constraints)))
+        from .compiled import compiled_constraints, compiled_objective
+
+        lift = self._gram_lift()
+        objective = base[0]
+        if self._user_objective:
+            objective = cp.Minimize(base[0].args[0]
+                                    + compiled_objective(self._user_objective, lift))
+        added = compiled_constraints(self._user_constraints, lift)
+        self._set_problem(base, cp.Problem(objective, list(base[1]) + added))
+
+    def _gram_lift(self):
+        """The map from the internal variable to the points' Gram matrix, for
+        :mod:`sdpembed.formulations.compiled`."""
+        from .compiled import GramLift
+
+        return GramLift(self.expressions["gram"], self.n_points, self.gram_problem.n,
+                        self.basis(), self.variables["G" if "G" in self.variables else "Y"])
 
     def _set_problem(self, base, problem) -> None:
         object.__setattr__(self, "_base", base)
@@ -494,7 +440,63 @@ class GramFormulation(Formulation):
         """The cvxpy constraints added by :meth:`with_constraints`, in order."""
         return self._user_constraints
 
+    @property
+    def user_objective(self) -> tuple:
+        """The objective terms added by :meth:`with_objective`, in order."""
+        return self._user_objective
+
     # ------------------------------------------------------------------ the description
+    def with_objective(self, expr: cp.Expression) -> GramFormulation:
+        r"""A new formulation whose objective adds ``expr``, written on ``expressions["gram"]``.
+
+        The problem is a minimisation (a builder that maximises, like MVU's
+        :math:`\max \mathrm{tr}\,G`, poses :math:`\min -\mathrm{tr}\,G`), so the new
+        objective is this one's plus ``expr``, minimised: to maximise a term, add its
+        negative. Same variables, parameters and constraints; this formulation is
+        unchanged. Every conic backend solves it as written; ``"LOWRANK"`` reads a term
+        linear in :math:`G`, :math:`\langle M, G\rangle` with :math:`M` diagonal,
+        sparse, low-rank by factors (``cp.trace(A @ B @ G)`` with constants ``A``
+        (n x k), ``B`` (k x n), or :func:`~sdpembed.formulations.objective.gram_inner`)
+        or dense up to :data:`~sdpembed.formulations.objective.DENSE_OBJECTIVE_LIMIT`
+        points, into its objective and its certificate, and refuses any other with
+        :class:`~sdpembed.exceptions.UnsupportedProblemError`
+        (:mod:`sdpembed.formulations.objective`).
+
+        Parameters
+        ----------
+        expr : cvxpy Expression
+            Scalar; the sum with the current objective must be convex (DCP).
+
+        Raises
+        ------
+        InputError
+            ``expr`` is not a scalar cvxpy expression, or the objective would not be
+            convex.
+
+        Examples
+        --------
+        Colored MVU's label alignment :math:`\max \langle YY^T, G\rangle` added to MVU:
+
+        >>> G = f.expressions["gram"]                                   # doctest: +SKIP
+        >>> g = f.with_objective(-cp.trace(cp.Constant(Y) @ cp.Constant(Y).T @ G))  # doctest: +SKIP
+        """
+        if not isinstance(expr, cp.Expression):
+            raise InputError("with_objective takes a scalar cvxpy expression written on "
+                             f"f.expressions['gram']; got {type(expr).__name__}")
+        if expr.size != 1:
+            raise InputError(f"with_objective takes a scalar expression; got shape {expr.shape}")
+        if not expr.is_convex():
+            raise InputError("with_objective: the term is not convex, so minimising it is not "
+                             "a convex problem (to maximise a concave term, add its negative)")
+        self._build_variables()
+        child = GramFormulation(
+            dict(self.meta), self._size, self._n_edges, basis=self._basis,
+            centered_basis=self._centered, parameters=dict(self.parameters),
+            user_constraints=self._user_constraints, parent=self,
+            user_objective=self._user_objective + (cp.reshape(expr, (), order="F"),))
+        child._build_variables()
+        return child
+
     def with_constraints(self,
                          constraints: cp.Constraint | Sequence[cp.Constraint]) -> GramFormulation:
         r"""A new formulation with ``constraints`` added, written on ``expressions["gram"]``.
@@ -525,7 +527,8 @@ class GramFormulation(Formulation):
         child = GramFormulation(
             dict(self.meta), self._size, self._n_edges, basis=self._basis,
             centered_basis=self._centered, parameters=dict(self.parameters),
-            user_constraints=self._user_constraints + tuple(cons), parent=self)
+            user_constraints=self._user_constraints + tuple(cons), parent=self,
+            user_objective=self._user_objective)
         child._build_variables()   # the constraints are written on these very variables
         return child
 
@@ -551,6 +554,12 @@ class GramFormulation(Formulation):
 
             gp = dataclasses.replace(gp, constraints=affine_gram_constraints(
                 self._user_constraints, self.expressions["gram"], gp.n))
+        if self._user_objective:
+            self._build_variables()
+            from .objective import gram_objective_matrix
+
+            added = gram_objective_matrix(self._user_objective, self.expressions["gram"], gp.n)
+            gp = dataclasses.replace(gp, objective=gp.objective + added)
         return gp
 
     def check_unchanged(self) -> None:
@@ -592,7 +601,8 @@ class GramFormulation(Formulation):
                 problem = Formulation.__reduce__(self)[1][0]
             built = (dict(self.variables), dict(self.expressions), self._base, problem)
         state = (dict(self.meta), self._size, self._n_edges, self._basis, self._centered,
-                 self._factor, dict(self.parameters), self._user_constraints, built)
+                 self._factor, dict(self.parameters), self._user_constraints, built,
+                 self._user_objective)
         return (_restore_gram_formulation, state)
 
     def __repr__(self) -> str:  # pragma: no cover - cosmetic
@@ -604,9 +614,10 @@ class GramFormulation(Formulation):
 
 
 def _restore_gram_formulation(meta, size, n_edges, basis, centered, factor, parameters,
-                              user_constraints, built):
+                              user_constraints, built, user_objective=()):
     form = GramFormulation(meta, size, n_edges, basis=basis, centered_basis=centered,
-                           parameters=parameters, user_constraints=user_constraints)
+                           parameters=parameters, user_constraints=user_constraints,
+                           user_objective=user_objective)
     form.set_factor(factor)
     if built is not None:
         variables, expressions, base, problem = built
@@ -891,7 +902,8 @@ def _base_problem(gp: GramProblem, basis, centered_basis: bool, parameters, vari
         sign = np.sign(gp.trace_weight)
         objective = objective + sign * parameters["trace_weight"] * (trace_vec @ vecY)
     if gp.distances == "equality":
-        constraints.append(D == target)
+        if gp.edges.shape[0]:
+            constraints.append(D == target)
     elif gp.distances == "interval":
         eps, lam = variables["eps"], parameters["slack_weight"]
         constraints += [D >= target - cp.multiply(target, eps),

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..exceptions import InputError, UnsupportedProblemError
+from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
@@ -41,6 +42,8 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
             f"solve it with a conic backend ({_CONIC})")
     formulation.check_unchanged()
     gp = formulation.current_problem()
+    if gp.meta.get("blank"):
+        gp = distance_rows_as_edges(gp)
     return gp, formulation.reduced_basis, formulation.centroids == "explicit"
 
 

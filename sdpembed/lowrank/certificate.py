@@ -149,6 +149,10 @@ def _objective_curvature(space: FactorSpace) -> float:
     C = space.C
     if C.s.size and np.any(C.s > 0):
         return 0.0
+    if C.sparse is not None and C.sparse.nnz:
+        # Gershgorin: lambda_max(diag(d) + S) <= max_i d_i + sum_j |S_ij|
+        rows = np.asarray(abs(C.sparse).sum(axis=1)).ravel()
+        return -float(np.max(C.diag + rows))
     return -float(np.max(C.diag))
 
 

@@ -152,6 +152,10 @@ class SlackParts:
         A_abs = Ly_abs + sp.diags(d_abs)
         deg = np.bincount(space.gp.edges.ravel(), minlength=space.dim)
         terms = int(deg.max(initial=0)) + 6
+        if C.sparse is not None:
+            A = A + C.sparse.tocsc()
+            A_abs = A_abs + abs(C.sparse).tocsc()
+            terms += 1
         if space.K is not None:
             z = space.user_part(nu)
             K = space.K

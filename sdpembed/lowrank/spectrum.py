@@ -29,7 +29,8 @@ class EigenEstimate:
 def _gershgorin(space: FactorSpace, y, nu) -> float:
     """Upper bound on :math:`\\|S(y,\\nu)\\|_2` (row sums of the sparse part + low-rank norms)."""
     def lr_norm(M):
-        return float(np.max(np.abs(M.diag)) + np.sum(np.abs(M.s) * (M.U**2).sum(0)))
+        return float(np.max(np.abs(M.diag)) + np.sum(np.abs(M.s) * (M.U**2).sum(0))
+                     + M.sparse_row_sum)
     nu = space.duals(nu)
     deg = np.asarray(abs(space.B).T @ np.abs(y)).ravel()
     out = lr_norm(space.C) + 2.0 * float(np.max(deg, initial=0.0))
@@ -174,6 +175,8 @@ def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dic
             "diag": float(np.max(np.abs(d), initial=0.0)),
             "laplacian": 2.0 * float(np.max(deg_abs, initial=0.0)),
             "terms": int(U.shape[1] + np.max(edge_deg, initial=0) + 16)}
+    if C.sparse is not None:
+        _add_centred_sparse(M, C.sparse, mags)
     if space.K is not None:
         # P K P = K - (k 1^T + 1 k^T)/n + (1^T k / n^2) 1 1^T, k = K 1 (K need not
         # annihilate 1); its entries add at most the nonzeros of a row of K and three terms
@@ -189,6 +192,24 @@ def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dic
             + 2.0 * float(np.linalg.norm(kvec)) / np.sqrt(n) + abs(float(kvec.sum())) / n
         mags["terms"] += int(np.max(np.bincount(Kz.row, minlength=n), initial=0)) + 3
     return M, mags
+
+
+def _add_centred_sparse(M: np.ndarray, S: sp.spmatrix, mags: dict) -> None:
+    r"""``M += P S P`` for the objective's sparse part :math:`S` (symmetric, zero diagonal):
+    :math:`PSP = S - (k\mathbf 1^T + \mathbf 1k^T)/n + (\mathbf 1^Tk/n^2)\mathbf 1\mathbf 1^T`,
+    :math:`k = S\mathbf 1`; its magnitudes join ``mags`` as the added rows' do."""
+    n = M.shape[0]
+    Sc = sp.coo_matrix(S)
+    Sc.sum_duplicates()
+    kvec = np.asarray(Sc.sum(axis=1)).ravel()
+    M -= (kvec / n)[:, None]
+    M -= (kvec / n)[None, :]
+    M += float(kvec.sum()) / n**2
+    M[Sc.row, Sc.col] += Sc.data
+    abs_rows = np.bincount(Sc.row, weights=np.abs(Sc.data), minlength=n)
+    mags["laplacian"] += float(np.max(abs_rows, initial=0.0)) \
+        + 2.0 * float(np.linalg.norm(kvec)) / np.sqrt(n) + abs(float(kvec.sum())) / n
+    mags["terms"] += int(np.max(np.bincount(Sc.row, minlength=n), initial=0)) + 3
 
 
 def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.ndarray]:
