@@ -144,6 +144,11 @@ class _OuterLoop:
         self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
         self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
         self.history: list[dict] = []
+        # LowRankResult.timings and .max_abs_multiplier: where the time went, and
+        # max |y_e| after each outer iteration (kept out of ``history``, whose keys the
+        # fingerprints compare)
+        self.timings = {"subproblems": 0.0, "certificates": 0.0}
+        self.max_abs_y: list[float] = []
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
@@ -212,7 +217,9 @@ class _OuterLoop:
     def step(self) -> tuple[dict, dict]:
         """One outer iteration. Returns its history entry and what :meth:`schedule` needs."""
         space, pen, opts = self.space, self.pen, self.opts
+        t_sub = time.perf_counter()
         res, trimmed = self.solve_subproblem()
+        self.timings["subproblems"] += time.perf_counter() - t_sub
         W = self.W
         g, nu_new, quad, D, h, kv = self.alm.multipliers(W, self.y, self.nu, self.sigma,
                                                          self.sigma_h, self.rho)
@@ -225,6 +232,7 @@ class _OuterLoop:
             g = self._leave_kink(g)
         self.y = g
         self.nu = nu_new
+        self.max_abs_y.append(float(np.max(np.abs(g), initial=0.0)))
         p = quad + pen.objective(D)
         infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol, k_viol)
         self.rnorm, self.infeas, self.k_viol = rnorm, infeas, k_viol
@@ -289,7 +297,9 @@ class _OuterLoop:
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
                 [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
+            self.timings["certificates"] += time.perf_counter() - t_cert
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
@@ -488,6 +498,7 @@ class _OuterLoop:
         certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for
         n > ``DenseLimits.eig``)."""
         space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
+        t_final = time.perf_counter()
         W, p = self.final_point()
         F = space.points(W)
         quad, D, h = alm.objective_parts(W)
@@ -506,6 +517,7 @@ class _OuterLoop:
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
+        self.timings["certificates"] += time.perf_counter() - t_final
         gap = _rel_gap(p, certificate.bound)
         bound = certificate.bound
         estimated_gap = estimated_bound = None
@@ -518,10 +530,14 @@ class _OuterLoop:
         elif status == "optimal" and gap > opts.tol:
             # verification lowered the bound below the target (Lanczos missed an eigenvalue)
             status = "optimal_inaccurate"
+        seconds = time.perf_counter() - self.t0
+        timings = dict(self.timings)
+        timings["other"] = max(seconds - timings["subproblems"] - timings["certificates"], 0.0)
         return LowRankResult(
             factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
             y=self.y, nu=self.nu, status=status, iterations=self.it,
-            seconds=time.perf_counter() - self.t0, history=self.history,
+            seconds=seconds, history=self.history, timings=timings,
+            max_abs_multiplier=self.max_abs_y,
             certificate=certificate, function_evaluations=alm.nfev,
             interval_envelope=self.envelope, unverified=not certificate.verified,
             estimated_gap=estimated_gap, estimated_bound=estimated_bound,
