@@ -80,6 +80,11 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
 
+#: the lift of the multipliers is tried only once the unlifted certified gap is within
+#: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
+#: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
+_LIFT_GAP = 100.0
+
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
                "seconds\n" + "-" * 74)
@@ -348,9 +353,14 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        lifted = _lifted_certificate(space, pen, certificate, gap,
-                                     None if self.best_dual is None else self.best_dual.bound,
-                                     candidates, opts, cache, p_best)
+        # a full-rank factor far from tol with lambda_min < 0 needs more columns, which no
+        # lift of the multipliers can give: grow the rank without paying for a lift
+        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol
+                      and certificate.lambda_min is not None and certificate.lambda_min < 0
+                      and self.W.shape[1] < opts.max_rank and not _rank_deficient(self.W))
+        lifted = None if grow_first else _lifted_certificate(
+            space, pen, certificate, gap, None if self.best_dual is None
+            else self.best_dual.bound, candidates, opts, cache, p_best)
         if lifted is not None:
             entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
@@ -375,6 +385,9 @@ class _OuterLoop:
                 self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
                                  self.sigma_h, self.rho)
             entry["grew_rank"] = self.W.shape[1]
+            # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
+            # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
+            self.cheap_prev = np.inf
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
