@@ -501,8 +501,9 @@ def main(argv=None) -> None:
 
 def _write_tuning(name: str, md: str, meta: dict) -> None:
     """The spec's section of docs/tuning.md, dated when its rows were measured."""
-    write_section(f"bench_large:{name}", f"Large-scale Gram SDPs on USPS ({name})", md,
-                  command=meta["command"], date=meta["date"])
+    title = (f"LOWRANK robustness battery ({name})" if meta.get("table") == "battery"
+             else f"Large-scale Gram SDPs on USPS ({name})")
+    write_section(f"bench_large:{name}", title, md, command=meta["command"], date=meta["date"])
 
 
 def _command(argv, args) -> str:
