@@ -47,7 +47,7 @@ CASES = {
     "dvu_huber": {"builder": "dvu", "n": 200, "kw": {}, "slow": True,
                   "options": {"tol": 1e-6, "interval_envelope": "huber"}},
     "dvu_equality": {"builder": "dvu", "n": 200, "kw": {"distances": "equality"},
-                     "options": {"tol": 1e-6}},
+                     "options": {"tol": 1e-7}},
     "dvu_quadratic": {"builder": "dvu", "n": 200, "kw": {"distances": "quadratic"},
                       "options": {"tol": 1e-6}},
     "dvu_trace_min": {"builder": "dvu", "n": 200, "kw": {"trace": "min", "trace_weight": 1e-3},

@@ -7,6 +7,7 @@ results file holds afterwards.
 
 import json
 
+import numpy as np
 import pytest
 
 bench = pytest.importorskip("problems.bench_large")
@@ -94,3 +95,34 @@ def test_render_reads_and_writes_the_tagged_files(runner):
     assert calls == [] and md.is_file()
     assert md.read_text().startswith("# tiny-t:")
     assert not (out.parent / "tiny.md").exists()
+
+
+def test_battery_rows_render_the_time_split_and_the_peers():
+    rows = [{"method": "dvu", "n": 30, "backend": "LOWRANK", "name": "b", "variant": "b",
+             "distances": "interval", "status": "optimal", "objective": -1.0,
+             "certified_gap": 5e-5, "wall_s": 2.0, "peak_mb": 100.0, "outer_iterations": 7,
+             "rank": 6, "max_abs_multiplier": 3.5, "n_edges": 60,
+             "time_split": {"subproblems": 1.5, "certificates": 0.25, "other": 0.25}},
+            {"method": "dvu", "n": 30, "backend": "CSDP", "name": "b", "variant": "b",
+             "status": "optimal", "objective": -1.0 - 1e-6, "wall_s": 40.0}]
+    bench._finish(rows)
+    assert rows[0]["ratio_to_csdp"] == 20.0
+    md = bench._markdown(rows, "lowrank_battery", {"machine": "m", "date": "d",
+                                                     "command": "c", "table": "battery"})
+    line = next(ln for ln in md.splitlines() if ln.startswith("| b | dvu | 30 | 60 |"))
+    assert "| 7 | 6 | 3.5 | 1.5 / 0.2 / 0.2 | 20.0, - | 1.0e-06, - |" in line
+
+
+def test_battery_sources_load_seeded_subsets(monkeypatch):
+    spec = {"data": {"seed": 0, "labeled_fraction": 0.8},
+            "graph": {"n_neighbors": 2, "n_random": 1}}
+    run = {"n": 50, "data": {"source": "sklearn:wine", "standardize": True}}
+    X, y, y_obs, labeled, graph, t = bench._instance(spec, run, with_t=True)
+    assert X.shape == (50, 13) and t is None and graph.n_nodes == 50
+    np.testing.assert_allclose(X.mean(axis=0), 0.0, atol=1e-12)
+    assert np.all(y_obs[labeled] == y[labeled]) and np.all(y_obs[~labeled] == -1)
+    X2 = bench._instance(spec, run)[0]
+    np.testing.assert_array_equal(X, X2)
+    roll = {"n": 40, "data": {"source": "swiss_roll", "classes": 4}}
+    X, y, _, _, _, t = bench._instance(spec, roll, with_t=True)
+    assert X.shape == (40, 3) and t.shape == (40,) and set(np.unique(y)) == {0, 1, 2, 3}

@@ -400,7 +400,8 @@ def test_estimators_with_lowrank(digits):
 
 
 def test_interval_envelope_is_the_moreau_envelope_of_the_slack_penalty():
-    # psi(D) = min_z w|z - t| + y (D - z) + sigma/2 (D - z)^2 per edge, minimised here
+    # psi(D) = min_z w|z - t| + y (D - z) + sigma_e/2 (D - z)^2 per edge (sigma_e the
+    # edge's own penalty, sigma mean(t) / t_e), minimised here
     # exactly by enumeration (a convex piecewise quadratic in z attains its minimum at
     # the kink z = t or at a stationary point of one piece, z = D + (y -+ w)/sigma),
     # against the closed form in three dot products; the gradient against central
@@ -416,15 +417,17 @@ def test_interval_envelope_is_the_moreau_envelope_of_the_slack_penalty():
     y[:3] = pen.w[:3] * np.array([-1.0, 1.0, 0.0])
     D = t + rng.uniform(-0.3, 0.3, m)
     val, g = pen.envelope(D, y, sigma)
+    s_e = sigma * np.mean(t) / t
 
     def edge(e, De):
-        z = np.array([t[e], De + (y[e] - pen.w[e]) / sigma, De + (y[e] + pen.w[e]) / sigma])
+        se = s_e[e]
+        z = np.array([t[e], De + (y[e] - pen.w[e]) / se, De + (y[e] + pen.w[e]) / se])
         return float(np.min(pen.w[e] * np.abs(z - t[e]) + y[e] * (De - z)
-                            + 0.5 * sigma * (De - z) ** 2))
+                            + 0.5 * se * (De - z) ** 2))
 
     ref = sum(edge(e, D[e]) for e in range(m))
     assert val == pytest.approx(ref, rel=1e-12)
-    r = sigma * (D + y / sigma - t)
+    r = s_e * (D + y / s_e - t)
     assert np.any(np.abs(r) < pen.w) and np.any(np.abs(r) > pen.w)  # both regimes
     h = 1e-6
     fd = np.array([(edge(e, D[e] + h) - edge(e, D[e] - h)) / (2 * h) for e in range(m)])

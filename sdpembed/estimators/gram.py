@@ -80,6 +80,7 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
         "solver": [str],
         "solver_options": [dict, None],
         "random_state": ["random_state"],
+        "verbose": ["verbose"],
         "out_of_sample": [StrOptions(set(OUT_OF_SAMPLE_METHODS))],
         "out_of_sample_neighbors": [Interval(Integral, 1, None, closed="left")],
     }
@@ -95,6 +96,11 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
         return knn_graph(X, n_neighbors=self.n_neighbors, n_random=self.n_random,
                          metric=self.metric, random_state=self.random_state,
                          **(self.metric_params or {}))
+
+    def _say(self, text: str) -> None:
+        """Print ``text`` when ``verbose`` (scikit-learn's convention: standard output)."""
+        if getattr(self, "verbose", 0):
+            print(text, flush=True)
 
     def _check_components(self, n: int) -> None:
         if self.n_components > n:
@@ -112,7 +118,12 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
                          selection: str | None = None, **extra_options: Any) -> None:
         options = {**dict(self.solver_options or {}), **extra_options}
         self.formulation_ = formulation
-        self.solve_report_ = solve(formulation, solver=solver or self.solver, **options)
+        self._say(f"{type(self).__name__}: solving the SDP (solver={solver or self.solver!r})")
+        self.solve_report_ = solve(formulation, solver=solver or self.solver,
+                                   verbose=bool(self.verbose), **options)
+        self._say(f"{type(self).__name__}: {self.solve_report_.solver} "
+                  f"{self.solve_report_.status}, objective {self.solve_report_.objective}, "
+                  f"{self.solve_report_.solve_seconds:.1f} s")
         if selection is not None:
             self.solve_report_.selection = selection
         self.__dict__.pop("_gram", None)
@@ -314,6 +325,9 @@ class DVU(_GramEmbedding):
         backend named in ``solver``).
     random_state : int, RandomState or None
         Seeds the random long edges of the graph.
+    verbose : int or bool, default=0
+        Above 0, print what the fit is doing (the held-out pre-fit, the full fit) and the
+        solver's per-iteration table (``solve(..., verbose=True)``).
 
     Attributes
     ----------
@@ -367,7 +381,7 @@ class DVU(_GramEmbedding):
                  out_of_sample_neighbors: int = 2,
                  classifier: str | object = "knn", solver: str = "auto",
                  solver_options: dict[str, Any] | None = None,
-                 random_state: RandomStateLike = None) -> None:
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -394,6 +408,7 @@ class DVU(_GramEmbedding):
         self.solver = solver
         self.solver_options = solver_options
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike) -> DVU:
@@ -418,6 +433,11 @@ class DVU(_GramEmbedding):
                 reduce_face=self.reduce_face, basis_rank=self.basis_rank, basis_graph=basis_graph)
 
         self.validation_, warm = self._held_out_check(X, y_int, labeled, formulation_of)
+        if "embedding_accuracy" in self.validation_:
+            v = self.validation_
+            self._say(f"DVU: held-out {v['neighbors']}-NN accuracy "
+                      f"{v['embedding_accuracy']:.3f} on the embedding, "
+                      f"{v['input_accuracy']:.3f} on the inputs")
         self._solve_and_embed(formulation_of(y_int), **warm)
         knn = KNeighborsClassifier(n_neighbors=min(self.transductive_neighbors, labeled.sum()))
         knn.fit(self.embedding_[labeled], y_int[labeled])
@@ -456,8 +476,10 @@ class DVU(_GramEmbedding):
         y_val[held] = -1
         options = dict(self.solver_options or {})
         f = formulation_of(y_val)
+        self._say(f"DVU: held-out pre-fit ({n_held} labels held out, "
+                  f"validation_fraction={frac})")
         try:
-            report = solve(f, solver=self.solver, **options)
+            report = solve(f, solver=self.solver, verbose=bool(self.verbose), **options)
         except SdpEmbedError as exc:
             return {"skipped": f"the held-out fit failed: {type(exc).__name__}: {exc}"}, {}
         factor, G = self._solution(f)
@@ -587,7 +609,7 @@ class MVU(_GramEmbedding):
                  reduce_face: bool = True, basis_rank: int | None = None, basis_neighbors: int = 8,
                  out_of_sample: str = "distances", out_of_sample_neighbors: int = 3,
                  solver: str = "auto", solver_options: dict[str, Any] | None = None,
-                 random_state: RandomStateLike = None) -> None:
+                 random_state: RandomStateLike = None, verbose: int = 0) -> None:
         self.n_components = n_components
         self.n_neighbors = n_neighbors
         self.n_random = n_random
@@ -605,6 +627,7 @@ class MVU(_GramEmbedding):
         self.solver = solver
         self.solver_options = solver_options
         self.random_state = random_state
+        self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike | None = None) -> MVU:

@@ -112,6 +112,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "reduced_solver": result.reduced_solver,
         "interval_envelope": result.interval_envelope,
         "history": result.history,
+        "time_split": result.timings,
+        "max_abs_multiplier": max(result.max_abs_multiplier, default=None),
     }
     if result.status in ("unbounded", "infeasible"):
         extra["message"] = f"LOWRANK detected the problem {result.status}"

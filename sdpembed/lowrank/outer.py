@@ -80,6 +80,11 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
 
+#: the lift of the multipliers is tried only once the unlifted certified gap is within
+#: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
+#: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
+_LIFT_GAP = 100.0
+
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
                "seconds\n" + "-" * 74)
@@ -144,6 +149,11 @@ class _OuterLoop:
         self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
         self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
         self.history: list[dict] = []
+        # LowRankResult.timings and .max_abs_multiplier: where the time went, and
+        # max |y_e| after each outer iteration (kept out of ``history``, whose keys the
+        # fingerprints compare)
+        self.timings = {"subproblems": 0.0, "certificates": 0.0}
+        self.max_abs_y: list[float] = []
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
@@ -212,7 +222,9 @@ class _OuterLoop:
     def step(self) -> tuple[dict, dict]:
         """One outer iteration. Returns its history entry and what :meth:`schedule` needs."""
         space, pen, opts = self.space, self.pen, self.opts
+        t_sub = time.perf_counter()
         res, trimmed = self.solve_subproblem()
+        self.timings["subproblems"] += time.perf_counter() - t_sub
         W = self.W
         g, nu_new, quad, D, h, kv = self.alm.multipliers(W, self.y, self.nu, self.sigma,
                                                          self.sigma_h, self.rho)
@@ -225,6 +237,7 @@ class _OuterLoop:
             g = self._leave_kink(g)
         self.y = g
         self.nu = nu_new
+        self.max_abs_y.append(float(np.max(np.abs(g), initial=0.0)))
         p = quad + pen.objective(D)
         infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol, k_viol)
         self.rnorm, self.infeas, self.k_viol = rnorm, infeas, k_viol
@@ -289,7 +302,9 @@ class _OuterLoop:
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
                 [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
+            self.timings["certificates"] += time.perf_counter() - t_cert
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
@@ -338,9 +353,14 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        lifted = _lifted_certificate(space, pen, certificate, gap,
-                                     None if self.best_dual is None else self.best_dual.bound,
-                                     candidates, opts, cache, p_best)
+        # a full-rank factor far from tol with lambda_min < 0 needs more columns, which no
+        # lift of the multipliers can give: grow the rank without paying for a lift
+        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol
+                      and certificate.lambda_min is not None and certificate.lambda_min < 0
+                      and self.W.shape[1] < opts.max_rank and not _rank_deficient(self.W))
+        lifted = None if grow_first else _lifted_certificate(
+            space, pen, certificate, gap, None if self.best_dual is None
+            else self.best_dual.bound, candidates, opts, cache, p_best)
         if lifted is not None:
             entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
@@ -365,6 +385,9 @@ class _OuterLoop:
                 self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
                                  self.sigma_h, self.rho)
             entry["grew_rank"] = self.W.shape[1]
+            # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
+            # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
+            self.cheap_prev = np.inf
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
@@ -488,6 +511,7 @@ class _OuterLoop:
         certificate (its Lanczos :math:`\\lambda_{\\min}` verified once, for
         n > ``DenseLimits.eig``)."""
         space, pen, alm, opts, cache = self.space, self.pen, self.alm, self.opts, self.cache
+        t_final = time.perf_counter()
         W, p = self.final_point()
         F = space.points(W)
         quad, D, h = alm.objective_parts(W)
@@ -506,6 +530,7 @@ class _OuterLoop:
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
+        self.timings["certificates"] += time.perf_counter() - t_final
         gap = _rel_gap(p, certificate.bound)
         bound = certificate.bound
         estimated_gap = estimated_bound = None
@@ -518,10 +543,14 @@ class _OuterLoop:
         elif status == "optimal" and gap > opts.tol:
             # verification lowered the bound below the target (Lanczos missed an eigenvalue)
             status = "optimal_inaccurate"
+        seconds = time.perf_counter() - self.t0
+        timings = dict(self.timings)
+        timings["other"] = max(seconds - timings["subproblems"] - timings["certificates"], 0.0)
         return LowRankResult(
             factor=F, objective=p, bound=bound, certified_gap=gap, infeasibility=infeas,
             y=self.y, nu=self.nu, status=status, iterations=self.it,
-            seconds=time.perf_counter() - self.t0, history=self.history,
+            seconds=seconds, history=self.history, timings=timings,
+            max_abs_multiplier=self.max_abs_y,
             certificate=certificate, function_evaluations=alm.nfev,
             interval_envelope=self.envelope, unverified=not certificate.verified,
             estimated_gap=estimated_gap, estimated_bound=estimated_bound,

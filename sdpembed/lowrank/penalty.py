@@ -25,8 +25,13 @@ class DistancePenalty:
 
     The augmented Lagrangian of the split :math:`z = D` minimises out :math:`z` in
     closed form, leaving the envelope
-    :math:`\psi_{y,\sigma}(D) = \min_z\ \varphi(z) + y^T(D - z) + \tfrac\sigma2\|D - z\|^2`
-    (a quadratic for the indicator, a Huber function for the absolute value);
+    :math:`\psi_{y,\sigma}(D) = \min_z\ \varphi(z) + y^T(D - z)
+    + \tfrac12\sum_e\sigma_e(D_e - z_e)^2`
+    (a quadratic for the indicator, a Huber function for the absolute value), with one
+    penalty per edge, :math:`\sigma_e = \sigma\,\mathrm{mean}(\bar D)/\bar D_e` for the
+    scalar ``sigma`` the outer loop schedules: an edge's Gauss–Newton curvature
+    :math:`4\sigma_e z_ez_e^T`, :math:`|z_e|^2\approx\bar D_e`, is then the same on every
+    edge, however widely the target lengths spread (raw features, random partners);
     :math:`\nabla\psi(D)` is the multiplier update. The quadratic penalty is smooth and
     is not split (:meth:`envelope` returns :math:`\varphi` itself).
 
@@ -43,6 +48,15 @@ class DistancePenalty:
         self.w = self.lam / self.t if self.mode == "interval" else None
         self.s = np.sqrt(self.t)
         self.splitting = self.mode in ("equality", "interval")
+        # per-edge penalties sigma_e = sigma * mean(t) / t_e (docs/tuning.md, "LOWRANK
+        # robustness"): the Gauss-Newton curvature 4 sigma_e z_e z_e^T of an edge, with
+        # |z_e|^2 ~ t_e, is then the same on every edge
+        self.edge_scale = float(np.mean(self.t)) / self.t
+
+    def _sig(self, sigma: float) -> np.ndarray:
+        """The per-edge penalties
+        :math:`\\sigma_e = \\sigma\\,\\mathrm{mean}(\\bar D)/\\bar D_e`."""
+        return sigma * self.edge_scale
 
     def objective(self, D: np.ndarray) -> float:
         """:math:`\\varphi(D)` (equality: 0; the residual is reported separately)."""
@@ -61,16 +75,17 @@ class DistancePenalty:
         Lagrangian that owns the choice says which).
         """
         kind = self.mode if kind is None else kind
+        sigma = self._sig(sigma)
         if kind == "equality":
             r = D - self.t
-            return float(y @ r + 0.5 * sigma * (r @ r)), y + sigma * r
+            return float(y @ r + 0.5 * np.sum(sigma * r * r)), y + sigma * r
         if kind == "interval":
             # Huber in r = D + y/sigma - t with g = clip(sigma r, -w, w): sigma r^2/2
             # where |g| < w, w|r| - w^2/(2 sigma) elsewhere; both equal g r - g^2/(2 sigma),
             # so the value is three dot products
             r = D + y / sigma - self.t
             g = np.clip(sigma * r, -self.w, self.w)
-            return float(g @ r - (g @ g + y @ y) / (2 * sigma)), g
+            return float(g @ r - np.sum((g * g + y * y) / (2 * sigma))), g
         d = np.sqrt(np.maximum(D, 1e-300))
         val = self.lam * np.sum((d - self.s) ** 2)
         return float(val), self.lam * (1.0 - self.s / d)
@@ -79,6 +94,7 @@ class DistancePenalty:
                           kind: str | None = None) -> np.ndarray:
         """:math:`\\psi''(D)` of the envelope (generalized, for semismooth Newton)."""
         kind = self.mode if kind is None else kind
+        sigma = self._sig(sigma)
         if kind == "equality":
             return np.full_like(D, sigma)
         if kind == "interval":
@@ -91,7 +107,7 @@ class DistancePenalty:
         """Preconditioner edge weights :math:`\\omega_e \\approx 2\\psi_e''(\\bar D_e)\\bar D_e`."""
         if self.mode == "quadratic":
             return np.full_like(self.t, self.lam)
-        return 2.0 * sigma * self.t
+        return 2.0 * self._sig(sigma) * self.t
 
     def residual(self, D: np.ndarray, y_new: np.ndarray, y_old: np.ndarray, sigma: float,
                  kind: str | None = None) -> np.ndarray:
@@ -99,7 +115,7 @@ class DistancePenalty:
         kind = self.mode if kind is None else kind
         if kind == "equality":
             return D - self.t
-        return (y_new - y_old) / sigma
+        return (y_new - y_old) / self._sig(sigma)
 
     def conjugate(self, y: np.ndarray) -> float:
         """:math:`\\varphi^*(y)` (``inf`` outside its domain)."""

@@ -63,6 +63,14 @@ class LowRankResult:
         The reduced-basis warm start's time and objective (``warm_start="basis"``).
     lambda_min_at_slack_weight : float or None
         ``"unbounded"``: :math:`\\lambda_{\\min}(S)` at the coercive point.
+    timings : dict
+        Seconds of the augmented Lagrangian's solve: ``"subproblems"`` (the inner solves),
+        ``"certificates"`` (certificate attempts with their lifts, verifications and rank
+        escapes, and the final certificate) and ``"other"`` (multiplier updates,
+        restoration, refinement, set-up). Empty where the outer loop did not run.
+    max_abs_multiplier : list of float
+        :math:`\\max_e |y_e|` after each outer iteration (multipliers growing without
+        bound mark a dual optimum that is not attained).
     """
 
     factor: np.ndarray
@@ -87,6 +95,8 @@ class LowRankResult:
     reduced_solver: dict[str, Any] | None = None
     warm_start: dict[str, float] | None = None
     lambda_min_at_slack_weight: float | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    max_abs_multiplier: list[float] = field(default_factory=list)
 
     @property
     def rank(self) -> int:
