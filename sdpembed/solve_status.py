@@ -5,8 +5,9 @@ duality gap, residuals and a bound. The point is a *result* only if
 
 1. its objective is a finite number;
 2. it is feasible to the stated tolerance: its relative infeasibility (LOWRANK's
-   ``primal_infeasibility``, a backend's relative primal residual) is at most
-   :data:`FAR_FROM_OPTIMAL`;
+   ``primal_infeasibility``) is at most :data:`FEASIBILITY_TOLERANCE` or the
+   ``feas_tol`` the solve was given, whichever is larger (a backend's primal residual
+   counts under rule 4);
 3. where a bound :math:`\\ell` on the optimum is reported (LOWRANK's certified lower
    bound), the objective lies within the reported gap of it on the right side:
    :math:`\\ell \\le p` up to :data:`BOUND_TOLERANCE` (relative), and the signed gap
@@ -52,7 +53,7 @@ from .exceptions import SolverFailedError
 if TYPE_CHECKING:
     from .report import SolveReport
 
-__all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "relative_gap", "bound_gap",
+__all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE", "relative_gap", "bound_gap",
            "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
@@ -63,6 +64,10 @@ FAR_FROM_OPTIMAL = 1e-2
 #: residuals do not bound the objective's error (first-order SCS, cut off by an
 #: iteration limit).
 NEAR_OPTIMAL: dict[str, float] = {"SCS": 1e-4}
+
+#: Relative infeasibility (``primal_infeasibility``, LOWRANK's measure) above which a point
+#: is no result, unless the solve stated a looser ``feas_tol``.
+FEASIBILITY_TOLERANCE = 1e-5
 
 #: How far (relative to :math:`\max(1, \min(|p|, |\ell|))`) a reported lower bound may
 #: exceed the objective: rounding, and the tolerated infeasibility of a point on
@@ -183,14 +188,20 @@ def check_result(solver: str, status: str, objective: float | None,
                     f"({objective!r}): there is no result. Try another backend.",
                     objective, stats, point)
     infeasibility = _get(stats, "primal_infeasibility")
-    if infeasibility is not None and infeasibility > FAR_FROM_OPTIMAL:
+    options = getattr(stats, "options", None)
+    feas_tol = max(FEASIBILITY_TOLERANCE, _get(options, "feas_tol") or 0.0)
+    if infeasibility is not None and infeasibility > feas_tol:
+        maybe = (" The problem may be infeasible (the constraints may not hold together): an "
+                 f"interior-point backend ({INFEASIBILITY_PROVERS}) proves infeasibility; "
+                 "otherwise raise the time or iteration limit."
+                 if infeasibility > FAR_FROM_OPTIMAL else
+                 " Raise the time or iteration limit (LOWRANK time_limit/max_outer), or state a "
+                 "looser feas_tol if that violation is acceptable.")
         raise _fail(
             f"{name}{on} stopped ({status}) at a point that violates the constraints by "
-            f"{infeasibility:.3g} (relative), above {FAR_FROM_OPTIMAL:g}: it is not a solution, "
-            "and its objective bounds nothing. The problem may be infeasible (the constraints "
-            "may not hold together): an interior-point backend "
-            f"({INFEASIBILITY_PROVERS}) proves infeasibility; otherwise raise the time or "
-            "iteration limit.", objective, stats, point)
+            f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
+            "is not a solution, and its objective bounds nothing." + maybe,
+            objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound)
     if signed is not None and signed < -BOUND_TOLERANCE:

@@ -192,6 +192,8 @@ def test_check_result_rule():
         (report(gap=1e-3, certified_gap=1e-3, bound=-0.99), "below its own certified"),
         (report(gap=1e-5, certified_gap=1e-5, bound=-1.0, primal_infeasibility=0.05),
          "may be infeasible"),
+        (report(gap=1e-5, certified_gap=1e-5, bound=-1.0, primal_infeasibility=3.8e-4),
+         "above the feasibility tolerance"),
         (report(), "without a certificate"),
         (report(status="optimal", objective=float("nan")), "without a finite objective"),
     ]:
