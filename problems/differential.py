@@ -14,7 +14,7 @@ objective are evaluated by cvxpy.
 Counted (``summary``):
 
 * ``wrong_point``: a result whose point violates a constraint by more than
-  ``FEAS`` (relative to :math:`\max(1, \mathrm{tr}\,G)`) or whose objective differs
+  ``FEAS`` (relative to max(1, trace G)) or whose objective differs
   from the reported one by more than ``FEAS`` (relative);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
   objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`;

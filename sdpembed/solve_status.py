@@ -53,7 +53,8 @@ from .exceptions import SolverFailedError
 if TYPE_CHECKING:
     from .report import SolveReport
 
-__all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE", "relative_gap", "bound_gap",
+__all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
+           "relative_gap", "bound_gap",
            "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
