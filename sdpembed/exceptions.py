@@ -153,7 +153,8 @@ class SolverFailedError(SolverError):
     """
 
     def __init__(self, message: str = "", *, objective: float | None = None,
-                 bound: float | None = None, gap: float | None = None, point=None):
+                 bound: float | None = None, gap: float | None = None,
+                 point: object = None) -> None:
         super().__init__(message)
         self.objective = objective
         self.bound = bound

@@ -245,7 +245,7 @@ def check_result(solver: str, status: str, objective: float | None,
     raise _fail(
         f"{name}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(x for x in parts if x)}; the largest is above {limit:g}: the point it "
-        "returned is not known to be near the optimum and is not a solution. Raise the "
+        "returned may be far from optimal and is not a solution. Raise the "
         "iteration or time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, "
         "SDPA maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend.",
         objective, stats, point)

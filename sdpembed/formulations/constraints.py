@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cvxpy as cp
 import numpy as np
@@ -55,6 +56,9 @@ from cvxpy.atoms.affine.wraps import Wrap
 from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
 
 from ..exceptions import InputError, UnsupportedProblemError
+
+if TYPE_CHECKING:
+    from .gram import GramFormulation
 
 __all__ = ["AffineGramConstraints", "affine_gram_constraints", "check_added_constraints"]
 
@@ -477,7 +481,7 @@ def _signed(S: sp.csr_matrix, k: int, equality: np.ndarray) -> float:
     return -scale if equality[k] and vals[0] < 0 else scale
 
 
-def check_added_constraints(formulation) -> None:
+def check_added_constraints(formulation: GramFormulation) -> None:
     """Refuse, before any backend runs, the added constraints of a Gram formulation that no
     backend should be handed: constraints on variables of another formulation (a conic
     backend would solve them as an unrelated problem, silently), non-finite numbers, and
