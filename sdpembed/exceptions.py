@@ -148,7 +148,23 @@ class UnboundedError(SolverError):
 
 
 class SolverFailedError(SolverError):
-    """The backend stopped without a usable solution (numerical trouble, limits)."""
+    """The backend stopped without a usable solution (numerical trouble, limits).
+
+    Where the backend returned a point that is not a result (far from optimal, or below
+    its own bound, see :mod:`sdpembed.solve_status`), the error carries it:
+    ``objective``, ``bound`` (a proven lower bound, or ``None``), ``gap`` (the backend's
+    reported gap) and ``point`` (LOWRANK: the factor :math:`F`, :math:`G = FF^T`; other
+    backends: :math:`G`); all ``None`` when unknown.
+    """
+
+    def __init__(self, message: str = "", *, objective: float | None = None,
+                 bound: float | None = None, gap: float | None = None,
+                 point: object = None) -> None:
+        super().__init__(message)
+        self.objective = objective
+        self.bound = bound
+        self.gap = gap
+        self.point = point
 
 
 class InaccurateSolutionWarning(UserWarning):

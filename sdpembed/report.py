@@ -23,6 +23,9 @@ class SolveReport:
     backend reports relative numbers); ``certified_gap`` is set only by
     backends that compute a duality certificate themselves (the large-n solver)
     and is ``None`` otherwise: an uncertified gap is never reported as certified.
+    ``bound`` is the proven lower bound on the optimum behind ``certified_gap``
+    (``None`` without one); :attr:`bound_gap` is the signed relative gap of the
+    objective over it, which does not saturate (see :mod:`sdpembed.solve_status`).
     ``selection`` says why ``solver="auto"`` chose the backend (``None`` when the caller
     named it).
     """
@@ -40,9 +43,18 @@ class SolveReport:
     gap: float | None = None
     certified_gap: float | None = None
     primal_infeasibility: float | None = None
+    bound: float | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     selection: str | None = None
+
+    @property
+    def bound_gap(self) -> float | None:
+        """:func:`sdpembed.solve_status.bound_gap` of ``objective`` over ``bound``."""
+        if self.objective is None or self.bound is None:
+            return None
+        return (self.objective - self.bound) / max(1.0, min(abs(self.objective),
+                                                            abs(self.bound)))
 
     @property
     def wall_seconds(self) -> float:

@@ -1,32 +1,45 @@
-"""When an inaccurate solve is still a result: the rule shared by ``solve()`` and the runner.
+"""When a solve is a result: the one rule shared by ``solve()``, the estimators and the runner.
 
-A backend stopped by an iteration or time limit reports
-``optimal_inaccurate``. Close to the optimum that is a usable result (it is
-kept, with an :class:`~sdpembed.exceptions.InaccurateSolutionWarning`); far
-from it -- SCS cut off by ``max_iters`` with a duality gap hundreds of times
-the objective -- it is not, and calling it a solution would put a wrong
-number in a table. The measure is the largest of the relative duality gap
-and the relative primal and dual residuals,
+A backend returns a point, its objective :math:`p` and, where it knows them, a
+duality gap, residuals and a bound. The point is a *result* only if
 
-.. math:: \\max\\Bigl(\\frac{|p - d|}{\\max(1, |p|)},\\;
-          \\frac{r_p}{\\max(1, |p|)},\\; \\frac{r_d}{\\max(1, |p|)}\\Bigr)
+1. its objective is a finite number;
+2. it is feasible to the stated tolerance: its relative infeasibility (LOWRANK's
+   ``primal_infeasibility``) is at most :data:`FEASIBILITY_TOLERANCE` or the
+   ``feas_tol`` the solve was given, whichever is larger (a backend's primal residual
+   counts under rule 4);
+3. where a bound :math:`\\ell` on the optimum is reported (LOWRANK's certified lower
+   bound), the objective lies within the reported gap of it on the right side:
+   :math:`\\ell \\le p` up to :data:`BOUND_TOLERANCE` (relative), and the signed gap
+   :func:`bound_gap` is at most :data:`FAR_FROM_OPTIMAL`;
+4. for an ``optimal_inaccurate`` solve, the largest of the relative duality gap and
+   relative residuals,
 
-(:math:`p` the objective; a quantity the backend already reports relative is
-taken as it is). The gap alone is not enough: an SCS iterate cut off early can
-have a small gap while violating the constraints, and then its objective is
-far from the optimum. A solve whose measure exceeds :data:`FAR_FROM_OPTIMAL`
-raises :class:`~sdpembed.exceptions.SolverFailedError`. Backends differ in
-what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals are absolute;
-CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT report
-relative ones; SDPA a relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and
-absolute feasibility errors (kept by :mod:`sdpembed.solvers`: cvxpy drops
-them), taken as they are. A solve that reports none of them cannot be judged and
-stays ``optimal_inaccurate``. A solve that carries a *certified* gap
-(LOWRANK's duality certificate) at a primal point whose infeasibility is at most
-:data:`FAR_FROM_OPTIMAL` is exempt: its distance from the optimum is proven and
-reported beside it, so it is an honest, if loose, result. A primal point further
-from feasibility bounds nothing (an infeasible problem ends that way), and is
-judged like the others, its ``primal_infeasibility`` counting as a residual.
+   .. math:: \\max\\Bigl(\\frac{|p - d|}{\\max(1, |p|)},\\;
+             \\frac{r_p}{\\max(1, |p|)},\\; \\frac{r_d}{\\max(1, |p|)}\\Bigr)
+
+   (a quantity the backend already reports relative is taken as it is), is at most
+   :data:`FAR_FROM_OPTIMAL`, or the stricter :data:`NEAR_OPTIMAL` of the backend.
+
+Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
+objective, the bound, the gap and the point (:func:`check_result`); certified or not.
+A certified gap does not excuse a far point: "optimum within a factor 2 of this" is a
+bound, not a solution, and an objective *below* a proven lower bound is not the
+objective of a feasible point. LOWRANK's own relative gap
+:math:`|p - \\ell| / \\max(|p|, |\\ell|)` cannot exceed 2, so a point whose objective is
+18 times the optimum with the opposite sign reads as "1.3"; :func:`bound_gap` divides
+by :math:`\\max(1, \\min(|p|, |\\ell|))` (Clarabel's measure) and keeps the sign, so such
+a point reads as "4.3" and an objective below its bound as negative.
+
+Backends differ in what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals
+are absolute; CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT
+report relative ones; SDPA a relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)`
+and absolute feasibility errors (kept by :mod:`sdpembed.solvers`: cvxpy drops them),
+taken as they are. An SCS iterate cut off by ``max_iters`` is neither primal nor dual
+feasible, so its gap bounds nothing: points 8 % from the optimum had gaps and
+residuals near 1e-3. Its inaccurate solves are therefore held to
+:data:`NEAR_OPTIMAL` ``["SCS"]``. A solve that reports none of these numbers cannot be
+judged and stays ``optimal_inaccurate`` (with its warning).
 """
 
 from __future__ import annotations
@@ -40,11 +53,35 @@ from .exceptions import SolverFailedError
 if TYPE_CHECKING:
     from .report import SolveReport
 
-__all__ = ["FAR_FROM_OPTIMAL", "relative_gap", "distance_from_optimal", "check_inaccurate"]
+__all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
+           "relative_gap", "bound_gap",
+           "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
 
-#: Relative gap or residual above which an ``optimal_inaccurate`` solve is an error: its
-#: objective may be more than about 1 % from the optimum.
+#: Relative gap, residual or infeasibility above which a solve is an error: its objective
+#: may be more than about 1 % from the optimum.
 FAR_FROM_OPTIMAL = 1e-2
+
+#: Stricter limits for the ``optimal_inaccurate`` solves of backends whose gap and
+#: residuals do not bound the objective's error (first-order SCS, cut off by an
+#: iteration limit).
+NEAR_OPTIMAL: dict[str, float] = {"SCS": 1e-4}
+
+#: Relative infeasibility (``primal_infeasibility``, LOWRANK's measure) above which a point
+#: is no result, unless the solve stated a looser ``feas_tol``.
+FEASIBILITY_TOLERANCE = 1e-5
+
+#: How far (relative to :math:`\max(1, \min(|p|, |\ell|))`) a reported lower bound may
+#: exceed the objective: rounding, and the tolerated infeasibility of a point on
+#: equality constraints (``feas_tol``).
+BOUND_TOLERANCE = 1e-5
+
+#: The backends that prove infeasibility (an interior-point method's certificate), named
+#: in the messages of solves that may be infeasible.
+INFEASIBILITY_PROVERS = "CLARABEL, CSDP, SDPA or MOSEK"
+
+#: Backends that report a gap whenever they know anything about their distance from the
+#: optimum: an inaccurate solve of theirs without one is not a result.
+_GAP_OR_NOTHING = frozenset({"LOWRANK"})
 
 #: Backends whose reported gap and residuals are absolute (divided by max(1, |p|) here).
 _ABSOLUTE = frozenset({"SCS"})
@@ -88,58 +125,133 @@ def relative_gap(solver: str, objective: float | None,
     return None if gap is None else abs(gap) / _scale(solver, objective)
 
 
+def bound_gap(objective: float | None, bound: float | None) -> float | None:
+    r"""Signed relative gap :math:`(p - \ell) / \max(1, \min(|p|, |\ell|))` of an objective
+    :math:`p` over a lower bound :math:`\ell` (``None`` if either is unknown).
+
+    Negative when the bound lies above the objective; unlike
+    :math:`|p - \ell| / \max(|p|, |\ell|)` it does not saturate at 2.
+    """
+    p, lb = _get({"v": objective}, "v"), _get({"v": bound}, "v")
+    if p is None or lb is None:
+        return None
+    return (p - lb) / max(1.0, min(abs(p), abs(lb)))
+
+
 def distance_from_optimal(solver: str, objective: float | None,
                           stats: Mapping[str, Any] | SolveReport) -> float | None:
-    """The largest of the relative gap and relative residuals (``None`` if none is known)."""
+    """The largest of the relative gap, relative residuals and relative infeasibility, the
+    gap taken from the reported bound where there is one (``None`` if none is known)."""
     scale = _scale(solver, objective)
-    values = [abs(v) / scale for v in (_get(stats, k) for k in
-                                       ("gap", "primal_residual", "dual_residual",
-                                        "primal_infeasibility"))
-              if v is not None]
+    signed = bound_gap(objective, _get(stats, "bound"))
+    keys = ("primal_residual", "dual_residual", "primal_infeasibility")
+    if signed is None:
+        keys = ("gap",) + keys
+    values = [abs(v) / scale for v in (_get(stats, k) for k in keys) if v is not None]
+    if signed is not None:
+        values.append(abs(signed))
     return max(values) if values else None
 
 
-def check_inaccurate(solver: str, status: str, objective: float | None,
-                     stats: Mapping[str, Any] | SolveReport, *, what: str = "") -> None:
-    """Raise :class:`SolverFailedError` if an ``optimal_inaccurate`` solve is far from optimal.
+def _fail(message: str, objective, stats, point) -> SolverFailedError:
+    return SolverFailedError(message, objective=objective, bound=_get(stats, "bound"),
+                             gap=_get(stats, "gap"), point=point)
 
-    Does nothing for other statuses (they are judged by the caller), for
-    inaccurate solves whose :func:`distance_from_optimal` is at most
-    :data:`FAR_FROM_OPTIMAL` or unknown, and for solves with a certified gap
-    (``stats.certified_gap``).
+
+def check_result(solver: str, status: str, objective: float | None,
+                 stats: Mapping[str, Any] | SolveReport, *, what: str = "",
+                 point: Any = None) -> None:
+    """Raise :class:`SolverFailedError` unless an ``optimal`` or ``optimal_inaccurate`` solve
+    is a result by the rule of this module.
+
+    Does nothing for other statuses (they are judged by the caller). The error carries
+    ``objective``, ``bound``, ``gap`` and ``point``.
 
     Parameters
     ----------
     solver, objective, stats
-        See :func:`relative_gap`.
+        See :func:`relative_gap`; ``stats`` may also carry ``bound`` (a proven lower
+        bound on the optimum), ``primal_infeasibility`` and ``certified_gap``.
     status : str
         The solve's status.
     what : str, optional
         What was solved, for the message (e.g. the formulation's method).
+    point : optional
+        The point returned (carried by the error).
     """
+    if status not in ("optimal", "optimal_inaccurate"):
+        return
+    name = str(solver).upper()
+    on = f" on {what}" if what else ""
+    p = _get({"p": objective}, "p")
+    if p is None:
+        raise _fail(f"{name}{on} reported status {status!r} without a finite objective "
+                    f"({objective!r}): there is no result. Try another backend.",
+                    objective, stats, point)
+    infeasibility = _get(stats, "primal_infeasibility")
+    options = getattr(stats, "options", None)
+    feas_tol = max(FEASIBILITY_TOLERANCE, _get(options, "feas_tol") or 0.0)
+    if infeasibility is not None and infeasibility > feas_tol:
+        maybe = (" The problem may be infeasible (the constraints may not hold together): an "
+                 f"interior-point backend ({INFEASIBILITY_PROVERS}) proves infeasibility; "
+                 "otherwise raise the time or iteration limit."
+                 if infeasibility > FAR_FROM_OPTIMAL else
+                 " Raise the time or iteration limit (LOWRANK time_limit/max_outer), or state a "
+                 "looser feas_tol if that violation is acceptable.")
+        raise _fail(
+            f"{name}{on} stopped ({status}) at a point that violates the constraints by "
+            f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
+            "is not a solution, and its objective bounds nothing." + maybe,
+            objective, stats, point)
+    bound = _get(stats, "bound")
+    signed = bound_gap(p, bound)
+    if signed is not None and signed < -BOUND_TOLERANCE:
+        raise _fail(
+            f"{name}{on} returned objective {p:.6g} below its own certified lower bound "
+            f"{bound:.6g} (signed relative gap {signed:.3g}; tolerance {BOUND_TOLERANCE:g}): "
+            "the point violates the constraints "
+            + (f"(relative infeasibility {infeasibility:.3g}) " if infeasibility else "")
+            + "by more than its objective can absorb, so it is not a solution. Tighten "
+            "feas_tol, raise the time or iteration limit, or use an interior-point backend "
+            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible.",
+            objective, stats, point)
+    if signed is not None and signed > FAR_FROM_OPTIMAL:
+        raise _fail(
+            f"{name}{on} stopped ({status}) with objective {p:.6g} and certified lower bound "
+            f"{bound:.6g}: signed relative gap {signed:.3g}, above {FAR_FROM_OPTIMAL:g}. The "
+            "bound is proven, but the point is far from optimal and is not a solution. Raise "
+            "the time or iteration limit (LOWRANK time_limit/max_outer) or use an "
+            "interior-point backend.", objective, stats, point)
     if status != "optimal_inaccurate":
         return
-    infeasibility = _get(stats, "primal_infeasibility")
-    if _get(stats, "certified_gap") is not None and (
-            infeasibility is None or infeasibility <= FAR_FROM_OPTIMAL):
+    limit = NEAR_OPTIMAL.get(name, FAR_FROM_OPTIMAL)
+    distance = distance_from_optimal(name, p, stats)
+    if distance is None and name in _GAP_OR_NOTHING:
+        raise _fail(
+            f"{name}{on} stopped (optimal_inaccurate) without a certificate or an estimate of "
+            "its gap: nothing says how far its point is from the optimum, so it is not a "
+            "solution. Raise the time or iteration limit (LOWRANK time_limit/max_outer) or use "
+            "an interior-point backend.", objective, stats, point)
+    if distance is None or distance <= limit:
         return
-    distance = distance_from_optimal(solver, objective, stats)
-    if distance is None or distance <= FAR_FROM_OPTIMAL:
-        return
-    gap = relative_gap(solver, objective, stats)
-    scale = _scale(solver, objective)
-    parts = [f"relative duality gap {gap:.3g}" if gap is not None else None] + [
-        f"relative {name} {abs(v) / scale:.3g}"
-        for name, v in (("primal residual", _get(stats, "primal_residual")),
-                        ("dual residual", _get(stats, "dual_residual")),
-                        ("primal infeasibility", infeasibility)) if v is not None]
-    on = f" on {what}" if what else ""
-    maybe = (" The constraints may not hold together (an infeasible problem ends this way): "
-             "check them with an interior-point backend, which proves infeasibility."
-             if infeasibility is not None and infeasibility > FAR_FROM_OPTIMAL else "")
-    raise SolverFailedError(
-        f"{str(solver).upper()}{on} stopped before converging (optimal_inaccurate) with "
-        f"{', '.join(p for p in parts if p)}; the largest is above {FAR_FROM_OPTIMAL:g}: the "
-        "point it returned is far from optimal and is not a solution. Raise the iteration or "
-        "time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, SDPA "
-        "maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend." + maybe)
+    gap = relative_gap(name, p, stats)
+    scale = _scale(name, p)
+    parts = [f"relative duality gap {gap:.3g}" if gap is not None and signed is None
+             else None] + [
+        f"relative {label} {abs(v) / scale:.3g}"
+        for label, v in (("primal residual", _get(stats, "primal_residual")),
+                         ("dual residual", _get(stats, "dual_residual")),
+                         ("primal infeasibility", infeasibility)) if v is not None]
+    raise _fail(
+        f"{name}{on} stopped before converging (optimal_inaccurate) with "
+        f"{', '.join(x for x in parts if x)}; the largest is above {limit:g}: the point it "
+        "returned may be far from optimal and is not a solution. Raise the "
+        "iteration or time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, "
+        "SDPA maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend.",
+        objective, stats, point)
+
+
+def check_inaccurate(solver: str, status: str, objective: float | None,
+                     stats: Mapping[str, Any] | SolveReport, *, what: str = "") -> None:
+    """:func:`check_result` (kept under its former name)."""
+    check_result(solver, status, objective, stats, what=what)

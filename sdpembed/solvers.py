@@ -36,6 +36,7 @@ from .exceptions import (
     InfeasibleError,
     InputError,
     ProblemTooLargeError,
+    SdpEmbedError,
     SolverFailedError,
     SolverMissingError,
     UnboundedError,
@@ -45,7 +46,7 @@ from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
-from .solve_status import check_inaccurate
+from .solve_status import check_result
 
 __all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
            "INSTALL_HINTS"]
@@ -179,11 +180,12 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
                 f"solver='auto' chose {solver} ({selection}); the options "
                 f"{sorted(options)} are backend settings: name the backend, e.g. "
                 f"solve(f, solver={solver!r}, ...)")
-    chain = [solver, *(fallback or [])]
+    chain = [solver, *_check_fallback(fallback)]
+    _check_inputs(formulation)
     attempts: list[dict[str, Any]] = []
     for k, name in enumerate(chain):
         try:
-            report = _solve_once(formulation, name, verbose, options if k == 0 else {})
+            report = _solve_typed(formulation, name, verbose, options if k == 0 else {})
         except SolverFailedError as exc:
             attempts.append({"solver": str(name).upper(), "error": str(exc)})
             if k + 1 < len(chain):
@@ -195,6 +197,63 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
         report.selection = selection
         return report
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _check_fallback(fallback) -> list[str]:
+    """The fallback backends as a list of names, checked before any backend runs."""
+    if fallback is None:
+        return []
+    if isinstance(fallback, str) or not isinstance(fallback, Sequence):
+        raise InputError(f"fallback takes a list of backend names, e.g. fallback=['SCS']; got "
+                         f"{describe_value(fallback)}")
+    names = list(fallback)
+    known = set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(TOOLKIT_BACKENDS)
+    for k, name in enumerate(names):
+        if not isinstance(name, str) or name.upper() not in known:
+            raise InputError(f"fallback item {k} ({describe_value(name)}) is not a backend "
+                             f"name; choose from {available_solvers()}")
+    return names
+
+
+def _check_inputs(formulation: Formulation) -> None:
+    """What no backend can solve, refused before any runs: a parameter without a value or
+    with a non-finite one, and (Gram SDPs) the added constraints that
+    :func:`~sdpembed.formulations.constraints.check_added_constraints` refuses."""
+    from .formulations.gram import GramFormulation
+
+    if isinstance(formulation, GramFormulation):
+        params = list(formulation.parameters.values())
+        for c in formulation.user_constraints:
+            params += c.parameters()
+    else:
+        params = formulation.problem.parameters()
+    for par in params:
+        if par.value is None:
+            raise InputError(f"the parameter {par.name()!r} has no value; set its .value "
+                             "before solving")
+        if not np.all(np.isfinite(np.asarray(par.value, dtype=float))):
+            raise InputError(f"the parameter {par.name()!r} has a non-finite value "
+                             f"({describe_value(par.value)}); give it a finite one")
+    if isinstance(formulation, GramFormulation) and formulation.user_constraints:
+        from .formulations.constraints import check_added_constraints
+
+        check_added_constraints(formulation)
+
+
+def _solve_typed(formulation: Formulation, name, verbose: bool, options) -> SolveReport:
+    """:func:`_solve_once`, with an error of a backend's own code that is not one of the
+    toolkit's (a bug, or data the checks missed) turned into
+    :class:`~sdpembed.exceptions.SolverFailedError`, the original chained."""
+    try:
+        return _solve_once(formulation, name, verbose, options)
+    except SdpEmbedError:
+        raise
+    except (ArithmeticError, ValueError, TypeError, LookupError, AttributeError,
+            np.linalg.LinAlgError) as exc:
+        raise SolverFailedError(
+            f"{str(name).upper()} failed on {formulation.method} with {type(exc).__name__}: "
+            f"{exc}. This is not a property of the problem that sdpembed recognised; try "
+            f"another backend (available: {available_solvers()}) and please report it.") from exc
 
 
 #: Gram SDPs on more points than this go to LOWRANK under solver="auto" (see choose_backend)
@@ -283,7 +342,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             raise SolverMissingError(f"backend {name} is not usable here")
         report = backend.solve(formulation, verbose=verbose, **options)
         _raise_for_status(report.status, formulation, name, report.extra.get("message", ""))
-        check_inaccurate(name, report.status, report.objective, report, what=formulation.method)
+        _check_result(name, report.status, report.objective, report, formulation)
         if report.status == cp.OPTIMAL_INACCURATE:
             gap = "none" if report.certified_gap is None else f"{report.certified_gap:.2g}"
             _warn_inaccurate(name, f"{formulation.method} (certified gap {gap})",
@@ -312,9 +371,14 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             f"(available: {available_solvers()}), tighten/loosen tolerances, or rescale the "
             "data (normalize=True)."
         ) from exc
+    except cp.error.ParameterError as exc:
+        raise InputError(f"{name} on {formulation.method}: {exc}") from exc
     except (TypeError, ValueError) as exc:
         if "option" in str(exc).lower() or "argument" in str(exc).lower():
             raise InputError(f"invalid option for {name}: {exc}") from exc
+        if "nan" in str(exc).lower() or "inf" in str(exc).lower():
+            raise InputError(f"{name} on {formulation.method}: {exc} (a constant or parameter "
+                             "value of the problem is not finite)") from exc
         raise
     wall = time.perf_counter() - t0
     stats = problem.solver_stats
@@ -326,7 +390,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     if status == cp.OPTIMAL_INACCURATE and name == "CSDP" and extra.get("exit_code") == 4:
         extra["stopped_by_limit"] = True   # CSDP's maxiter: its last iterate, judged below
     _raise_for_status(status, formulation, name, extra.get("message", ""))
-    check_inaccurate(name, status, problem.value, extra, what=formulation.method)
+    _check_result(name, status, problem.value, extra, formulation)
     if status == cp.OPTIMAL_INACCURATE:
         advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
                   if name == "SCS" else
@@ -352,6 +416,29 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         gap=extra.pop("gap", None),
         extra=extra,
     )
+
+
+def _check_result(name: str, status: str, objective, stats, formulation: Formulation) -> None:
+    """:func:`~sdpembed.solve_status.check_result`, the error carrying the point returned
+    (LOWRANK's factor, else the Gram matrix or the problem's first variable)."""
+    try:
+        check_result(name, status, objective, stats, what=formulation.method)
+    except SolverFailedError as exc:
+        exc.point = _point_of(formulation)
+        raise
+
+
+def _point_of(formulation: Formulation):
+    factor = getattr(formulation, "factor", None)
+    if factor is not None:
+        return factor
+    try:
+        if "gram" in formulation.expressions:
+            return formulation.value("gram")
+        variables = list(formulation.variables.values())
+        return variables[0].value if variables else None
+    except Exception:  # noqa: BLE001 - the point is a courtesy of the error, never its cause
+        return None
 
 
 class _ClarabelWithStats(_ClarabelConif):

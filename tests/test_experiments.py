@@ -524,7 +524,7 @@ def inaccurate_backend(monkeypatch):
         seen.append(options)
         report = solvers.solve(formulation, solver="CLARABEL")
         return dataclasses.replace(report, status="optimal_inaccurate", solver="INACCURATE",
-                                   options=options, gap=0.0123, certified_gap=0.0123)
+                                   options=options, gap=0.00123, certified_gap=0.00123)
 
     monkeypatch.setitem(solvers.TOOLKIT_BACKENDS, "INACCURATE",
                         Backend("INACCURATE", backend, version=lambda: "test"))
@@ -547,7 +547,7 @@ def test_solver_options_reach_their_backend_and_inaccurate_solves_are_kept(
     assert inaccurate["status"] == "inaccurate" and clarabel["status"] == "ok"
     assert result.meta["errors"] == 0 and result.meta["inaccurate"] == 1
     assert inaccurate["solve_status"] == "optimal_inaccurate"
-    assert inaccurate["certified_gap"] == inaccurate["gap"] == 0.0123
+    assert inaccurate["certified_gap"] == inaccurate["gap"] == 0.00123
     assert clarabel["solve_status"] == "optimal" and clarabel["certified_gap"] is None
     # same solution (CLARABEL's) underneath: same embedding, same accuracy
     assert inaccurate["knn1"] == pytest.approx(clarabel["knn1"], abs=1e-12)
@@ -555,27 +555,26 @@ def test_solver_options_reach_their_backend_and_inaccurate_solves_are_kept(
     assert lines[next(i for i, line in enumerate(lines) if line.startswith("| dataset"))] \
         .endswith("| knn1 | fit s | solve | certified gap |")
     assert any(line.startswith("| iris | 0.3 | dvu | – | INACCURATE |")
-               and line.endswith("| optimal_inaccurate | 1.2e-02 |") for line in lines)
+               and line.endswith("| optimal_inaccurate | 1.2e-03 |") for line in lines)
     assert any(line.startswith("| iris | 0.3 | dvu | – | CLARABEL |")
                and line.endswith("| optimal | – |") for line in lines)
     assert "2 runs: 1 ok, 1 inaccurate (kept, see 'solve'), 0 errors" in result.summary()
     with (tmp_path / "results.csv").open() as fh:
         table = list(csv.DictReader(fh))
-    assert [r["certified_gap"] for r in table] == ["0.0123", ""]
+    assert [r["certified_gap"] for r in table] == ["0.00123", ""]
 
 
 def test_lowrank_time_limit_comes_from_the_spec():
     d = _dvu_only(_smoke_dict(), slack_weight=10.0, solvers=["LOWRANK"])
     d["solver_options"] = {"LOWRANK": {"time_limit": 1.0, "warm_start": "none", "tol": 1e-6}}
-    row, = run_spec(parse_spec(d), seeds=[0], progress=False).rows
-    options = json.loads(row["solver_options"])  # the effective LowRankOptions of the solve
-    assert (options["time_limit"], options["warm_start"], options["tol"]) == (1.0, "None", 1e-6)
-    # without the limit this solve takes about 30 s on this machine (tol 1e-4 is not reached);
-    # the limit is checked between outer iterations (< 1 s each here), hence the margin
-    assert row["solve_s"] < 6.0
-    assert (row["status"], row["solve_status"]) in (("ok", "optimal"),
-                                                    ("inaccurate", "optimal_inaccurate"))
-    assert 0.5 < row["knn1"] <= 1.0
+    result = run_spec(parse_spec(d), seeds=[0], progress=False)
+    row, = result.rows
+    # without the limit this solve certifies tol 1e-4 in about 30 s on this machine; stopped
+    # after 1 s it is far from optimal, so it is no result: the row is an error, with no
+    # metric, and the summary averages nothing
+    assert row["status"] == "error" and row["error"].startswith("SolverFailedError: LOWRANK")
+    assert "stopped (optimal_inaccurate)" in row["error"]
+    assert row.get("knn1") is None and result.meta["errors"] == 1
 
 
 # --------------------------------------------------------------------------- summary

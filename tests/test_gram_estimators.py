@@ -60,7 +60,7 @@ def _cheap(est):
     # SCS at loose tolerance: the checks fit up to ~150 random points many times;
     # they test the API, not accuracy (accuracy is tested above and in test_dvu.py)
     return est.set_params(n_components=2, solver="SCS", random_state=0,
-                          solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3, "max_iters": 2000})
+                          solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3, "max_iters": 20000})
 
 
 @parametrize_with_checks(

@@ -294,19 +294,21 @@ def test_a_closing_unverified_estimate_is_verified_before_the_solve_stops(digits
     assert res.bound <= ref.objective + BOUND_SLACK * abs(ref.objective)
 
 
-def test_stopped_solve_warns_and_still_certifies(digits):
-    """A solve cut off by its iteration limit is optimal_inaccurate, says so with an
-    InaccurateSolutionWarning naming its certified gap, and still carries a valid bound."""
-    from sdpembed.exceptions import InaccurateSolutionWarning
+def test_stopped_solve_is_no_result_but_still_certifies(digits):
+    """A solve cut off by its iteration limit far from the optimum is no result: a
+    SolverFailedError that carries the point and a valid certified bound."""
+    from sdpembed.exceptions import SolverFailedError
+    from sdpembed.solve_status import FAR_FROM_OPTIMAL, bound_gap
 
     _, _, y, graph = digits
-    with pytest.warns(InaccurateSolutionWarning, match="certified gap"):
-        rep = solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", max_outer=1,
-                    max_inner=20, warm_start=None)
-    assert rep.status == "optimal_inaccurate"
+    with pytest.raises(SolverFailedError, match="certified lower bound") as info:
+        solve(dvu(graph, y, centroids="eliminated"), solver="LOWRANK", max_outer=1,
+              max_inner=20, warm_start=None)
+    exc = info.value
     opt = solve(dvu(graph, y, centroids="eliminated"), solver="CLARABEL").objective
-    assert rep.certified_gap is not None and rep.certified_gap > 1e-4
-    assert rep.extra["lower_bound"] <= opt + BOUND_SLACK * abs(opt)
+    assert bound_gap(exc.objective, exc.bound) > FAR_FROM_OPTIMAL
+    assert exc.bound <= opt + BOUND_SLACK * abs(opt)
+    assert exc.point is not None and exc.point.shape[0] == len(y)
 
 
 def test_memory_guard_names_lowrank(digits, monkeypatch):

@@ -118,4 +118,6 @@ def test_lowrank_refuses_exactly_what_it_cannot_represent():
                 solve(build(inst), solver="LOWRANK", max_outer=1)
         except REFUSAL:
             refused.add(name)
+        except exceptions.SolverFailedError:
+            pass   # one outer iteration is usually far from optimal: not a refusal
     assert refused == {"dvu_ratio", "lda_wine", "tca_digits"}

@@ -15,7 +15,7 @@ and message (``error``) and where it happened (``error_stage``), as
 scikit-learn's ``GridSearchCV(error_score=nan)`` records a failed fit: the
 grid carries on. An ``optimal_inaccurate`` solve is ``status =
 "inaccurate"``, or an error when it is far from optimal
-(:func:`sdpembed.solve_status.check_inaccurate`); never ``"ok"``.
+(:func:`sdpembed.solve_status.check_result`); never ``"ok"``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import datasets as _datasets
 from ..exceptions import InputError, SpecError
-from ..solve_status import check_inaccurate
+from ..solve_status import check_result
 from .methods import METHODS, MethodInfo
 from .metrics import EvalContext, evaluate
 from .schema import DatasetSpec, GraphSpec, LabelSpec, Spec, thaw
@@ -329,10 +329,12 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
             row["fit_s"] = t2 - t1
             row.update(_solver_fields(est, task.solver) if est is not None else {})
             report = getattr(est, "solve_report_", None)
-            if report is not None and report.status == "optimal_inaccurate":
-                check_inaccurate(report.solver, report.status, report.objective, report,
-                                 what=method.method)
-                row["status"] = "inaccurate"
+            if report is not None:
+                # solve() applied the rule already; a report made elsewhere meets it here
+                check_result(report.solver, report.status, report.objective, report,
+                             what=method.method)
+                if report.status == "optimal_inaccurate":
+                    row["status"] = "inaccurate"
             if Z is not None:
                 row["n_components"] = int(Z.shape[1])
             stage = "evaluate"

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import cvxpy as cp
 import numpy as np
@@ -54,9 +55,12 @@ from cvxpy.atoms.affine.vstack import Vstack
 from cvxpy.atoms.affine.wraps import Wrap
 from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
 
-from ..exceptions import UnsupportedProblemError
+from ..exceptions import InputError, UnsupportedProblemError
 
-__all__ = ["AffineGramConstraints", "affine_gram_constraints"]
+if TYPE_CHECKING:
+    from .gram import GramFormulation
+
+__all__ = ["AffineGramConstraints", "affine_gram_constraints", "check_added_constraints"]
 
 #: the backends that solve the cvxpy problem as written (named in refusals)
 CONIC_ALTERNATIVES = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
@@ -350,7 +354,7 @@ def _sense(constraint) -> tuple:
 
 
 def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expression,
-                            n: int) -> AffineGramConstraints:
+                            n: int, *, skip_unreadable: bool = False) -> AffineGramConstraints:
     r"""The constraints as :class:`AffineGramConstraints` on the :math:`n\times n` matrix ``gram``.
 
     Parameters
@@ -362,11 +366,20 @@ def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expre
         The Gram matrix expression, matched by identity in the expression trees.
     n : int
 
+    skip_unreadable : bool, optional
+        Leave out the constraints that cannot be represented instead of refusing them
+        (to check the others; the conic backends solve them as written).
+
     Raises
     ------
     UnsupportedProblemError
         For a constraint that is not an affine (in)equality of ``gram`` alone
         (the message names it and the backends that solve it as written).
+    InputError
+        For rows that no backend should be handed (:func:`_check_rows`): a non-finite
+        coefficient or bound; a row whose symmetric part is zero (``G[0, 1] - G[1, 0]``:
+        :math:`G` is symmetric, so the row reads :math:`0 \le b`); equalities fixing the
+        same combination of :math:`G` to different values.
     """
     N = n * n
     blocks, rhs, eq, labels = [], [], [], []
@@ -377,6 +390,8 @@ def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expre
                 raise _Refusal("it is not affine in G")
             lin = _linear(expr, gram, N, n, {})
         except _Refusal as why:
+            if skip_unreadable:
+                continue
             raise UnsupportedProblemError(
                 f"constraint {k} ({_short(c)}) cannot be represented by LOWRANK: {why}. "
                 "LOWRANK supports equalities and inequalities that are affine in "
@@ -385,6 +400,11 @@ def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expre
         R = sp.identity(N, format="csr") if lin.R is None else lin.R
         R = sp.csr_matrix(sign * R)
         const = sign * lin.offset(R.shape[0])
+        if not (np.all(np.isfinite(R.data)) and np.all(np.isfinite(const))):
+            raise InputError(
+                f"constraint {k} ({_short(c)}) has a coefficient or bound that is NaN or "
+                "infinite; every number in an added constraint must be finite (drop a bound "
+                "that should be infinite)")
         empty = np.diff(R.indptr) == 0
         if np.any(empty):
             r = int(np.flatnonzero(empty)[0])
@@ -407,13 +427,91 @@ def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expre
                        (np.r_[R.row, R.row], np.r_[i + n * j, j + n * i])),
                       shape=R.shape).tocsr()
     S.sum_duplicates()
+    # entries that cancel up to rounding (A_ij - A_ji) are zero, not noise
+    size = np.asarray(abs(R).max(axis=1).todense()).ravel()
+    S.data[np.abs(S.data) <= 1e-14 * size[np.repeat(np.arange(S.shape[0]), np.diff(S.indptr))]] = 0
     S.eliminate_zeros()
+    rhs_all = np.concatenate(rhs).astype(float)
+    eq_all = np.concatenate(eq)
+    _check_rows(S, rhs_all, eq_all, labels)
     S = S.tocoo()
     cols = S.col.astype(np.int64)
     return AffineGramConstraints(
         n=n, row=S.row.astype(np.int64), i=cols % n, j=cols // n, value=S.data.astype(float),
-        rhs=np.concatenate(rhs).astype(float), equality=np.concatenate(eq),
-        labels=tuple(labels))
+        rhs=rhs_all, equality=eq_all, labels=tuple(labels))
+
+
+def _check_rows(S: sp.csr_matrix, rhs: np.ndarray, equality: np.ndarray,
+                labels: list[str]) -> None:
+    """Refuse, with :class:`InputError`, zero rows (a symmetric part of zero: a solver handed
+    one reads ``0 <= b``) and equalities that fix the same combination of :math:`G` (up to
+    a factor) to different values (infeasible). Rows repeating another exactly are kept:
+    they do not change the feasible set, and a matrix constraint on a symmetric block
+    (``G[:2, :2] == M``) states each off-diagonal row twice."""
+    zero = np.flatnonzero(np.diff(S.indptr) == 0)
+    if zero.size:
+        k = int(zero[0])
+        raise InputError(
+            f"{labels[k]}: its left-hand side is zero on symmetric matrices (an antisymmetric "
+            "combination such as G[i, j] - G[j, i]; G is symmetric), so the row reads "
+            f"0 {'==' if equality[k] else '<='} {rhs[k]:g} and constrains nothing; remove it")
+    seen: dict[tuple, int] = {}
+    for k in range(S.shape[0]):
+        lo, hi = S.indptr[k], S.indptr[k + 1]
+        vals = S.data[lo:hi]
+        scale = float(np.max(np.abs(vals)))
+        if equality[k] and vals[0] < 0:
+            scale = -scale       # an equality is the same row times -1
+        key = (bool(equality[k]), S.indices[lo:hi].tobytes(),
+               np.round(vals / scale, 12).tobytes())
+        first = seen.setdefault(key, k)
+        if first == k:
+            continue
+        b0, b1 = rhs[first] / _signed(S, first, equality), rhs[k] / scale
+        if equality[k] and not np.isclose(b0, b1, rtol=1e-12, atol=1e-300):
+            raise InputError(
+                f"{labels[k]} and {labels[first]} fix the same combination of G to different "
+                f"values ({b1:g} and {b0:g}, after scaling): the problem is infeasible; "
+                "remove one")
+
+
+def _signed(S: sp.csr_matrix, k: int, equality: np.ndarray) -> float:
+    vals = S.data[S.indptr[k]:S.indptr[k + 1]]
+    scale = float(np.max(np.abs(vals)))
+    return -scale if equality[k] and vals[0] < 0 else scale
+
+
+def check_added_constraints(formulation: GramFormulation) -> None:
+    """Refuse, before any backend runs, the added constraints of a Gram formulation that no
+    backend should be handed: constraints on variables of another formulation (a conic
+    backend would solve them as an unrelated problem, silently), non-finite numbers, and
+    (for those affine in :math:`G`) zero rows and contradictory equalities
+    (:func:`affine_gram_constraints`).
+
+    Raises
+    ------
+    InputError
+    """
+    constraints = formulation.user_constraints
+    own = {v.id for v in formulation.variables.values()}
+    for k, c in enumerate(constraints):
+        foreign = [v for v in c.variables() if v.id not in own]
+        if foreign:
+            raise InputError(
+                f"constraint {k} ({_short(c)}) is written on the variable "
+                f"{foreign[0].name()!r} of another formulation (expressions['gram'] of another "
+                "f?); write it on this formulation's f.expressions['gram']")
+        for const in c.constants():
+            value = const.value
+            if value is not None and not np.all(np.isfinite(
+                    value.data if sp.issparse(value) else np.asarray(value, dtype=float))):
+                raise InputError(
+                    f"constraint {k} ({_short(c)}) holds a NaN or infinite number; every "
+                    "number in an added constraint must be finite")
+    if any(p.value is None for c in constraints for p in c.parameters()):
+        return      # read at solve time, when every parameter has its value
+    affine_gram_constraints(constraints, formulation.expressions["gram"],
+                            formulation.n_points, skip_unreadable=True)
 
 
 def _short(constraint) -> str:

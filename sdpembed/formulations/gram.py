@@ -510,7 +510,11 @@ class GramFormulation(Formulation):
         for must-link / cannot-link bounds, class-mean separations, fixed entries;
         see :mod:`sdpembed.formulations.constraints`), and refuses the others with
         :class:`~sdpembed.exceptions.UnsupportedProblemError`. This formulation is
-        unchanged.
+        unchanged. Refused at once with :class:`~sdpembed.exceptions.InputError`: a
+        constraint cvxpy cannot solve (not DCP), one written on another formulation's
+        variables, and (see
+        :func:`~sdpembed.formulations.constraints.check_added_constraints`) non-finite
+        numbers, rows that are zero on symmetric matrices and contradictory equalities.
 
         Parameters
         ----------
@@ -530,6 +534,15 @@ class GramFormulation(Formulation):
             user_constraints=self._user_constraints + tuple(cons), parent=self,
             user_objective=self._user_objective)
         child._build_variables()   # the constraints are written on these very variables
+        for k, c in enumerate(cons):
+            if not c.is_dcp():
+                raise InputError(
+                    f"with_constraints: constraint {k} ({str(c)[:80]}) is not DCP, so no "
+                    "backend can solve it (cvxpy's rules: affine == affine, convex <= "
+                    "concave); write it as an affine or convex constraint")
+        from .constraints import check_added_constraints
+
+        check_added_constraints(child)
         return child
 
     def current_problem(self) -> GramProblem:

@@ -10,11 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import InputError, UnsupportedProblemError
+from ..exceptions import InfeasibleError, InputError, SolverFailedError, UnsupportedProblemError
 from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
+from .farkas import farkas_certificate
 from .options import LowRankOptions
 from .solve import lowrank_solve
 
@@ -60,15 +61,22 @@ def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -
     name = "G" if "G" in variables else "Y"
     var = variables[name]
     if name == "G":
-        var.value = Ff @ Ff.T
+        _assign_psd(var, Ff @ Ff.T)
     else:
         B = np.asarray(formulation.basis(), dtype=float)
         P = np.linalg.lstsq(B, Ff, rcond=None)[0] if B.shape[1] < B.shape[0] else B.T @ Ff
-        var.value = P @ P.T
+        _assign_psd(var, P @ P.T)
     if "eps" in variables:
         D = gp.distances_of_factor(F)
         variables["eps"].value = np.abs(D - gp.target) / gp.target
     return True
+
+
+def _assign_psd(var, value: np.ndarray) -> None:
+    """``var.value = value`` for :math:`FF^T`, PSD by construction: cvxpy's eigenvalue check
+    can see rounding of large entries as a negative eigenvalue, so the value is stored
+    symmetrised without that check."""
+    var.save_value(0.5 * (value + value.T))
 
 
 @contextlib.contextmanager
@@ -115,7 +123,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "time_split": result.timings,
         "max_abs_multiplier": max(result.max_abs_multiplier, default=None),
     }
-    if result.status in ("unbounded", "infeasible"):
+    _classify_infeasible(gp, basis, result, opts, formulation)
+    if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
                            solver_version=_version(), options=dict(options),
@@ -150,7 +159,38 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         gap=(result.certified_gap if result.certified_gap is not None
              else result.estimated_gap),
         certified_gap=result.certified_gap,
+        bound=result.bound if result.certified_gap is not None else None,
         primal_infeasibility=result.infeasibility, extra=extra)
+
+
+def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,
+                         formulation) -> None:
+    """Raise :class:`InfeasibleError` when the solve ended at an infeasible point (or said
+    ``"infeasible"``) and its multipliers give a verified Farkas certificate
+    (:func:`~sdpembed.lowrank.farkas.farkas_certificate`); raise
+    :class:`SolverFailedError` when LOWRANK's own test said infeasible but the proof does not
+    verify. Otherwise return: the point is judged by :func:`sdpembed.solve_status.check_result`."""
+    if result.status in ("optimal", "unbounded"):
+        return
+    below_bound = (result.bound is not None and np.isfinite(result.objective)
+                   and result.objective < result.bound)
+    if result.status != "infeasible" and not below_bound \
+            and not result.infeasibility > max(opts.feas_tol, 1e-9):
+        return
+    cert = farkas_certificate(gp, basis, result.y, result.nu)
+    where = f"LOWRANK on {formulation.method} ({formulation.variant or ''})"
+    if cert is not None:
+        hint = formulation.meta.get("infeasible_hint",
+                                    "check that the constraints can hold together")
+        raise InfeasibleError(f"{where}: the problem is infeasible, proved by a "
+                              f"{cert.describe()}. {hint}")
+    if result.status == "infeasible":
+        raise SolverFailedError(
+            f"{where} could not reach feasibility (relative infeasibility "
+            f"{result.infeasibility:.3g}) and its multipliers suggest the problem is infeasible, "
+            "but their Farkas certificate does not verify. The problem may be infeasible: "
+            "CLARABEL, CSDP, SDPA or MOSEK prove infeasibility (solve(f, solver='CLARABEL')).",
+            objective=result.objective, point=result.factor)
 
 
 def _version() -> str:

@@ -197,8 +197,8 @@ class LowRankOptions:
                              f"fields; got {self.dense_limits!r}")
         if not (0 < self.tol < 1) or not (0 < self.feas_tol < 1):
             raise InputError("LOWRANK tol and feas_tol must lie in (0, 1)")
-        if self.rank is not None and self.rank < 1:
-            raise InputError("LOWRANK rank must be a positive integer")
+        if self.rank is not None:
+            _require_int("LOWRANK", "rank", self.rank, 1)
         for name in ("max_rank", "max_outer", "max_inner", "max_newton", "warm_basis_rank",
                      "blas_threads"):
             _require_int("LOWRANK", name, getattr(self, name), 1)
@@ -209,6 +209,12 @@ class LowRankOptions:
         if not (self.warm_start is None or isinstance(self.warm_start, np.ndarray)
                 or self.warm_start == "basis"):
             raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
+        if isinstance(self.warm_start, np.ndarray) and not (
+                self.warm_start.ndim == 2 and np.all(np.isfinite(self.warm_start))
+                and np.any(self.warm_start)):
+            # a zero factor is a stationary point of the factored problem: it never moves
+            raise InputError("LOWRANK warm_start must be an (n, k) factor of finite numbers, "
+                             "not all zero")
         if not (self.time_limit > 0):
             raise InputError("LOWRANK time_limit must be positive (seconds)")
         if self.reduced_solver not in REDUCED_SOLVERS:

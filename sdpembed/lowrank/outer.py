@@ -96,7 +96,9 @@ def _table_row(entry: dict, infeas: float) -> str:
     def gap(v):
         return "    -    " if v is None or not np.isfinite(v) else f"{v:9.2e}"
     cert = entry.get("certified_gap", entry.get("combined_gap"))
-    cell = gap(cert) if "estimated_gap" not in entry else f"({entry['estimated_gap']:.1e})"
+    estimate = entry.get("estimated_gap")
+    cell = gap(cert) if "estimated_gap" not in entry else (
+        "(   -   )" if estimate is None or not np.isfinite(estimate) else f"({estimate:.1e})")
     return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
             f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
             f"{entry['seconds']:7.1f}")
