@@ -58,7 +58,7 @@ from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
 from ..exceptions import InputError, UnsupportedProblemError
 
 if TYPE_CHECKING:
-    from .gram import GramFormulation
+    from ..formulation import Formulation
 
 __all__ = ["AffineGramConstraints", "affine_gram_constraints", "check_added_constraints"]
 
@@ -481,8 +481,9 @@ def _signed(S: sp.csr_matrix, k: int, equality: np.ndarray) -> float:
     return -scale if equality[k] and vals[0] < 0 else scale
 
 
-def check_added_constraints(formulation: GramFormulation) -> None:
-    """Refuse, before any backend runs, the added constraints of a Gram formulation that no
+def check_added_constraints(formulation: Formulation) -> None:
+    """Refuse, before any backend runs, the added constraints of a Gram formulation
+    (:class:`~sdpembed.formulations.gram.GramFormulation`) that no
     backend should be handed: constraints on variables of another formulation (a conic
     backend would solve them as an unrelated problem, silently), non-finite numbers, and
     (for those affine in :math:`G`) zero rows and contradictory equalities
