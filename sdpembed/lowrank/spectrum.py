@@ -177,27 +177,17 @@ def _dense_shifted(space: FactorSpace, y, nu, c: float) -> tuple[np.ndarray, dic
             "terms": int(U.shape[1] + np.max(edge_deg, initial=0) + 16)}
     if C.sparse is not None:
         _add_centred_sparse(M, C.sparse, mags)
-    if space.K is not None:
-        # P K P = K - (k 1^T + 1 k^T)/n + (1^T k / n^2) 1 1^T, k = K 1 (K need not
-        # annihilate 1); its entries add at most the nonzeros of a row of K and three terms
-        Kz = space.K.operator(space.user_part(nu)).tocoo()
-        Kz.sum_duplicates()
-        kvec = np.asarray(Kz.sum(axis=1)).ravel()
-        M -= (kvec / n)[:, None]
-        M -= (kvec / n)[None, :]
-        M += float(kvec.sum()) / n**2
-        M[Kz.row, Kz.col] += Kz.data
-        abs_rows = np.bincount(Kz.row, weights=np.abs(Kz.data), minlength=n)
-        mags["laplacian"] += float(np.max(abs_rows, initial=0.0)) \
-            + 2.0 * float(np.linalg.norm(kvec)) / np.sqrt(n) + abs(float(kvec.sum())) / n
-        mags["terms"] += int(np.max(np.bincount(Kz.row, minlength=n), initial=0)) + 3
+    if space.K is not None:     # K need not annihilate 1
+        _add_centred_sparse(M, space.K.operator(space.user_part(nu)), mags)
     return M, mags
 
 
 def _add_centred_sparse(M: np.ndarray, S: sp.spmatrix, mags: dict) -> None:
-    r"""``M += P S P`` for the objective's sparse part :math:`S` (symmetric, zero diagonal):
+    r"""``M += P S P`` for a symmetric sparse :math:`S` (the added rows' :math:`K`, the
+    objective's sparse part):
     :math:`PSP = S - (k\mathbf 1^T + \mathbf 1k^T)/n + (\mathbf 1^Tk/n^2)\mathbf 1\mathbf 1^T`,
-    :math:`k = S\mathbf 1`; its magnitudes join ``mags`` as the added rows' do."""
+    :math:`k = S\mathbf 1`; its entries add at most the nonzeros of a row of :math:`S` and
+    three terms, whose magnitudes join ``mags``."""
     n = M.shape[0]
     Sc = sp.coo_matrix(S)
     Sc.sum_duplicates()
