@@ -49,7 +49,7 @@ CSDP_INSTALL_HINT = (
 )
 
 #: CSDP exit codes -> (SCS-style status value, meaning); 2 is ``optimal_inaccurate``, which
-#: :func:`sdpembed.solve_status.check_inaccurate` keeps near the optimum and refuses far from it
+#: :func:`sdpembed.solve_status.check_result` keeps near the optimum and refuses far from it
 _CSDP_CODES = {
     0: (1, "success: SDP solved"),
     1: (-2, "primal infeasible: the problem as posed is infeasible"),

@@ -474,7 +474,7 @@ class _SdpaWithStats(_SdpaConif):
     passed as a result. This keeps ``dualityGap`` (relative,
     :math:`|p - d| / \\max(1, (|p| + |d|)/2)`), ``primalError``, ``dualError``,
     the phase and the iteration count, so
-    :func:`~sdpembed.solve_status.check_inaccurate` can judge the point. The call
+    :func:`~sdpembed.solve_status.check_result` can judge the point. The call
     is cvxpy's ``SDPA.solve_via_data`` (CLP form with ``b`` negated, a free cone
     ``K`` for ``x``), keeping what it discards.
     """
