@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pytest
 
-from problems.differential import run_instance, summarize
+from problems.differential import _judge, run_instance, summarize
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
-          "false_infeasible")
+          "false_infeasible", "outside_bracket")
 
 
 def _run(seeds, n_range, **limits):
@@ -28,6 +28,23 @@ def _run(seeds, n_range, **limits):
     bad = [(r["instance"], r["verdict"]) for r in records
            if any(r["verdict"].get(k) for k in UNTRUE)]
     return total, bad
+
+
+def _result(objective, status="optimal_inaccurate", bound=None):
+    return {"kind": "result", "status": status, "objective": objective, "bound": bound,
+            "violation": 0.0, "objective_mismatch": 0.0}
+
+
+def test_judge_holds_an_inaccurate_result_to_its_bracket():
+    ref = _result(-1.0, status="optimal")
+    # the optimum -1 lies in [bound, objective] = [-1.004, -0.996]: within its stated gap
+    inside = _judge(_result(-0.996, bound=-1.004), ref, None)
+    assert inside["disagree_inaccurate"] == 1 and inside["outside_bracket"] == 0
+    # a bound above the optimum (-0.999 > -1): the stated gap is untrue
+    outside = _judge(_result(-0.996, bound=-0.999), ref, None)
+    assert outside["outside_bracket"] == 1 and outside["disagree"] == 1
+    # agreement within AGREE needs no bracket
+    assert _judge(_result(-1.00001, bound=-1.00002), ref, None)["agree"] == 1
 
 
 def test_fast_slice_reports_nothing_untrue():
