@@ -73,6 +73,7 @@ import scipy.linalg
 
 from ._checks import as_int
 from ._typing import ArrayLike
+from .backends.table import CONIC_BACKENDS
 from .exceptions import InputError, ProblemTooLargeError, SingularMatrixError  # re-exported
 from .formulation import Formulation
 
@@ -124,7 +125,6 @@ RANK_TOL = 1e-8
 #: systems hold dense blocks of size ``p(p+1)/2`` squared per PSD cone.
 MAX_INTERIOR_POINT_DIM = 150
 
-_INTERIOR_POINT = frozenset({"CLARABEL", "CVXOPT", "SDPA", "MOSEK", "CSDP"})
 
 
 class Pencil(NamedTuple):
@@ -246,7 +246,8 @@ def _check_pencil(A, B, d, regularization: float = 0.0, *, need_definite: bool =
 
 def check_sdp_size(p: int, solver: str) -> None:
     """Raise :class:`ProblemTooLargeError` when a ``p x p`` SDP is too big for ``solver``."""
-    if str(solver).upper() in _INTERIOR_POINT and p > MAX_INTERIOR_POINT_DIM:
+    entry = CONIC_BACKENDS.get(str(solver).upper())
+    if entry is not None and entry.interior_point and p > MAX_INTERIOR_POINT_DIM:
         raise ProblemTooLargeError(
             f"a {p} x {p} matrix variable is too large for the interior-point backend "
             f"{str(solver).upper()} (limit {MAX_INTERIOR_POINT_DIM}: its Newton system holds a "
