@@ -243,7 +243,8 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
       there. A backend the memory guard would refuse is never chosen; if none fits,
       :class:`~sdpembed.exceptions.ProblemTooLargeError` says what would.
     """
-    from .formulations.gram import GramFormulation, _check_memory
+    from .formulations.gram import GramFormulation
+    from .formulations.memory import _check_memory
 
     available = available_solvers()
     gram = isinstance(formulation, GramFormulation)
@@ -304,7 +305,7 @@ def _psd_sides(problem: cp.Problem) -> list[int]:
 
 
 def _available_memory() -> int:
-    from .formulations.gram import available_memory
+    from .formulations.memory import available_memory
 
     return available_memory()
 
@@ -436,7 +437,7 @@ def backend_memory_estimate(problem: cp.Problem, solver: str) -> int | None:
 
 
 def _check_backend_memory(problem: cp.Problem, solver: str, method: str) -> None:
-    from .formulations.gram import available_memory
+    from .formulations.memory import available_memory
 
     need = backend_memory_estimate(problem, solver)
     if need is None:
