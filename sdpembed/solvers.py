@@ -470,7 +470,7 @@ def _check_available(name: str):
         raise InputError(f"unknown solver {name!r}; choose one of {available_solvers()}")
     why = entry.why_unusable()
     if why is not None:
-        raise SolverMissingError(f"{name} {why}; {entry.install_hint}")
+        raise SolverMissingError(f"{name} is not usable ({why}); {entry.install_hint}")
     return entry
 
 

@@ -119,10 +119,17 @@ def test_an_entry_without_auto_priority_is_never_chosen(registered):
     assert name not in {"SCS_AGAIN", "PLAIN_CLARABEL", "ABSENT"}
 
 
-def test_an_absent_backend_is_a_typed_error_with_its_hint(registered):
+def test_an_absent_backend_is_a_typed_error_with_its_hint(registered, capsys):
+    from sdpembed.cli import _cmd_solvers
+    from sdpembed.experiments.spec import known_solvers
+
     assert "ABSENT" not in available_solvers()
-    with pytest.raises(exceptions.SolverMissingError, match="ABSENT is not installed; "
-                                                            "pip install absent"):
+    assert {"SCS_AGAIN", "PLAIN_CLARABEL", "ABSENT"} <= known_solvers()   # specs accept them
+    _cmd_solvers(None)
+    out = capsys.readouterr().out
+    assert "| SCS_AGAIN |" in out and "- ABSENT: not installed; pip install absent" in out
+    with pytest.raises(exceptions.SolverMissingError,
+                       match=r"ABSENT is not usable \(not installed\); pip install absent"):
         _solve("ABSENT")
 
 

@@ -74,8 +74,8 @@ class ConicBackend:
     version : callable, optional
         Returns its version, instead of ``package``'s.
     usable : callable, optional
-        Returns ``None`` when it can run here, else why not (a phrase after its
-        name, e.g. ``"is not installed"``); default: whether cvxpy lists ``cvxpy_name``.
+        Returns ``None`` when it can run here, else why not (e.g. ``"not
+        installed"``); default: whether cvxpy lists ``cvxpy_name``.
     defaults : mapping
         Options applied unless the caller overrides them (recorded in the report).
     stats : callable
@@ -138,10 +138,10 @@ class ConicBackend:
         return self.cvxpy_name if self.interface is None else self.interface
 
     def why_unusable(self) -> str | None:
-        """``None`` when it can run here, else why not (a phrase after its name)."""
+        """``None`` when it can run here, else why not (e.g. ``"not installed"``)."""
         if self.usable is not None:
             return self.usable()
-        return None if self.cvxpy_name in cp.installed_solvers() else "is not installed"
+        return None if self.cvxpy_name in cp.installed_solvers() else "not installed"
 
     def solver_version(self) -> str:
         if self.version is not None:
@@ -164,13 +164,12 @@ def _clarabel_memory(sides: Sequence[int]) -> int:
 
 def _mosek_usable() -> str | None:
     if "MOSEK" not in cp.installed_solvers():
-        return "is not installed"
-    return None if mosek_licensed() else "is installed but has no licence"
+        return "not installed"
+    return None if mosek_licensed() else "installed but has no licence"
 
 
 def _csdp_usable() -> str | None:
-    return None if _csdp.csdp_executable() is not None else \
-        f"is not usable ({_csdp.csdp_problem()})"
+    return None if _csdp.csdp_executable() is not None else _csdp.csdp_problem()
 
 
 _S = _settings
