@@ -393,10 +393,10 @@ class CSDPConif(SCS):
             raise ImportError(f"CSDP is not usable ({csdp_problem()}); " + CSDP_INSTALL_HINT)
 
     def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
-        from .backend_options import check_backend_options
+        from .backends.settings import _CSDP, CVXPY_SETTINGS, check_settings
 
         opts = dict(solver_opts or {})
-        check_backend_options("CSDP", opts)  # InputError naming the option
+        check_settings("CSDP", {**CVXPY_SETTINGS, **_CSDP}, opts)  # InputError naming it
         time_limit = opts.pop("time_limit", None)
         unknown = set(opts) - set(_PARAM_NAMES)
         if unknown:  # cvxpy's own settings never reach a solver's options

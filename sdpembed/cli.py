@@ -28,19 +28,19 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_solvers(args) -> int:
-    from . import _csdp
-    from .solvers import CVXPY_SDP_SOLVERS, INSTALL_HINTS, available_solvers, solver_version
+    from .backends import CONIC_BACKENDS
+    from .solvers import available_solvers, solver_version
 
     usable = available_solvers()
     print("| backend | version |\n|---|---|")
     for name in usable:
         print(f"| {name} | {solver_version(name)} |")
-    missing = [n for n in (*CVXPY_SDP_SOLVERS, "CSDP") if n not in usable]
+    missing = [b for n, b in CONIC_BACKENDS.items() if n not in usable]
     if missing:
         print("\nnot usable here:")
-        for name in missing:
-            why = _csdp.csdp_problem() if name == "CSDP" else "not installed or not licensed"
-            print(f"- {name}: {why}; {INSTALL_HINTS[name]}")
+        for entry in missing:
+            print(f"- {entry.name}: {entry.why_unusable() or 'not usable'}; "
+                  f"{entry.install_hint}")
     return 0
 
 

@@ -48,6 +48,7 @@ import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .backends.table import CONIC_BACKENDS, EntryView
 from .exceptions import SolverFailedError
 
 if TYPE_CHECKING:
@@ -63,8 +64,10 @@ FAR_FROM_OPTIMAL = 1e-2
 
 #: Stricter limits for the ``optimal_inaccurate`` solves of backends whose gap and
 #: residuals do not bound the objective's error (first-order SCS, cut off by an
-#: iteration limit).
-NEAR_OPTIMAL: dict[str, float] = {"SCS": 1e-4}
+#: iteration limit): each entry's ``near_optimal`` in
+#: :data:`sdpembed.backends.CONIC_BACKENDS` (a live view).
+NEAR_OPTIMAL: Mapping[str, float] = EntryView(lambda b: b.near_optimal,
+                                              lambda v: v is not None)
 
 #: Relative infeasibility (``primal_infeasibility``, LOWRANK's measure) above which a point
 #: is no result, unless the solve stated a looser ``feas_tol``.
@@ -83,8 +86,12 @@ INFEASIBILITY_PROVERS = "CLARABEL, CSDP, SDPA or MOSEK"
 #: optimum: an inaccurate solve of theirs without one is not a result.
 _GAP_OR_NOTHING = frozenset({"LOWRANK"})
 
-#: Backends whose reported gap and residuals are absolute (divided by max(1, |p|) here).
-_ABSOLUTE = frozenset({"SCS"})
+
+def _absolute(solver: str) -> bool:
+    """Whether the backend's reported gap and residuals are absolute (divided by
+    max(1, |p|) here): its entry's ``absolute_residuals``."""
+    entry = CONIC_BACKENDS.get(str(solver).upper())
+    return entry is not None and entry.absolute_residuals
 
 
 def _get(stats, key):
@@ -99,7 +106,7 @@ def _get(stats, key):
 
 
 def _scale(solver: str, objective) -> float:
-    if str(solver).upper() not in _ABSOLUTE:
+    if not _absolute(solver):
         return 1.0
     p = _get({"p": objective}, "p")
     return max(1.0, abs(p) if p is not None else 0.0)

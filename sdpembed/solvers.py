@@ -16,21 +16,18 @@ Fallbacks happen only when asked for (``fallback=[...]``) and are recorded in
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import cvxpy as cp
-import cvxpy.settings as cvxpy_settings
 import numpy as np
-from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
-from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
 
-from . import _csdp
 from ._checks import describe_value
 from .backend_options import check_backend_options
+from .backends.interfaces import generic_stats
+from .backends.table import CLARABEL_BYTES_PER_BLOCK_ENTRY, CONIC_BACKENDS, EntryView
 from .exceptions import (
     InaccurateSolutionWarning,
     InfeasibleError,
@@ -53,30 +50,17 @@ __all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "sol
 
 logger = logging.getLogger(__name__)
 
-#: Conic backends of cvxpy that accept PSD cones, in order of preference.
+#: The conic backends of cvxpy that accept PSD cones, in order of preference: the
+#: entries of :data:`sdpembed.backends.CONIC_BACKENDS` built in, bar CSDP (kept for
+#: code that named it; the table is what the toolkit reads).
 CVXPY_SDP_SOLVERS = ("CLARABEL", "SCS", "MOSEK", "CVXOPT", "SDPA")
 
-INSTALL_HINTS = {
-    "SCS": "pip install scs",
-    "CLARABEL": "pip install clarabel",
-    "CVXOPT": "pip install 'sdpembed[cvxopt]'  (or: pip install cvxopt)",
-    "SDPA": "pip install 'sdpembed[sdpa]'  (or: pip install sdpa-python)",
-    "MOSEK": "pip install 'sdpembed[mosek]' and put a licence file in ~/mosek/mosek.lic",
-    "CSDP": _csdp.CSDP_INSTALL_HINT,
-}
+#: How to install each conic backend (each entry's ``install_hint``; a live view).
+INSTALL_HINTS = EntryView(lambda b: b.install_hint)
 
-_PACKAGE_OF = {"SCS": "scs", "CLARABEL": "clarabel", "CVXOPT": "cvxopt", "SDPA": "sdpa-python",
-               "MOSEK": "mosek"}
-
-#: Defaults applied unless the caller overrides them (recorded in the report).
-DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {
-    "SCS": {"eps_abs": 1e-6, "eps_rel": 1e-6, "max_iters": 50_000},
-    "CLARABEL": {},
-    "CVXOPT": {},
-    "SDPA": {},
-    "MOSEK": {},
-    "CSDP": {},
-}
+#: Defaults applied unless the caller overrides them (recorded in the report): each
+#: entry's ``defaults``, a live view.
+DEFAULT_OPTIONS = EntryView(lambda b: b.defaults)
 
 
 # --------------------------------------------------------------------- registry
@@ -103,37 +87,19 @@ def register_backend(name: str, solve_fn: Callable[..., SolveReport], *,
                                     refusal=refusal)
 
 
-def _mosek_licensed() -> bool:
-    try:
-        import mosek
-
-        with mosek.Env() as env:
-            env.checkoutlicense(mosek.feature.pts)
-        return True
-    except Exception:  # noqa: BLE001 - any failure means "not usable"
-        return False
-
-
 def available_solvers() -> list[str]:
     """Names of the backends usable here, for ``solve(..., solver=NAME)``."""
-    installed = set(cp.installed_solvers())
-    names = [s for s in CVXPY_SDP_SOLVERS if s in installed and (s != "MOSEK" or _mosek_licensed())]
-    if _csdp.csdp_executable() is not None:
-        names.append("CSDP")
+    names = [k for k, b in CONIC_BACKENDS.items() if b.why_unusable() is None]
     names += [k for k, b in TOOLKIT_BACKENDS.items() if b.available()]
     return names
 
 
 def solver_version(name: str) -> str:
     name = name.upper()
-    if name == "CSDP":
-        return _csdp.csdp_version()
     if name in TOOLKIT_BACKENDS:
         return TOOLKIT_BACKENDS[name].version()
-    try:
-        return importlib.metadata.version(_PACKAGE_OF.get(name, name.lower()))
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    entry = CONIC_BACKENDS.get(name)
+    return "unknown" if entry is None else entry.solver_version()
 
 
 # ------------------------------------------------------------------------ solve
@@ -207,7 +173,7 @@ def _check_fallback(fallback) -> list[str]:
         raise InputError(f"fallback takes a list of backend names, e.g. fallback=['SCS']; got "
                          f"{describe_value(fallback)}")
     names = list(fallback)
-    known = set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(TOOLKIT_BACKENDS)
+    known = set(CONIC_BACKENDS) | set(TOOLKIT_BACKENDS)
     for k, name in enumerate(names):
         if not isinstance(name, str) or name.upper() not in known:
             raise InputError(f"fallback item {k} ({describe_value(name)}) is not a backend "
@@ -277,7 +243,8 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
       there. A backend the memory guard would refuse is never chosen; if none fits,
       :class:`~sdpembed.exceptions.ProblemTooLargeError` says what would.
     """
-    from .formulations.gram import GramFormulation, _check_memory
+    from .formulations.gram import GramFormulation
+    from .formulations.memory import _check_memory
 
     available = available_solvers()
     gram = isinstance(formulation, GramFormulation)
@@ -300,23 +267,33 @@ def choose_backend(formulation: Formulation) -> tuple[str, str]:
                 f"{formulation.method} on {n} points: the dense problem would not fit in "
                 f"memory and LOWRANK cannot solve it as posed ({refusal}); drop what LOWRANK "
                 "refuses, or use a reduced basis (basis_rank=30)")
-        side = formulation.psd_size
-        clarabel_need = _CLARABEL_BYTES_PER_BLOCK_ENTRY * (side * (side + 1) // 2) ** 2
+        sides = [formulation.psd_size]
         note = ("" if refusal is None else f" (LOWRANK refuses it: {refusal})")
         small = f"a Gram SDP on {n} points{note}"
     else:
-        clarabel_need = backend_memory_estimate(formulation.problem, "CLARABEL") or 0
+        sides = _psd_sides(formulation.problem)
         small = f"a {formulation.method} problem (not a Gram SDP)"
-        side = max(_psd_sides(formulation.problem), default=0)
-        if side > MAX_INTERIOR_POINT_DIM and "SCS" in available:
-            return "SCS", (f"{small} with a {side} x {side} PSD cone, above the interior-point "
-                           f"limit {MAX_INTERIOR_POINT_DIM}: SCS needs O(p^2)")
-    fits = clarabel_need <= 0.8 * _available_memory()
-    for name in ("CLARABEL", "MOSEK", "CSDP"):
-        if name in available and (name != "CLARABEL" or fits):
-            return name, f"{small}: an interior-point backend that fits in memory"
-    if "SCS" in available:
-        return "SCS", f"{small}: no interior-point backend fits in memory, SCS needs O(n^2)"
+    candidates = sorted((b for b in CONIC_BACKENDS.values()
+                         if b.auto_priority is not None and b.name in available),
+                        key=lambda b: b.auto_priority)
+    first_order = [b.name for b in candidates if not b.interior_point]
+    side = max(sides, default=0)
+    if not gram and side > MAX_INTERIOR_POINT_DIM and first_order:
+        return first_order[0], (f"{small} with a {side} x {side} PSD cone, above the "
+                                f"interior-point limit {MAX_INTERIOR_POINT_DIM}: "
+                                f"{first_order[0]} needs O(p^2)")
+    have = None
+    for b in candidates:
+        if not b.interior_point:
+            continue
+        if b.memory_bytes is not None:
+            have = _available_memory() if have is None else have
+            if b.memory_bytes(sides) > 0.8 * have:
+                continue
+        return b.name, f"{small}: an interior-point backend that fits in memory"
+    if first_order:
+        return first_order[0], (f"{small}: no interior-point backend fits in memory, "
+                                f"{first_order[0]} needs O(n^2)")
     raise SolverMissingError(f"no backend available for {formulation.method}; "
                              f"{INSTALL_HINTS['SCS']}")
 
@@ -328,7 +305,7 @@ def _psd_sides(problem: cp.Problem) -> list[int]:
 
 
 def _available_memory() -> int:
-    from .formulations.gram import available_memory
+    from .formulations.memory import available_memory
 
     return available_memory()
 
@@ -348,19 +325,13 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             _warn_inaccurate(name, f"{formulation.method} (certified gap {gap})",
                              report.extra.get("message") or "raise the time or iteration limits")
         return report
-    _check_available(name)
-    effective = {**DEFAULT_OPTIONS.get(name, {}), **options}
+    entry = _check_available(name)
+    effective = {**entry.defaults, **options}
     problem = formulation.problem
     if hasattr(formulation, "set_factor"):
         formulation.set_factor(None)   # the variables now hold this backend's solution
     _check_backend_memory(problem, name, formulation.method)
-    cvx_solver = name
-    if name == "CSDP":
-        cvx_solver = _csdp.CSDPConif()
-    elif name == "CLARABEL":
-        cvx_solver = _CLARABEL_WITH_STATS
-    elif name == "SDPA":
-        cvx_solver = _SDPA_WITH_STATS
+    cvx_solver = entry.solver()
     t0 = time.perf_counter()
     try:
         problem.solve(solver=cvx_solver, verbose=verbose, **effective)
@@ -387,13 +358,12 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         else max(wall - compile_s, 0.0)
     extra = _extra_stats(name, stats.extra_stats if stats else None)
     status = problem.status
-    if status == cp.OPTIMAL_INACCURATE and name == "CSDP" and extra.get("exit_code") == 4:
-        extra["stopped_by_limit"] = True   # CSDP's maxiter: its last iterate, judged below
+    if extra.pop("at_limit", False) and status == cp.OPTIMAL_INACCURATE:
+        extra["stopped_by_limit"] = True   # its last iterate at its iteration limit, judged below
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     _check_result(name, status, problem.value, extra, formulation)
     if status == cp.OPTIMAL_INACCURATE:
-        advice = ("raise max_iters or use an interior-point backend (CLARABEL, CSDP)"
-                  if name == "SCS" else
+        advice = (entry.inaccurate_advice if entry.inaccurate_advice else
                   "raise the iteration or time limit" if extra.get("stopped_by_limit") else
                   "try another backend; for Gram SDPs keep reduce_face=True (without it no "
                   "strictly feasible point exists and interior-point methods lose accuracy)")
@@ -441,108 +411,33 @@ def _point_of(formulation: Formulation):
         return None
 
 
-class _ClarabelWithStats(_ClarabelConif):
-    """cvxpy's CLARABEL interface that keeps Clarabel's residuals and objectives.
-
-    cvxpy leaves ``solver_stats.extra_stats`` empty for Clarabel; this keeps the
-    solution's primal and dual residuals and primal/dual objectives there, so the
-    :class:`SolveReport` carries them.
-    """
-
-    def name(self):
-        return "SDPEMBED_CLARABEL"   # cvxpy requires custom solvers to have their own name
-
-    def invert(self, solution, inverse_data):
-        out = super().invert(solution, inverse_data)
-        out.attr[cvxpy_settings.EXTRA_STATS] = {
-            key: getattr(solution, key, None)
-            for key in ("r_prim", "r_dual", "obj_val", "obj_val_dual", "status")}
-        return out
-
-
-#: one instance, so that cvxpy's cache of a compiled parametric problem (keyed on the
-#: solver) is reused across re-solves
-_CLARABEL_WITH_STATS = _ClarabelWithStats()
-
-
-class _SdpaWithStats(_SdpaConif):
-    """cvxpy's SDPA interface that keeps SDPA's gap, feasibility errors and iterations.
-
-    cvxpy drops the statistics ``sdpap.solve`` returns, so an SDPA solve stopped
-    by ``maxIteration`` (phase ``pdFEAS``/``dFEAS``/``pFEAS``, mapped to
-    ``optimal_inaccurate``) could not be judged: a point with a relative gap of 2
-    passed as a result. This keeps ``dualityGap`` (relative,
-    :math:`|p - d| / \\max(1, (|p| + |d|)/2)`), ``primalError``, ``dualError``,
-    the phase and the iteration count, so
-    :func:`~sdpembed.solve_status.check_result` can judge the point. The call
-    is cvxpy's ``SDPA.solve_via_data`` (CLP form with ``b`` negated, a free cone
-    ``K`` for ``x``), keeping what it discards.
-    """
-
-    def name(self):
-        return "SDPEMBED_SDPA"   # cvxpy requires custom solvers to have their own name
-
-    def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
-        import sdpap
-        from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import dims_to_solver_dict
-
-        dims = dims_to_solver_dict(data[cvxpy_settings.DIMS])
-        A, b, c = data[cvxpy_settings.A], data[cvxpy_settings.B], data[cvxpy_settings.C]
-        K = sdpap.SymCone(f=c.shape[0])
-        J = sdpap.SymCone(f=dims["f"], l=dims["l"], s=tuple(dims["s"]))
-        opts = dict(solver_opts)
-        opts.setdefault("print", "display" if verbose else "no")
-        x, y, info, _, sdpainfo = sdpap.solve(A, -b, c, K, J, opts)
-        status = self.STATUS_MAP[info["phasevalue"]]
-        solution = {cvxpy_settings.STATUS: status,
-                    "sdpembed_stats": {**info, "iteration": sdpainfo.get("iteration")}}
-        if status in cvxpy_settings.SOLUTION_PRESENT:
-            x, y = x.toarray(), y.toarray()
-            solution[cvxpy_settings.VALUE] = info["primalObj"]
-            solution[cvxpy_settings.PRIMAL] = x
-            solution[cvxpy_settings.EQ_DUAL] = y[:dims["f"]]
-            solution[cvxpy_settings.INEQ_DUAL] = y[dims["f"]:]
-        return solution
-
-    def invert(self, solution, inverse_data):
-        out = super().invert(solution, inverse_data)
-        kept = solution.get("sdpembed_stats", {})
-        out.attr[cvxpy_settings.EXTRA_STATS] = kept
-        if kept.get("iteration") is not None:
-            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iteration"])
-        return out
-
-
-_SDPA_WITH_STATS = _SdpaWithStats()
-
-
 def _warn_inaccurate(name: str, what: str, advice: str) -> None:
     """The one InaccurateSolutionWarning of every backend; points at ``solve()``'s caller."""
     warn(f"{name} returned optimal_inaccurate on {what}: the solution is usable but "
                   f"less accurate than asked; {advice}.", InaccurateSolutionWarning)
 
 
-#: bytes per entry of CLARABEL's dense block of a PSD cone (peak resident memory over
-#: block entries, calibrated on a DVU solve; ``docs/tuning.md``)
-_CLARABEL_BYTES_PER_BLOCK_ENTRY = 56
+#: CLARABEL's memory model (:data:`sdpembed.backends.table.CLARABEL_BYTES_PER_BLOCK_ENTRY`)
+_CLARABEL_BYTES_PER_BLOCK_ENTRY = CLARABEL_BYTES_PER_BLOCK_ENTRY
 
 
 def backend_memory_estimate(problem: cp.Problem, solver: str) -> int | None:
     """Bytes an interior-point backend needs for the PSD cones of ``problem`` (or ``None``).
 
-    CLARABEL factors a dense block of :math:`(s(s+1)/2)^2` entries for every
-    PSD cone of side :math:`s`, so its memory grows like :math:`s^4`
-    (the calibration is in ``docs/tuning.md``). Other backends are covered by the
-    build-time check of :class:`~sdpembed.formulations.gram.GramFormulation`.
+    The backend entry's ``memory_bytes`` model: CLARABEL factors a dense block of
+    :math:`(s(s+1)/2)^2` entries for every PSD cone of side :math:`s`, so its memory
+    grows like :math:`s^4` (the calibration is in ``docs/tuning.md``). Backends without
+    a model are covered by the build-time check of
+    :class:`~sdpembed.formulations.gram.GramFormulation`.
     """
-    if solver != "CLARABEL":
+    entry = CONIC_BACKENDS.get(str(solver).upper())
+    if entry is None or entry.memory_bytes is None:
         return None
-    return int(_CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2
-                                                     for s in _psd_sides(problem)))
+    return int(entry.memory_bytes(_psd_sides(problem)))
 
 
 def _check_backend_memory(problem: cp.Problem, solver: str, method: str) -> None:
-    from .formulations.gram import available_memory
+    from .formulations.memory import available_memory
 
     need = backend_memory_estimate(problem, solver)
     if need is None:
@@ -568,18 +463,15 @@ def _max_violation(problem: cp.Problem) -> float | None:
     return worst
 
 
-def _check_available(name: str) -> None:
-    if name == "CSDP":
-        if _csdp.csdp_executable() is None:
-            raise SolverMissingError(f"CSDP is not usable ({_csdp.csdp_problem()}); "
-                                     f"{INSTALL_HINTS['CSDP']}")
-        return
-    if name not in CVXPY_SDP_SOLVERS:
+def _check_available(name: str):
+    """The entry of conic backend ``name``, usable here; a typed error otherwise."""
+    entry = CONIC_BACKENDS.get(name)
+    if entry is None:
         raise InputError(f"unknown solver {name!r}; choose one of {available_solvers()}")
-    if name not in cp.installed_solvers():
-        raise SolverMissingError(f"{name} is not installed; {INSTALL_HINTS[name]}")
-    if name == "MOSEK" and not _mosek_licensed():
-        raise SolverMissingError(f"MOSEK is installed but has no licence; {INSTALL_HINTS['MOSEK']}")
+    why = entry.why_unusable()
+    if why is not None:
+        raise SolverMissingError(f"{name} is not usable ({why}); {entry.install_hint}")
+    return entry
 
 
 def _raise_for_status(status: str, formulation: Formulation, name: str, message: str = ""):
@@ -607,42 +499,8 @@ def _raise_for_status(status: str, formulation: Formulation, name: str, message:
 
 
 def _extra_stats(name: str, raw) -> dict[str, Any]:
-    """Pull residuals and gaps out of each backend's own statistics."""
-    out: dict[str, Any] = {}
-    if raw is None:
-        return out
-
-    def num(v):
-        try:
-            v = float(v)
-            return v if np.isfinite(v) else None
-        except (TypeError, ValueError):
-            return None
-
-    if name == "SCS" and isinstance(raw, dict):
-        info = raw.get("info", {})
-        out.update(primal_residual=num(info.get("res_pri")),
-                   dual_residual=num(info.get("res_dual")),
-                   gap=num(info.get("gap")), message=str(info.get("status", "")))
-    elif name == "CSDP" and isinstance(raw, dict):
-        info = raw.get("info", {})
-        out.update(primal_residual=num(info.get("primal_infeasibility")),
-                   dual_residual=num(info.get("dual_infeasibility")), gap=num(info.get("gap")),
-                   message=str(info.get("status", "")), exit_code=info.get("exit_code"))
-    elif name == "CLARABEL" and isinstance(raw, dict):
-        out.update(primal_residual=num(raw.get("r_prim")), dual_residual=num(raw.get("r_dual")))
-        p, d = num(raw.get("obj_val")), num(raw.get("obj_val_dual"))
-        if p is not None and d is not None:
-            # Clarabel's own relative gap measure (its stopping test)
-            out["gap"] = abs(p - d) / max(1.0, min(abs(p), abs(d)))
-        out["message"] = str(raw.get("status", ""))
-    elif name == "SDPA" and isinstance(raw, dict):
-        out.update(gap=num(raw.get("dualityGap")), primal_residual=num(raw.get("primalError")),
-                   dual_residual=num(raw.get("dualError")),
-                   message=f"SDPA phase {raw.get('phasevalue')}")
-    elif isinstance(raw, dict):
-        for key, dest in (("gap", "gap"), ("relative gap", "gap"), ("primal infeasibility",
-                          "primal_residual"), ("dual infeasibility", "dual_residual")):
-            if key in raw:
-                out[dest] = num(raw[key])
-    return out
+    """Residuals and gaps out of a backend's own statistics (its entry's ``stats``)."""
+    if not isinstance(raw, dict):
+        return {}
+    entry = CONIC_BACKENDS.get(name)
+    return dict((entry.stats if entry is not None else generic_stats)(raw))

@@ -72,7 +72,7 @@ def home(tmp_path, monkeypatch):
 def _serve(monkeypatch, download):
     """Replace pooch's HTTP downloader (the only network access) by ``download(url,
     output_file, pooch)``; pooch's retrieve, sha256 check and file handling still run."""
-    monkeypatch.setattr(datasets, "_downloader", lambda: download)
+    monkeypatch.setattr(datasets.archive, "_downloader", lambda: download)
 
 
 def _bytes_at(content: bytes, calls: list):

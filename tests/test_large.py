@@ -13,6 +13,7 @@ import pytest
 import scipy.linalg
 
 import sdpembed.formulations.gram as gram_mod
+import sdpembed.formulations.memory as memory_mod
 import sdpembed.lowrank as lowrank
 from sdpembed.estimators.gram import DVU, MVU
 from sdpembed.exceptions import (
@@ -313,7 +314,8 @@ def test_stopped_solve_is_no_result_but_still_certifies(digits):
 
 def test_memory_guard_names_lowrank(digits, monkeypatch):
     _, _, y, graph = digits
-    monkeypatch.setattr(gram_mod, "available_memory", lambda: 1 << 20)  # 1 MiB
+    monkeypatch.setattr(memory_mod, "available_memory", lambda: 1 << 20)  # 1 MiB
+    monkeypatch.setattr(gram_mod, "available_memory", lambda: 1 << 20)    # read by LOWRANK
     f = dvu(graph, y, centroids="eliminated")
     with pytest.raises(ProblemTooLargeError, match="LOWRANK"):
         solve(f, solver="SCS")
@@ -334,9 +336,9 @@ def test_clarabel_memory_guard_counts_its_dense_block(digits, monkeypatch):
     assert est == 56 * (35 * 36 // 2) ** 2
     assert solvers_mod.backend_memory_estimate(f.problem, "SCS") is None
     assert 56 * (199 * 200 // 2) ** 2 > 24 * 2**30 * 0.8
-    monkeypatch.setattr(gram_mod, "available_memory", lambda: 200 << 20)
+    monkeypatch.setattr(memory_mod, "available_memory", lambda: 200 << 20)
     assert solve(f, solver="CLARABEL").status == "optimal"
-    monkeypatch.setattr(gram_mod, "available_memory", lambda: est)  # 0.8 * est < est
+    monkeypatch.setattr(memory_mod, "available_memory", lambda: est)  # 0.8 * est < est
     with pytest.raises(ProblemTooLargeError, match="LOWRANK"):
         solve(f, solver="CLARABEL")
 

@@ -1,7 +1,8 @@
 """Local Sphinx extension of the sdpembed documentation.
 
 * writes the API reference pages (``docs/api/*.rst``, one page per module of
-  :data:`API`) when the build starts, so that a new module needs one line here;
+  :data:`PUBLIC` and :data:`INTERNALS`) when the build starts, so that a new module
+  needs one line here;
 * ``.. spec-schema::`` renders the experiment spec reference from the schema
   itself (:func:`sdpembed.experiments.schema_reference` and the tables of
   methods, metric kinds and figure kinds), so that the page cannot drift from
@@ -20,55 +21,79 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 from docutils.statemachine import StringList
 
-#: The API reference: (section title, one-line summary, modules). Each module gets
-#: one page documenting the members it defines (re-exports are documented where
-#: they are defined and listed on the package pages).
-API = [
+#: The API reference, in two parts: what a user imports (:data:`PUBLIC`), then the
+#: modules that implement it (:data:`INTERNALS`). Each part is a list of (section
+#: title, one-line summary, modules). Each module gets one page documenting the members
+#: it defines (re-exports are documented where they are defined and listed on the
+#: package pages).
+PUBLIC = [
     ("Package", "The names imported by ``import sdpembed``.", ["sdpembed"]),
+    ("Estimators", "scikit-learn estimators.",
+     ["sdpembed.estimators", "sdpembed.estimators.gram", "sdpembed.estimators.classic",
+      "sdpembed.estimators.discriminative", "sdpembed.estimators.dne",
+      "sdpembed.estimators.tca", "sdpembed.estimators.label_propagation"]),
+    ("Formulations", "One builder per method, each returning a Formulation; open Gram SDPs.",
+     ["sdpembed.formulation", "sdpembed.formulations", "sdpembed.formulations.gram",
+      "sdpembed.formulations.blank", "sdpembed.formulations.objective",
+      "sdpembed.formulations.constraints", "sdpembed.formulations.dvu",
+      "sdpembed.formulations.mvu", "sdpembed.formulations.lda",
+      "sdpembed.formulations.lpp", "sdpembed.formulations.sda", "sdpembed.formulations.dne",
+      "sdpembed.formulations.discriminative", "sdpembed.formulations.tca"]),
+    ("Solving", "One solve() for every backend, the backends' table, reports and errors.",
+     ["sdpembed.solvers", "sdpembed.backends", "sdpembed.backends.table", "sdpembed.report",
+      "sdpembed.solve_status", "sdpembed.backend_options", "sdpembed.exceptions",
+      "sdpembed.sequential"]),
+    ("LOWRANK: the large-n solver", "Its options, its result and its certificate.",
+     ["sdpembed.lowrank", "sdpembed.lowrank.options", "sdpembed.lowrank.result"]),
+    ("Relaxations", "Fantope, ratio-trace and trace-ratio SDPs and their closed forms.",
+     ["sdpembed.relaxations", "sdpembed.relaxations.pencil", "sdpembed.relaxations.fantope",
+      "sdpembed.relaxations.closed_form", "sdpembed.relaxations.reduction",
+      "sdpembed.relaxations.formulate"]),
     ("Graphs and tangent distance", "Arrays to neighbourhood graphs with target distances.",
      ["sdpembed.graphs", "sdpembed.graphs.core", "sdpembed.graphs.knn", "sdpembed.tangent"]),
     ("Operators", "Numpy-only scatter matrices, Laplacians and label maps.",
      ["sdpembed.scatter", "sdpembed.scatter.discriminant", "sdpembed.scatter.dne",
       "sdpembed.scatter.tca", "sdpembed.scatter.propagation"]),
-    ("Relaxations", "Fantope, ratio-trace and trace-ratio SDPs.", ["sdpembed.relaxations"]),
-    ("Formulations", "One builder per method, each returning a Formulation.",
-     ["sdpembed.formulation", "sdpembed.formulations", "sdpembed.formulations.gram",
-      "sdpembed.formulations.dvu", "sdpembed.formulations.mvu",
-      "sdpembed.formulations.constraints", "sdpembed.formulations.lda",
-      "sdpembed.formulations.lpp", "sdpembed.formulations.sda", "sdpembed.formulations.dne",
-      "sdpembed.formulations.discriminative", "sdpembed.formulations.tca",
-      "sdpembed.formulations.describe"]),
-    ("Solving", "One solve() for every backend, reports, options and errors.",
-     ["sdpembed.solvers", "sdpembed.report", "sdpembed.solve_status",
-      "sdpembed.backend_options", "sdpembed.exceptions", "sdpembed.sequential"]),
-    ("LOWRANK: the large-n solver", "Low-rank augmented Lagrangian and its certificate.",
-     ["sdpembed.lowrank", "sdpembed.lowrank.options", "sdpembed.lowrank.solve",
-      "sdpembed.lowrank.backend", "sdpembed.lowrank.result", "sdpembed.lowrank.space",
-      "sdpembed.lowrank.penalty", "sdpembed.lowrank.alm", "sdpembed.lowrank.inner",
-      "sdpembed.lowrank.outer", "sdpembed.lowrank.spectrum", "sdpembed.lowrank.sparse_slack",
-      "sdpembed.lowrank.verify",
-      "sdpembed.lowrank.certificate", "sdpembed.lowrank.repair",
-      "sdpembed.lowrank.reduced_ipm", "sdpembed.lowrank.lmi_lp",
-      "sdpembed.lowrank.ipm_common", "sdpembed.large", "sdpembed.reduced"]),
     ("Recovery and out-of-sample points", "Gram matrices and factors to coordinates and "
      "spectra; new points placed in a fitted embedding.",
      ["sdpembed.recovery", "sdpembed.outofsample"]),
-    ("Estimators", "scikit-learn estimators.",
-     ["sdpembed.estimators", "sdpembed.estimators.gram", "sdpembed.estimators.classic",
-      "sdpembed.estimators.discriminative", "sdpembed.estimators.dne",
-      "sdpembed.estimators.tca", "sdpembed.estimators.label_propagation"]),
     ("Data, evaluation and figures", "Loaders, transductive metrics and matplotlib figures.",
-     ["sdpembed.datasets", "sdpembed.evaluation", "sdpembed.plotting"]),
+     ["sdpembed.datasets", "sdpembed.datasets.loaders", "sdpembed.datasets.labels",
+      "sdpembed.datasets.registry", "sdpembed.evaluation", "sdpembed.plotting"]),
     ("Experiments", "Declarative specs and the grid runner behind ``sdpembed run``.",
-     ["sdpembed.experiments", "sdpembed.experiments.schema", "sdpembed.experiments.tables",
-      "sdpembed.experiments.spec",
-      "sdpembed.experiments.methods", "sdpembed.experiments.metrics",
-      "sdpembed.experiments.figures", "sdpembed.experiments.grid",
-      "sdpembed.experiments.tasks", "sdpembed.experiments.runner",
-      "sdpembed.experiments.store", "sdpembed.experiments.results"]),
+     ["sdpembed.experiments", "sdpembed.experiments.schema", "sdpembed.experiments.spec",
+      "sdpembed.experiments.results"]),
     ("Command line and demo", "``sdpembed demo | run | solvers | datasets``.",
      ["sdpembed.cli", "sdpembed.demo"]),
 ]
+
+INTERNALS = [
+    ("Gram SDP machinery", "The structured description, memory probe, parameters, reduced "
+     "bases and the compiled rows behind the Gram formulations.",
+     ["sdpembed.formulations.gram_problem", "sdpembed.formulations.memory",
+      "sdpembed.formulations.gram_parameters", "sdpembed.formulations.reduced_basis",
+      "sdpembed.formulations.matrices", "sdpembed.formulations.compiled",
+      "sdpembed.formulations.describe"]),
+    ("Backends", "The option tables and the cvxpy plug-ins the backend entries name.",
+     ["sdpembed.backends.settings", "sdpembed.backends.interfaces"]),
+    ("LOWRANK internals", "Low-rank augmented Lagrangian, certificate and repair.",
+     ["sdpembed.lowrank.solve", "sdpembed.lowrank.backend", "sdpembed.lowrank.space",
+      "sdpembed.lowrank.penalty", "sdpembed.lowrank.alm", "sdpembed.lowrank.inner",
+      "sdpembed.lowrank.outer", "sdpembed.lowrank.spectrum", "sdpembed.lowrank.sparse_slack",
+      "sdpembed.lowrank.verify", "sdpembed.lowrank.certificate", "sdpembed.lowrank.farkas",
+      "sdpembed.lowrank.repair", "sdpembed.lowrank.reduced_ipm", "sdpembed.lowrank.lmi_lp",
+      "sdpembed.lowrank.ipm_common", "sdpembed.large", "sdpembed.reduced"]),
+    ("Dataset archives", "Downloading, checking and converting the source files.",
+     ["sdpembed.datasets.archive", "sdpembed.datasets.convert"]),
+    ("Experiment runner", "Grid, tasks, runner, store, tables and figures of ``sdpembed run``.",
+     ["sdpembed.experiments.tables", "sdpembed.experiments.methods",
+      "sdpembed.experiments.metrics", "sdpembed.experiments.figures",
+      "sdpembed.experiments.grid", "sdpembed.experiments.tasks",
+      "sdpembed.experiments.runner", "sdpembed.experiments.store"]),
+]
+
+#: every section, public first
+API = PUBLIC + INTERNALS
 
 
 def _defined_here(module) -> set[str]:
@@ -145,7 +170,7 @@ def write_api_pages(app) -> None:
     """Write ``docs/api/index.rst`` and one page per module of :data:`API`."""
     out = Path(app.srcdir) / "api"
     out.mkdir(exist_ok=True)
-    index = ["API reference", "=============", "",
+    index = ["#############", "API reference", "#############", "",
              "Generated from the docstrings. Every object is documented on the page of the "
              "module that defines it; packages list what they re-export.", "",
              "Signatures use three type aliases: ``ArrayLike`` (NumPy's: anything "
@@ -153,13 +178,19 @@ def write_api_pages(app) -> None:
              "matrix or array) and ``RandomStateLike`` (an ``int`` seed, a "
              "``numpy.random.RandomState`` or ``None``, as scikit-learn's "
              "``check_random_state`` accepts).", ""]
-    for title, summary, modules in API:
-        index += [title, "-" * len(title), "", summary, "", ".. toctree::", "   :maxdepth: 1",
-                  ""]
-        index += [f"   {m}" for m in modules]
-        index.append("")
-        for m in modules:
-            _write_if_changed(out / f"{m}.rst", _module_page(m))
+    parts = [("What you import", "The names a user writes: estimators, builders, solve() "
+              "and its backends, data and figures.", PUBLIC),
+             ("Internals", "The modules that implement them, for those who extend the "
+              "toolkit; their names may change between versions.", INTERNALS)]
+    for part, intro, sections in parts:
+        index += [part, "=" * len(part), "", intro, ""]
+        for title, summary, modules in sections:
+            index += [title, "-" * len(title), "", summary, "", ".. toctree::",
+                      "   :maxdepth: 1", ""]
+            index += [f"   {m}" for m in modules]
+            index.append("")
+            for m in modules:
+                _write_if_changed(out / f"{m}.rst", _module_page(m))
     _write_if_changed(out / "index.rst", "\n".join(index) + "\n")
 
 

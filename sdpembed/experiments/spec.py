@@ -377,9 +377,10 @@ def _validate_params(info: MethodInfo, params: Mapping, where: str) -> None:
 
 
 def known_solvers() -> set[str]:
-    from ..solvers import CVXPY_SDP_SOLVERS, TOOLKIT_BACKENDS
+    from ..backends import CONIC_BACKENDS
+    from ..solvers import TOOLKIT_BACKENDS
 
-    return set(CVXPY_SDP_SOLVERS) | {"CSDP"} | set(TOOLKIT_BACKENDS)
+    return set(CONIC_BACKENDS) | set(TOOLKIT_BACKENDS)
 
 
 def _parse_solvers(value, where: str) -> tuple:

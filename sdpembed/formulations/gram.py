@@ -15,33 +15,39 @@ This module holds the numpy description of such a problem
 :math:`G = V Y V^T` (facial reduction of the centring constraint, or a
 reduced basis for large n). The large-n solver reads the same
 :class:`GramProblem` (:meth:`GramFormulation.current_problem`).
+
+The description lives in :mod:`~sdpembed.formulations.gram_problem`, the memory
+probe in :mod:`~sdpembed.formulations.memory`, the parameters in
+:mod:`~sdpembed.formulations.gram_parameters` and the reduced bases in
+:mod:`~sdpembed.formulations.reduced_basis`; this module holds the cvxpy
+translation and re-exports their names (``from sdpembed.formulations.gram import
+GramProblem`` works as before).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
-import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import cvxpy as cp
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .._checks import as_int
-from .._typing import ArrayLike
-from ..exceptions import InputError, ProblemTooLargeError, UnsupportedProblemError
+from ..exceptions import InputError, UnsupportedProblemError
 from ._base import Formulation, _frozen
 from .describe import gram_summary
+from .gram_parameters import PARAMETER_FIELDS, gram_parameters, with_parameter_values
+from .gram_problem import DISTANCE_MODES, GramProblem, centering_basis, edge_operator
 from .matrices import DenseSym, DiagPlusLowRank
-
-if TYPE_CHECKING:  # annotations only: the graph layer is imported where it is used
-    from ..graphs import NeighborhoodGraph
+from .memory import (
+    _check_basis_memory,
+    _check_memory,
+    available_memory,
+    dense_memory_estimate,
+)
+from .reduced_basis import gram_basis, laplacian_basis
 
 __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edge_operator",
            "centering_basis", "build_gram_formulation", "laplacian_basis", "gram_basis",
@@ -49,187 +55,6 @@ __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edg
            "gram_parameters", "with_parameter_values"]
 
 logger = logging.getLogger(__name__)
-
-DISTANCE_MODES = ("interval", "equality", "quadratic")
-
-
-@dataclass(frozen=True, eq=False)
-class GramProblem:
-    """Numpy description of a centred Gram-matrix SDP.
-
-    .. math::
-
-        \\min_{G \\succeq 0,\\; G\\mathbf 1 = 0}\\;
-            \\langle C_{\\mathrm{obj}}, G\\rangle + \\tau\\,\\mathrm{tr}\\,G
-            + \\text{distance penalty} + \\rho\\,\\xi
-
-    with ``distances`` one of
-
-    * ``"equality"``: :math:`D_e(G) = \\bar D_e` for every edge;
-    * ``"interval"``: :math:`(1-\\epsilon_e)\\bar D_e \\le D_e(G) \\le (1+\\epsilon_e)\\bar D_e`,
-      :math:`\\epsilon \\ge 0`, penalty :math:`\\lambda \\sum_e \\epsilon_e`;
-    * ``"quadratic"``: penalty :math:`\\lambda\\sum_e (D_e + \\bar D_e - 2\\sqrt{D_e \\bar D_e})
-      = \\lambda \\sum_e (d_e - \\bar d_e)^2`;
-
-    and optionally ``snr`` (:math:`\\langle C_b, G\\rangle \\ge \\eta \\langle C_i, G\\rangle`)
-    and ``ratio`` (:math:`\\langle C_i,G\\rangle^2 / \\langle C_b,G\\rangle \\le \\epsilon
-    \\langle C_i, G\\rangle + \\xi`, :math:`\\xi\\ge 0`), where :math:`C_i`, :math:`C_b`
-    are the in-class and between-class variance functionals (DVU only).
-    ``trace_weight`` is signed: positive minimises the trace, negative maximises it.
-    ``constraints``: affine constraints :math:`\\langle A_k, G\\rangle \\le b_k` or
-    :math:`= b_k` added by the user on the points' Gram matrix
-    (:class:`~sdpembed.formulations.constraints.AffineGramConstraints`), or ``None``.
-    """
-
-    n: int
-    edges: np.ndarray
-    target: np.ndarray
-    objective: DiagPlusLowRank
-    distances: str = "interval"
-    slack_weight: float = 1.0
-    trace_weight: float = 0.0
-    icv: DiagPlusLowRank | None = None
-    bcv: DiagPlusLowRank | None = None
-    snr: float | None = None
-    ratio: float | None = None
-    ratio_weight: float = 1.0
-    centering: np.ndarray | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    constraints: Any = None
-
-    def centering_vectors(self) -> np.ndarray:
-        """Columns :math:`c` of the constraints :math:`c^T G c = 0` (default :math:`\\mathbf 1`)."""
-        return np.ones((self.n, 1)) if self.centering is None else self.centering
-
-    def edge_operator(self) -> sp.csr_matrix:
-        return edge_operator(self.edges, self.n)
-
-    def distances_of(self, G: np.ndarray) -> np.ndarray:
-        i, j = self.edges.T
-        return G[i, i] + G[j, j] - 2 * G[i, j]
-
-    def distances_of_factor(self, V: np.ndarray) -> np.ndarray:
-        """:math:`D_e(VV^T) = \\|v_i - v_j\\|^2` from a factor ``V`` (n x r)."""
-        diff = V[self.edges[:, 0]] - V[self.edges[:, 1]]
-        return (diff * diff).sum(axis=1)
-
-    def full_objective(self) -> DiagPlusLowRank:
-        """Objective matrix including the trace term: :math:`C_{\\mathrm{obj}} + \\tau I`."""
-        return dataclasses.replace(self.objective,
-                                   diag=self.objective.diag + self.trace_weight)
-
-
-def edge_operator(edges: np.ndarray, n: int, basis: np.ndarray | None = None) -> sp.csr_matrix:
-    """Sparse operator :math:`\\mathcal A` with :math:`(\\mathcal A\\,\\mathrm{vec}(Y))_e = D_e`.
-
-    Without ``basis``, ``Y = G`` (n x n) and row ``e`` of :math:`\\mathcal A` is
-    :math:`\\mathrm{vec}(a_e a_e^T)`, four non-zeros. With ``basis`` ``V``
-    (n x r), :math:`G = V Y V^T` and row ``e`` is :math:`\\mathrm{vec}(w_e w_e^T)`
-    with :math:`w_e = V^T a_e = v_i - v_j`: exact zeros of :math:`w_e` are kept
-    out, so a basis whose rows differ sparsely gives a sparse operator.
-    ``vec`` is column-major, matching ``cvxpy.vec``.
-    """
-    edges = np.asarray(edges, dtype=np.int64)
-    m = edges.shape[0]
-    if basis is None:
-        i, j = edges.T
-        rows = np.repeat(np.arange(m), 4)
-        cols = np.c_[i + n * i, j + n * j, i + n * j, j + n * i].ravel()
-        vals = np.tile([1.0, 1.0, -1.0, -1.0], m)
-        return sp.csr_matrix((vals, (rows, cols)), shape=(m, n * n))
-    V = np.asarray(basis, dtype=float)
-    r = V.shape[1]
-    W = sp.csr_matrix(V[edges[:, 0]] - V[edges[:, 1]])
-    W.eliminate_zeros()
-    nnz = np.diff(W.indptr)
-    # all pairs (a, b) of non-zeros within each row: sum_e nnz_e^2 entries
-    counts = nnz**2
-    rows = np.repeat(np.arange(m), counts)
-    starts = np.repeat(W.indptr[:-1], counts)
-    k = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    width = np.repeat(nnz, counts)
-    a = starts + k // np.maximum(width, 1)
-    b = starts + k % np.maximum(width, 1)
-    cols = W.indices[a] + r * W.indices[b]
-    vals = W.data[a] * W.data[b]
-    return sp.csr_matrix((vals, (rows, cols)), shape=(m, r * r))
-
-
-def centering_basis(n: int, pivot: int | None = None) -> np.ndarray:
-    """Orthonormal basis ``V`` (n x (n-1)) of :math:`\\mathbf 1^\\perp` by a Householder reflection.
-
-    :math:`H = I - 2uu^T/u^Tu` with :math:`u = \\mathbf 1/\\sqrt n - e_p` maps
-    :math:`e_p` to :math:`\\mathbf 1/\\sqrt n`; the other columns of :math:`H`
-    are orthonormal and orthogonal to :math:`\\mathbf 1`. Rows :math:`i, j \\ne p`
-    of ``V`` differ by :math:`e_i - e_j` exactly, so the edge operator stays
-    sparse except on edges at the pivot node ``p`` (choose a low-degree node).
-    """
-    p = n - 1 if pivot is None else int(pivot)
-    u = np.full(n, 1.0 / np.sqrt(n))
-    u[p] -= 1.0
-    H = np.eye(n) - (2.0 / (u @ u)) * np.outer(u, u)
-    V = np.delete(H, p, axis=1)
-    # exact structure: rows i != p are e_i - c u_i ubar with equal u_i, so
-    # differences are exact unit vectors; clean rounding noise accordingly.
-    V[np.abs(V) < 1e-15] = 0.0
-    return V
-
-
-def dense_memory_estimate(size: int, n_edges: int = 0) -> int:
-    """Bytes needed to build and solve a dense formulation whose PSD matrix is ``size x size``.
-
-    cvxpy canonicalises the dense objective, the PSD cone and the edge
-    operator into matrices with a few copies of :math:`\\mathrm{size}^2` entries,
-    and the conic solvers add their own (SCS: an eigendecomposition per
-    iteration; CLARABEL: a dense block of :math:`(\\mathrm{size}(\\mathrm{size}+1)/2)^2`).
-    Calibrated with ``problem.get_problem_data(cvxpy.SCS)`` (peak resident
-    memory of a DVU build; ``docs/tuning.md``); a lower bound for the
-    interior-point backends.
-    """
-    return int(_BYTES_PER_ENTRY * size * size + 2_000 * n_edges)
-
-
-#: bytes per entry of the PSD matrix needed by a dense cvxpy build (calibrated, see above)
-_BYTES_PER_ENTRY = 600
-
-
-def available_memory() -> int:
-    """Bytes of memory available now (``MemAvailable``; a cgroup limit if lower)."""
-    avail = None
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    if avail is None:
-        try:
-            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            return 1 << 62
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path) as fh:
-                raw = fh.read().strip()
-            if raw.isdigit():
-                avail = min(avail, int(raw))
-        except OSError:
-            continue
-    return int(avail)
-
-
-def _check_memory(size: int, n_edges: int, what: str) -> None:
-    need = dense_memory_estimate(size, n_edges)
-    have = available_memory()
-    if need > 0.8 * have:
-        raise ProblemTooLargeError(
-            f"{what}: building the dense cvxpy problem over a {size} x {size} PSD matrix needs "
-            f"about {need / 2**30:.1f} GiB but {have / 2**30:.1f} GiB is available. Use the "
-            "large-n solver, solve(formulation, solver=\"LOWRANK\") (or solver=\"LOWRANK\" in "
-            "the estimator), which never forms an n x n matrix, or a reduced basis "
-            "(basis_rank=30).")
 
 
 class GramFormulation(Formulation):
@@ -664,149 +489,6 @@ def _constraint_list(constraints) -> list:
                              "constraint (write e.g. G[i, i] + G[j, j] - 2 * G[i, j] <= u with "
                              "G = f.expressions['gram'])")
     return cons
-
-
-#: the weights of a Gram SDP kept as cvxpy Parameters (re-solved without rebuilding)
-PARAMETER_FIELDS = ("slack_weight", "trace_weight", "snr", "ratio", "ratio_weight")
-
-
-def gram_parameters(gp: GramProblem) -> dict[str, cp.Parameter]:
-    """The cvxpy Parameters of a :class:`GramProblem`'s weights, at the problem's values:
-    ``slack_weight`` (interval, quadratic), ``trace_weight`` (with a trace term; its sign
-    is the builder's), ``snr``, ``ratio`` and ``ratio_weight`` (when those constraints
-    are present)."""
-    params: dict[str, cp.Parameter] = {}
-
-    def par(name, value):
-        params[name] = cp.Parameter(nonneg=True, name=name, value=float(value))
-
-    if gp.trace_weight != 0.0:
-        par("trace_weight", abs(gp.trace_weight))
-    if gp.distances in ("interval", "quadratic"):
-        par("slack_weight", gp.slack_weight)
-    if gp.snr is not None:
-        par("snr", gp.snr)
-    if gp.ratio is not None:
-        par("ratio", gp.ratio)
-        par("ratio_weight", gp.ratio_weight)
-    return params
-
-
-def with_parameter_values(gp: GramProblem, parameters: Mapping[str, cp.Parameter],
-                          trace_sign: float = 1.0) -> GramProblem:
-    """``gp`` with its weights replaced by the current values of ``parameters``
-    (``trace_weight`` times ``trace_sign``: +1 minimises the trace, -1 maximises it)."""
-    values = {}
-    for name, par in parameters.items():
-        if name not in PARAMETER_FIELDS:
-            continue
-        if par.value is None:
-            raise InputError(f"parameter {name!r} has no value; set "
-                             f"f.parameters[{name!r}].value before solving")
-        values[name] = float(par.value)
-    if "trace_weight" in values:
-        values["trace_weight"] *= trace_sign
-    return dataclasses.replace(gp, **values)
-
-
-def _check_basis_memory(shape: tuple, what: str) -> None:
-    need, have = 8 * int(np.prod(shape)), available_memory()
-    if need > 0.8 * have:
-        raise ProblemTooLargeError(
-            f"{what}: the cvxpy expressions need the dense basis ({shape[0]} x {shape[1]}, "
-            f"{need / 2**30:.1f} GiB) but {have / 2**30:.1f} GiB is available; solve with "
-            "solver=\"LOWRANK\" without reading f.variables or f.expressions, or use "
-            "reduce_face=False")
-
-
-def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None = None,
-                    rank: int = 30, *, weights: ArrayLike | None = None) -> np.ndarray:
-    """Reduced basis ``Q`` (n x rank), orthonormal, :math:`Q^T\\mathbf 1 = 0`.
-
-    The bottom non-constant eigenvectors of a graph Laplacian (Weinberger,
-    Sha, Zhu & Saul, "Graph Laplacian regularization for large-scale
-    semidefinite programming", 2007): :math:`G = QYQ^T` restricts the
-    embedding to functions that vary smoothly over the graph. Shift-invert
-    Lanczos (sparse LU) for large graphs, dense ``eigh`` for small ones; the
-    result is made exactly orthogonal to :math:`\\mathbf 1` (a disconnected
-    graph contributes its centred component indicators).
-
-    Which graph matters: random long edges (the DVU graph's) make the bottom
-    eigenvectors uninformative, so build the basis from a plain k-NN graph
-    (``docs/tuning.md``).
-
-    Parameters
-    ----------
-    graph_or_edges : NeighborhoodGraph or ndarray (m, 2)
-    n : int
-        Number of nodes (only with an edge array).
-    rank : int
-    weights : ndarray (m,), optional
-        Edge weights (default 1).
-    """
-    from ..graphs import NeighborhoodGraph
-
-    if isinstance(graph_or_edges, NeighborhoodGraph):
-        edges, n = graph_or_edges.edges, graph_or_edges.n_nodes
-    else:
-        edges = np.asarray(graph_or_edges, dtype=np.int64).reshape(-1, 2)
-        if n is None:
-            raise InputError("laplacian_basis needs n with an edge array")
-    rank = as_int(rank, "basis_rank")
-    if not 1 <= rank <= n - 1:
-        raise InputError(f"basis_rank must be an integer in [1, {n - 1}]; got {rank}")
-    w = np.ones(edges.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-    i, j = np.asarray(edges).T
-    A = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
-    L = (sp.diags(np.asarray(A.sum(axis=1)).ravel()) - A).tocsc()
-    k = rank + 1
-    if n <= max(600, 4 * k):
-        _, U = sla.eigh(L.toarray(), subset_by_index=[0, k - 1])
-    else:
-        shift = 1e-6 * max(float(L.diagonal().mean()), 1e-12)
-        v0 = np.random.default_rng(0).standard_normal(n)
-        # shift-invert with a symmetric fill-reducing ordering (minimum degree on
-        # L + L^T, diagonal pivots preferred): less fill than eigsh's own LU (COLAMD)
-        lu = spla.splu((L + shift * sp.eye(n)).tocsc(), permc_spec="MMD_AT_PLUS_A",
-                       options={"SymmetricMode": True})
-        opinv = spla.LinearOperator((n, n), matvec=lu.solve, dtype=float)
-        _, U = spla.eigsh(L, k=k, sigma=-shift, which="LM", v0=v0, OPinv=opinv)
-    U = U - U.mean(axis=0)
-    Uq, _, _ = np.linalg.svd(U, full_matrices=False)
-    return Uq[:, :rank]
-
-
-def gram_basis(
-    gp: GramProblem, reduce_face: bool, basis_rank: int | None = None,
-    basis_graph: NeighborhoodGraph | None = None,
-) -> tuple[np.ndarray | Callable[[], np.ndarray] | None, int]:
-    """The basis of a builder: ``(basis or a callable computing it, its number of columns)``.
-
-    ``basis_rank=r`` gives the reduced Laplacian basis of ``basis_graph``
-    (default: the problem's own graph) by :func:`laplacian_basis`;
-    otherwise ``reduce_face`` gives the Householder basis of
-    :math:`\\mathbf 1^\\perp` (computed only when the cvxpy problem is built).
-    """
-    from ..graphs import NeighborhoodGraph
-
-    if basis_rank is not None:
-        if isinstance(basis_rank, bool) or not isinstance(basis_rank, (int, np.integer)):
-            raise InputError(f"basis_rank must be None or a positive integer; got {basis_rank!r}")
-        graph = basis_graph if basis_graph is not None else NeighborhoodGraph(
-            gp.n, gp.edges, gp.target)
-        if not isinstance(graph, NeighborhoodGraph):
-            raise InputError("basis_graph must be a NeighborhoodGraph (e.g. knn_graph(X, 8, 0))")
-        if graph.n_nodes != gp.n:
-            raise InputError(f"basis_graph has {graph.n_nodes} nodes, the problem {gp.n}")
-        Q = laplacian_basis(graph, rank=int(basis_rank))
-        return Q, Q.shape[1]
-    if basis_graph is not None:
-        raise InputError("basis_graph is used only with basis_rank=r")
-    if reduce_face:
-        degree = np.bincount(gp.edges.ravel(), minlength=gp.n)
-        pivot = int(np.argmin(degree))
-        return functools.partial(centering_basis, gp.n, pivot=pivot), gp.n - 1
-    return None, gp.n
 
 
 def build_gram_formulation(gp: GramProblem, *, basis: np.ndarray | None = None,

@@ -1,0 +1,163 @@
+"""cvxpy's conic interfaces as the toolkit runs them, and what each backend reports.
+
+cvxpy drops some of the statistics a solver returns; the interfaces here keep them
+(CLARABEL's residuals and objectives, SDPA's gap and feasibility errors), and the
+``*_stats`` readers turn each backend's own statistics into the ``primal_residual``,
+``dual_residual``, ``gap`` and ``message`` of a :class:`~sdpembed.report.SolveReport`.
+Each is named by its backend's entry in :data:`sdpembed.backends.CONIC_BACKENDS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import cvxpy.settings as cvxpy_settings
+import numpy as np
+from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
+from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
+
+__all__ = ["scs_stats", "csdp_stats", "clarabel_stats", "sdpa_stats", "generic_stats",
+           "mosek_licensed"]
+
+
+class _ClarabelWithStats(_ClarabelConif):
+    """cvxpy's CLARABEL interface that keeps Clarabel's residuals and objectives.
+
+    cvxpy leaves ``solver_stats.extra_stats`` empty for Clarabel; this keeps the
+    solution's primal and dual residuals and primal/dual objectives there, so the
+    :class:`SolveReport` carries them.
+    """
+
+    def name(self):
+        return "SDPEMBED_CLARABEL"   # cvxpy requires custom solvers to have their own name
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        out.attr[cvxpy_settings.EXTRA_STATS] = {
+            key: getattr(solution, key, None)
+            for key in ("r_prim", "r_dual", "obj_val", "obj_val_dual", "status")}
+        return out
+
+
+#: one instance, so that cvxpy's cache of a compiled parametric problem (keyed on the
+#: solver) is reused across re-solves
+_CLARABEL_WITH_STATS = _ClarabelWithStats()
+
+
+class _SdpaWithStats(_SdpaConif):
+    """cvxpy's SDPA interface that keeps SDPA's gap, feasibility errors and iterations.
+
+    cvxpy drops the statistics ``sdpap.solve`` returns, so an SDPA solve stopped
+    by ``maxIteration`` (phase ``pdFEAS``/``dFEAS``/``pFEAS``, mapped to
+    ``optimal_inaccurate``) could not be judged: a point with a relative gap of 2
+    passed as a result. This keeps ``dualityGap`` (relative,
+    :math:`|p - d| / \\max(1, (|p| + |d|)/2)`), ``primalError``, ``dualError``,
+    the phase and the iteration count, so
+    :func:`~sdpembed.solve_status.check_result` can judge the point. The call
+    is cvxpy's ``SDPA.solve_via_data`` (CLP form with ``b`` negated, a free cone
+    ``K`` for ``x``), keeping what it discards.
+    """
+
+    def name(self):
+        return "SDPEMBED_SDPA"   # cvxpy requires custom solvers to have their own name
+
+    def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
+        import sdpap
+        from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import dims_to_solver_dict
+
+        dims = dims_to_solver_dict(data[cvxpy_settings.DIMS])
+        A, b, c = data[cvxpy_settings.A], data[cvxpy_settings.B], data[cvxpy_settings.C]
+        K = sdpap.SymCone(f=c.shape[0])
+        J = sdpap.SymCone(f=dims["f"], l=dims["l"], s=tuple(dims["s"]))
+        opts = dict(solver_opts)
+        opts.setdefault("print", "display" if verbose else "no")
+        x, y, info, _, sdpainfo = sdpap.solve(A, -b, c, K, J, opts)
+        status = self.STATUS_MAP[info["phasevalue"]]
+        solution = {cvxpy_settings.STATUS: status,
+                    "sdpembed_stats": {**info, "iteration": sdpainfo.get("iteration")}}
+        if status in cvxpy_settings.SOLUTION_PRESENT:
+            x, y = x.toarray(), y.toarray()
+            solution[cvxpy_settings.VALUE] = info["primalObj"]
+            solution[cvxpy_settings.PRIMAL] = x
+            solution[cvxpy_settings.EQ_DUAL] = y[:dims["f"]]
+            solution[cvxpy_settings.INEQ_DUAL] = y[dims["f"]:]
+        return solution
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        kept = solution.get("sdpembed_stats", {})
+        out.attr[cvxpy_settings.EXTRA_STATS] = kept
+        if kept.get("iteration") is not None:
+            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iteration"])
+        return out
+
+
+_SDPA_WITH_STATS = _SdpaWithStats()
+
+
+def _num(v):
+    try:
+        v = float(v)
+        return v if np.isfinite(v) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def scs_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """SCS's ``info``: absolute residuals and gap, and its status text."""
+    info = raw.get("info", {})
+    return dict(primal_residual=_num(info.get("res_pri")), dual_residual=_num(info.get("res_dual")),
+                gap=_num(info.get("gap")), message=str(info.get("status", "")))
+
+
+def csdp_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """CSDP's ``info`` (:mod:`sdpembed._csdp`): relative residuals, gap and exit code;
+    ``at_limit`` when it stopped at its iteration limit."""
+    info = raw.get("info", {})
+    out = dict(primal_residual=_num(info.get("primal_infeasibility")),
+               dual_residual=_num(info.get("dual_infeasibility")), gap=_num(info.get("gap")),
+               message=str(info.get("status", "")), exit_code=info.get("exit_code"))
+    if info.get("exit_code") == 4:
+        out["at_limit"] = True   # CSDP's maxiter: its last iterate, judged as inaccurate
+    return out
+
+
+def clarabel_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What :class:`_ClarabelWithStats` keeps: residuals, and the gap from both objectives."""
+    out: dict[str, Any] = dict(primal_residual=_num(raw.get("r_prim")),
+                               dual_residual=_num(raw.get("r_dual")))
+    p, d = _num(raw.get("obj_val")), _num(raw.get("obj_val_dual"))
+    if p is not None and d is not None:
+        # Clarabel's own relative gap measure (its stopping test)
+        out["gap"] = abs(p - d) / max(1.0, min(abs(p), abs(d)))
+    out["message"] = str(raw.get("status", ""))
+    return out
+
+
+def sdpa_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """What :class:`_SdpaWithStats` keeps: relative gap, feasibility errors and the phase."""
+    return dict(gap=_num(raw.get("dualityGap")), primal_residual=_num(raw.get("primalError")),
+                dual_residual=_num(raw.get("dualError")),
+                message=f"SDPA phase {raw.get('phasevalue')}")
+
+
+def generic_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The gap and infeasibilities of a backend that names them as cvxpy's CVXOPT does."""
+    out: dict[str, Any] = {}
+    for key, dest in (("gap", "gap"), ("relative gap", "gap"), ("primal infeasibility",
+                      "primal_residual"), ("dual infeasibility", "dual_residual")):
+        if key in raw:
+            out[dest] = _num(raw[key])
+    return out
+
+
+def mosek_licensed() -> bool:
+    try:
+        import mosek
+
+        with mosek.Env() as env:
+            env.checkoutlicense(mosek.feature.pts)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not usable"
+        return False
