@@ -95,9 +95,8 @@ def test_raw_unscaled_features_certify():
 
 def _two_digits_dense():
     # two classes (start rank 6), 6 neighbours + 1 random partner: the optimum has rank
-    # about 20, which the factor reaches only by growing while the cheap gap is still far
-    # from tol (stalled-gap growth); without it the solve stayed at rank 6 and ended
-    # uncertified
+    # about 20, well above the start rank, which the factor must grow to (by stalled-gap
+    # growth or at certificate attempts)
     X, y = load_digits(n_class=2, return_X_y=True)
     X, y = X[:80], y[:80].copy()
     y[np.random.default_rng(0).random(80) > 0.8] = -1

@@ -90,6 +90,9 @@ _LIFT_GAP = 100.0
 #: current one must stay above to count as stalled
 _STALL_WINDOW = 3
 _STALL_RATIO = 0.5
+#: ... and only above this cheap gap (where Newton-CG takes over and certificate attempts
+#: with their own rank growth are near)
+_STALL_FLOOR = 1e-2
 
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
@@ -410,13 +413,13 @@ class _OuterLoop:
 
     def _stalled(self, cheap_gap: float) -> bool:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
-        ``tol``, and above ``_STALL_RATIO`` times the best of the two iterations before,
-        at least ``_STALL_WINDOW`` outer iterations after the start or the last rank growth
-        (full space only, below ``max_rank``)."""
+        ``tol`` and ``_STALL_FLOOR``, and above ``_STALL_RATIO`` times the best of the two
+        iterations before, at least ``_STALL_WINDOW`` outer iterations after the start or
+        the last rank growth (full space only, below ``max_rank``)."""
         if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
                 or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
             return False
-        if not cheap_gap > _LIFT_GAP * self.opts.tol:
+        if not cheap_gap > max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR):
             return False
         before = min(h["cheap_gap"] for h in self.history[-2:])
         return cheap_gap > _STALL_RATIO * before
