@@ -9,7 +9,7 @@ instance is small enough for an interior-point reference.
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits, load_wine, make_blobs
+from sklearn.datasets import load_breast_cancer, load_digits, load_wine, make_blobs
 
 from sdpembed import DVU, MVU
 from sdpembed.formulations.dvu import dvu
@@ -91,3 +91,52 @@ def test_raw_unscaled_features_certify():
     y[np.random.default_rng(0).random(y.size) > 0.8] = -1
     _certified(dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y,
                    centroids="eliminated"))
+
+
+def _two_digits_dense():
+    # two classes (start rank 6), 6 neighbours + 1 random partner: the optimum has rank
+    # about 20, well above the start rank, which the factor must grow to (by stalled-gap
+    # growth or at certificate attempts)
+    X, y = load_digits(n_class=2, return_X_y=True)
+    X, y = X[:80], y[:80].copy()
+    y[np.random.default_rng(0).random(80) > 0.8] = -1
+    return dvu(knn_graph(X, n_neighbors=6, n_random=1, random_state=0), y,
+               centroids="eliminated")
+
+
+#: CLARABEL's objective on :func:`_two_digits_dense` (default tolerances; recorded here
+#: because the interior-point solve of this 80-point problem takes about a minute)
+_TWO_DIGITS_DENSE_CLARABEL = -0.8879950045948058
+
+
+def test_dense_graph_two_classes_grows_rank_and_certifies():
+    rep = _certified(_two_digits_dense())
+    assert rep.extra["rank"] > 6
+    # the certified gap (1e-4, relative to max(1, |objective|)) plus CLARABEL's accuracy
+    assert abs(rep.objective - _TWO_DIGITS_DENSE_CLARABEL) <= 2e-4
+
+
+@pytest.mark.slow
+def test_recorded_dense_optimum_is_clarabels():
+    ref = solve(_two_digits_dense(), solver="CLARABEL")
+    assert abs(ref.objective - _TWO_DIGITS_DENSE_CLARABEL) <= 1e-6
+
+
+def test_raw_unscaled_breast_cancer_certifies():
+    # raw breast-cancer features (areas in the thousands, smoothness near 0.1): the target
+    # lengths spread over orders of magnitude; 40 points, 2 neighbours + 1 partner
+    X, y = load_breast_cancer(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = np.sort(rng.permutation(y.size)[:40])
+    X, y = X[idx], y[idx].copy()
+    y[rng.random(40) > 0.8] = -1
+
+    def build():
+        return dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0), y,
+                   centroids="eliminated")
+
+    rep = _certified(build())
+    ref = solve(build(), solver="CLARABEL")
+    # both within their own accuracy of the optimum: the certified gap (1e-4 relative to
+    # max(1, |objective|)) and CLARABEL's default tolerances
+    assert abs(rep.objective - ref.objective) <= 2e-4 * max(1.0, abs(ref.objective))

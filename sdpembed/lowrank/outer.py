@@ -85,6 +85,15 @@ _ESCAPE_RATIO = 0.1
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
 _LIFT_GAP = 100.0
 
+#: rank growth on a stalled cheap gap (:meth:`_OuterLoop._grow_on_stall`): outer iterations
+#: between two growths, and the share of the best of the previous two cheap gaps the
+#: current one must stay above to count as stalled
+_STALL_WINDOW = 3
+_STALL_RATIO = 0.5
+#: ... and only above this cheap gap (where Newton-CG takes over and certificate attempts
+#: with their own rank growth are near)
+_STALL_FLOOR = 1e-2
+
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
                "seconds\n" + "-" * 74)
@@ -156,6 +165,8 @@ class _OuterLoop:
         # fingerprints compare)
         self.timings = {"subproblems": 0.0, "certificates": 0.0}
         self.max_abs_y: list[float] = []
+        self.last_growth = 0  # outer iteration of the last rank growth
+        self.stall_raise = False  # raise the penalty although the residual is below feas_tol
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
@@ -307,6 +318,13 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
+        elif self._stalled(cheap_gap):
+            t_cert = time.perf_counter()
+            grew = self._grow_on_stall(entry)
+            self.timings["certificates"] += time.perf_counter() - t_cert
+            # no missing dimension, the primal converged: the multipliers are what lags,
+            # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
+            self.stall_raise = not grew and converged_primal
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
@@ -387,10 +405,54 @@ class _OuterLoop:
                 self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
                                  self.sigma_h, self.rho)
             entry["grew_rank"] = self.W.shape[1]
+            self.last_growth = self.it
             # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
             # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
             self.cheap_prev = np.inf
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _stalled(self, cheap_gap: float) -> bool:
+        r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
+        ``tol`` and ``_STALL_FLOOR``, and above ``_STALL_RATIO`` times the best of the two
+        iterations before, at least ``_STALL_WINDOW`` outer iterations after the start or
+        the last rank growth (full space only, below ``max_rank``)."""
+        if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
+                or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
+            return False
+        if not cheap_gap > max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR):
+            return False
+        before = min(h["cheap_gap"] for h in self.history[-2:])
+        return cheap_gap > _STALL_RATIO * before
+
+    def _grow_on_stall(self, entry: dict) -> bool:
+        r"""Grow the rank along the negative eigenvectors of :math:`S(y,\nu)` at the current
+        multipliers, when the cheap gap stalls (:meth:`_stalled`).
+
+        A factor of lower rank than the optimum has no stationary point with multipliers
+        that close the gap: the subproblems converge (or stall at ``max_inner``), the cheap
+        gap stays put, and no certificate attempt, whose negative eigenvector would grow
+        the rank, is ever made (docs/tuning.md, "LOWRANK robustness, dense graphs"). The
+        bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
+        where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
+        column (:func:`_escape`), up to ``max_rank``. Returns whether the rank grew."""
+        if _rank_deficient(self.W):
+            return False
+        space = self.space
+        k = min(_ESCAPE_BLOCK, space.dim - 2)
+        if k < 1:
+            return False
+        lam, X = _bottom(space, self.y, self.nu, k)
+        room = self.opts.max_rank - self.W.shape[1]
+        if not lam[0] < 0:
+            return False
+        picked = [X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room]
+        for vec in picked:
+            self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
+                             self.sigma_h, self.rho)
+        entry.update(grew_rank=self.W.shape[1], stall_lambda_min=float(lam[0]))
+        self.last_growth = self.it
+        self.cheap_prev = np.inf
+        return True
 
     def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
         r"""Eigenvectors of :math:`S` to grow the factor along: the certificate's, and with it
@@ -449,8 +511,10 @@ class _OuterLoop:
             # _SIGMA_MAX (_SIGMA_MAX_INTERVAL) times its start (a larger one only worsens
             # the subproblems' conditioning, and restore_feasibility does the last of the
             # primal work)
-            raise_sigma = rnorm > max(0.25 * self.prev_res, opts.feas_tol) \
+            raise_sigma = (rnorm > max(0.25 * self.prev_res, opts.feas_tol)
+                           or self.stall_raise) \
                 and 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
+            self.stall_raise = False
             # the SNR penalty has its own schedule: its violation can stall while the
             # distance residual is fine
             raise_h = raise_sigma or (h_viol > max(0.25 * self.prev_h, opts.feas_tol)

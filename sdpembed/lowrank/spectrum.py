@@ -202,15 +202,22 @@ def _add_centred_sparse(M: np.ndarray, S: sp.spmatrix, mags: dict) -> None:
     mags["terms"] += int(np.max(np.bincount(Sc.row, minlength=n), initial=0)) + 3
 
 
+#: up to this dimension :func:`_dense_bottom` runs on one BLAS thread (docs/tuning.md,
+#: "LOWRANK robustness, dense graphs")
+_DENSE_BOTTOM_ONE_THREAD = 1000
+
+
 def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs :math:`(\\Lambda, X)` of :math:`S(y,\\nu)` on
     :math:`\\mathbf 1^\\perp` (full space), by ``eigh`` of :func:`_dense_shifted`'s matrix
     with the constant direction moved above :math:`\\|S\\|` (:math:`c = 2g + 1`, g the
-    Gershgorin bound): 8n² bytes, about 4n³/3 flops, on all usable cores (the solve's
-    other work runs on ``blas_threads``); the cost hardly depends on ``k``."""
+    Gershgorin bound): 8n² bytes, about 4n³/3 flops, on all usable cores above
+    ``_DENSE_BOTTOM_ONE_THREAD`` points, on one below (a fraction of a second; threads that
+    wait for busy cores cost many times that); the cost hardly depends on ``k``."""
     c = 2.0 * _gershgorin(space, y, nu) + 1.0
     M, _ = _dense_shifted(space, y, nu, c)
-    with threadpool_limits(limits=_verify_threads(), user_api="blas"):
+    threads = 1 if space.dim <= _DENSE_BOTTOM_ONE_THREAD else _verify_threads()
+    with threadpool_limits(limits=threads, user_api="blas"):
         lam, X = sla.eigh(M, subset_by_index=[0, k - 1], overwrite_a=True,
                           check_finite=False)
     return lam, X
