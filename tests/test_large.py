@@ -576,7 +576,10 @@ def test_verification_is_reported_honestly_when_the_factorisation_cannot_run(dig
     def no_memory(*args, **kwargs):
         raise MemoryError("simulated")
 
+    # every sparse factorisation (CHOLMOD, QDLDL, SuperLU) runs out of memory
     monkeypatch.setattr(lowrank.sparse_slack.spla, "splu", no_memory)
+    monkeypatch.setattr(lowrank.sparse_slack._Bordered, "_factor_ldl", no_memory)
+    monkeypatch.setattr(lowrank.sparse_slack._Bordered, "_factor_cholmod", no_memory)
     with pytest.warns(Warning, match="LOWRANK"):
         rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
                     solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20})

@@ -11,7 +11,14 @@ import scipy.linalg as sla
 from ..exceptions import InputError
 from ..formulations import gram
 from .space import FactorSpace
-from .sparse_slack import SlackParts, SparseCheck, full_coordinates, sparse_bottom, sparse_verify
+from .sparse_slack import (
+    SlackParts,
+    SparseCheck,
+    default_delta,
+    full_coordinates,
+    sparse_bottom,
+    sparse_verify,
+)
 from .spectrum import _dense_bottom, _dense_shifted, _gershgorin
 
 # ----------------------------------------------------------------------- verified lambda_min
@@ -152,7 +159,8 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
             parts = SlackParts.of(space, y, nu)
         except TypeError as exc:
             return None, str(exc), []
-    margin = max(_FIRST_MARGIN * parts.norm_bound, 1e-300)
+    # the first try must sit below the estimate by more than the shift its proof adds
+    margin = max(_FIRST_MARGIN * parts.norm_bound, 2.0 * default_delta(parts, mu_est), 1e-300)
     checks: list[SparseCheck] = []
     est, step, re_estimated = float(mu_est), margin, False
     try:
