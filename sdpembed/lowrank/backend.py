@@ -122,6 +122,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "history": result.history,
         "time_split": result.timings,
         "max_abs_multiplier": max(result.max_abs_multiplier, default=None),
+        # the reported certificate's multipliers: a warm start for a sweep's next solve
+        "multipliers": (None if result.y is None else
+                        {"y": np.asarray(result.y), "nu": np.asarray(result.nu)}),
     }
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status == "unbounded":
