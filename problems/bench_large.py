@@ -289,10 +289,10 @@ def _child(spec, run, backend, queue):
 
 def _sweep(spec, run, X, y_obs, graph, options, out):
     """A ``sweep = [slack weights]`` row: the formulations solved cold one by one, then by
-    :func:`sdpembed.lowrank.solve_sweep` (each from the previous solution), in this process;
+    :func:`sdpembed.solvers.solve_sweep` (each from the previous solution), in this process;
     the warm sweep's last report is the row's. Records both totals, the objectives and
     their largest relative difference."""
-    from sdpembed.lowrank import solve_sweep
+    from sdpembed.solvers import solve_sweep
 
     def forms():
         return [_formulation(spec, {**run, "slack_weight": lam}, X, y_obs, graph)

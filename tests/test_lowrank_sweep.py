@@ -1,4 +1,4 @@
-"""Warm-started sweeps on one graph (sdpembed.lowrank.sweep).
+"""Warm-started sweeps on one graph (sdpembed.solvers.solve_sweep).
 
 Reference: the same problems solved cold. Each solve is certified to ``tol`` = 1e-5, so a
 warm and a cold objective of one problem differ by at most the two gaps,
@@ -13,8 +13,7 @@ from sklearn.datasets import load_digits
 from sdpembed.exceptions import InputError
 from sdpembed.formulations import dvu
 from sdpembed.graphs import knn_graph
-from sdpembed.lowrank import solve_sweep
-from sdpembed.solvers import solve
+from sdpembed.solvers import solve, solve_sweep
 
 LAMS = [0.1, 0.05, 0.02]
 TOL = 1e-5

@@ -19,7 +19,8 @@ Modules: :mod:`~sdpembed.lowrank.options` (settings), :mod:`~sdpembed.lowrank.sp
 :mod:`~sdpembed.lowrank.outer`, :mod:`~sdpembed.lowrank.reduced_ipm` (+
 :mod:`~sdpembed.lowrank.lmi_lp`, :mod:`~sdpembed.lowrank.ipm_common`),
 :mod:`~sdpembed.lowrank.solve`, :mod:`~sdpembed.lowrank.backend`,
-:mod:`~sdpembed.lowrank.sweep` (one graph, several problems, each from the last).
+:mod:`~sdpembed.lowrank.sweep` (a sweep's warm multipliers; the sweep itself is
+:func:`sdpembed.solvers.solve_sweep`).
 
 Method
 ------
@@ -223,10 +224,8 @@ from .result import LowRankResult
 from .solve import lowrank_solve
 from .space import FactorSpace
 from .spectrum import EigenEstimate
-from .sweep import solve_sweep
 
-__all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "solve_sweep",
-           "FactorSpace",
+__all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "FactorSpace",
            "DistancePenalty", "EigenEstimate", "Certificate", "CertificateCache", "certify",
            "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",

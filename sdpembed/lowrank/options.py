@@ -104,7 +104,7 @@ class LowRankOptions:
         augmented Lagrangian starts from instead of zero (``distances="interval"``: ``y``
         clipped to the new box :math:`|y_e|\\le w_e`). With ``warm_start`` set to that
         solve's factor the first subproblem starts near the new optimum (a sweep of slack
-        weights or SNR values: :func:`sdpembed.lowrank.solve_sweep`). Sizes are checked
+        weights or SNR values: :func:`sdpembed.solvers.solve_sweep`). Sizes are checked
         against the problem.
     max_outer, max_inner, max_newton : int
         Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
