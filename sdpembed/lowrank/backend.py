@@ -156,7 +156,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         status=status, objective=float(result.objective), solver=BACKEND_NAME,
         solver_version=_version(), options={**opts.__dict__, "warm_start": str(opts.warm_start)
                                             if not isinstance(opts.warm_start, np.ndarray)
-                                            else "array"},
+                                            else "array",
+                                            "warm_multipliers": None
+                                            if opts.warm_multipliers is None else "arrays"},
         compile_seconds=time.perf_counter() - t1,
         solve_seconds=result.seconds, iterations=result.iterations,
         gap=(result.certified_gap if result.certified_gap is not None
