@@ -146,7 +146,9 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
     Tries :func:`~sdpembed.lowrank.sparse_slack.sparse_verify` just below the estimate
-    (``_FIRST_MARGIN`` times a bound on :math:`\\|S\\|`). An estimate above the smallest
+    (``_FIRST_MARGIN`` times a bound on :math:`\\|S\\|`, or twice the shift
+    :func:`~sdpembed.lowrank.sparse_slack.default_delta` the proof adds, whichever is
+    larger): one factorisation when the estimate is good. An estimate above the smallest
     eigenvalue (Lanczos can miss it) shows as a non-positive pivot: the estimate is then
     replaced by shift-invert's (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`,
     where the constant vector is an eigenvector; elsewhere the tries go ever lower, factors
