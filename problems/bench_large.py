@@ -250,7 +250,11 @@ def _child(spec, run, backend, queue):
             options = {**spec["solve"].get("lowrank", {}), **run.get("lowrank", {})}
         else:
             options = dict(spec["solve"].get(backend.lower(), {}))
-        rep = solve(f, solver=backend, **options)
+        if run.get("sweep"):
+            rep = _sweep(spec, run, X, y_obs, graph, options, out)
+            f = out.pop("_formulation")
+        else:
+            rep = solve(f, solver=backend, **options)
         out["wall_s"] = time.perf_counter() - t0
         out.update(status=rep.status, objective=rep.objective, certified_gap=rep.certified_gap,
                    infeasibility=rep.primal_infeasibility, backend_gap=rep.gap,
@@ -283,6 +287,35 @@ def _child(spec, run, backend, queue):
     queue.put(out)
 
 
+def _sweep(spec, run, X, y_obs, graph, options, out):
+    """A ``sweep = [slack weights]`` row: the formulations solved cold one by one, then by
+    :func:`sdpembed.solvers.solve_sweep` (each from the previous solution), in this process;
+    the warm sweep's last report is the row's. Records both totals, the objectives and
+    their largest relative difference."""
+    from sdpembed.solvers import solve_sweep
+
+    def forms():
+        return [_formulation(spec, {**run, "slack_weight": lam}, X, y_obs, graph)
+                for lam in run["sweep"]]
+    t0 = time.perf_counter()
+    cold = solve_sweep(forms(), warm=False, **options)
+    t1 = time.perf_counter()
+    fs = forms()
+    warm = solve_sweep(fs, **options)
+    t2 = time.perf_counter()
+    oc = [r.objective for r in cold]
+    ow = [r.objective for r in warm]
+    out.update(sweep=list(run["sweep"]), sweep_cold_s=t1 - t0, sweep_warm_s=t2 - t1,
+               sweep_cold_objectives=oc, sweep_warm_objectives=ow,
+               sweep_cold_gaps=[r.certified_gap for r in cold],
+               sweep_warm_gaps=[r.certified_gap for r in warm],
+               sweep_cold_solve_s=[r.solve_seconds for r in cold],
+               sweep_warm_solve_s=[r.solve_seconds for r in warm],
+               sweep_max_rel_diff=max(abs(a - b) / max(1.0, abs(a)) for a, b in zip(oc, ow)),
+               _formulation=fs[-1])
+    return warm[-1]
+
+
 def _variant(run, backend, spec=None) -> str:
     """The row's own data, graph and backend options (beyond the spec's), for the table."""
     own = run.get(backend.lower())
@@ -298,6 +331,8 @@ def _variant(run, backend, spec=None) -> str:
                                                  sorted(run["dvu"].items())), text]))
     if run.get("name"):
         text = ", ".join(filter(None, [run["name"], text]))
+    if run.get("sweep"):
+        text = ", ".join(filter(None, [f"sweep of slack {run['sweep']}", text]))
     if run.get("links"):
         lk = run["links"]
         text = ", ".join(filter(None, [f"{lk['must_link']} must-link <= q{lk['low']}, "
@@ -342,6 +377,15 @@ def _baseline_knn(spec, run):
     return float(transductive_knn_accuracy(X, y, labeled, 3))
 
 
+def _status_text(r) -> str:
+    """The status column: a sweep row also gives both sweeps' seconds (warm, then cold) and
+    the largest relative difference of their objectives."""
+    if r.get("sweep_cold_s"):
+        return (f"{r.get('status')}: sweep warm {r['sweep_warm_s']:.0f} s, cold "
+                f"{r['sweep_cold_s']:.0f} s, max rel. diff {r['sweep_max_rel_diff']:.1e}")
+    return str(r.get("status", "-"))[:60]
+
+
 def _fmt(v, f="{:.6g}"):
     if v is None:
         return "-"
@@ -372,7 +416,7 @@ def _battery_markdown(rows, spec_name, meta) -> str:
         lines.append("| " + " | ".join([
             r.get("variant") or "-", r["method"], str(r["n"]), _fmt(r.get("n_edges")),
             r.get("distances") or _distances(r), r["backend"],
-            str(r.get("status", "-"))[:60], _fmt(r.get("objective"), "{:.8g}"), gap,
+            _status_text(r), _fmt(r.get("objective"), "{:.8g}"), gap,
             _fmt(r.get("wall_s"), "{:.1f}"), _fmt(r.get("peak_mb"), "{:.0f}"),
             _fmt(r.get("outer_iterations")), _fmt(r.get("rank")),
             _fmt(r.get("max_abs_multiplier"), "{:.3g}"), split_text,
@@ -405,7 +449,7 @@ def _markdown(rows, spec_name, meta) -> str:
             r["method"], str(r["n"]), r.get("distances") or _distances(r),
             r["backend"] + (f" ({r['variant']})" if r.get("variant") else ""),
             _fmt(r.get("basis_rank")),
-            str(r.get("status", "-"))[:60], _fmt(r.get("objective"), "{:.8g}"),
+            _status_text(r), _fmt(r.get("objective"), "{:.8g}"),
             _fmt(r.get("certified_gap"), "{:.2e}") if r.get("certified_gap") is not None
             or r.get("estimated_gap") is None else f"(est. {r['estimated_gap']:.2e})",
             _fmt(r.get("certificate_check")), _fmt(r.get("gap_to_full"), "{:.2e}"),

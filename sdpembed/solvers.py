@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import cvxpy as cp
@@ -45,8 +45,8 @@ from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
 from .solve_status import check_result
 
-__all__ = ["SolveReport", "solve", "available_solvers", "register_backend", "solver_version",
-           "INSTALL_HINTS"]
+__all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
+           "solver_version", "INSTALL_HINTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -504,3 +504,53 @@ def _extra_stats(name: str, raw) -> dict[str, Any]:
         return {}
     entry = CONIC_BACKENDS.get(name)
     return dict((entry.stats if entry is not None else generic_stats)(raw))
+
+
+def solve_sweep(formulations: Iterable, *, warm: bool = True, **options: Any) -> list:
+    r"""Solve a sequence of formulations on one graph by LOWRANK, each from the last.
+
+    Parameters
+    ----------
+    formulations : iterable of Formulation
+        Problems on the same points and graph, differing in what a sweep changes (e.g.
+        ``dvu(graph, y, slack_weight=lam)`` for several ``lam``, or ``snr=`` values).
+    warm : bool
+        Start each solve after the first from the previous solve's factor
+        (``warm_start``) and multipliers (``warm_multipliers``,
+        :func:`sdpembed.lowrank.sweep.warm_multipliers`); ``False`` solves each
+        cold (the reference a warm sweep is compared with).
+    **options
+        LOWRANK options (:class:`~sdpembed.lowrank.LowRankOptions`) for every solve;
+        ``warm_start`` and ``warm_multipliers``, if given, apply to the first only.
+
+    Returns
+    -------
+    list of SolveReport
+        One per formulation, in order, as :func:`sdpembed.solve` returns them; each
+        formulation holds its own solution. A warm start changes where a solve begins,
+        not what it certifies: every report's gap is certified as in a cold solve.
+
+    Raises
+    ------
+    SdpEmbedError
+        As :func:`sdpembed.solve` (the sweep stops at the first failed solve).
+    """
+    reports = []
+    first = {k: options.pop(k) for k in ("warm_start", "warm_multipliers") if k in options}
+    prev = None
+    for k, f in enumerate(formulations):
+        kw = dict(options)
+        if k == 0:
+            kw.update(first)
+        elif warm and prev is not None:
+            factor, multipliers = prev
+            if factor is not None and np.any(factor):
+                kw["warm_start"] = factor
+            if multipliers is not None:
+                kw["warm_multipliers"] = multipliers
+        rep = solve(f, solver="LOWRANK", **kw)
+        reports.append(rep)
+        m = rep.extra.get("multipliers")
+        prev = (getattr(f, "factor", None),
+                None if m is None else (m["y"], m["nu"]))
+    return reports

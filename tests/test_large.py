@@ -578,7 +578,10 @@ def test_verification_is_reported_honestly_when_the_factorisation_cannot_run(dig
     def no_memory(*args, **kwargs):
         raise MemoryError("simulated")
 
+    # every sparse factorisation (CHOLMOD, QDLDL, SuperLU) runs out of memory
     monkeypatch.setattr(lowrank.sparse_slack.spla, "splu", no_memory)
+    monkeypatch.setattr(lowrank.sparse_slack._Bordered, "_factor_ldl", no_memory)
+    monkeypatch.setattr(lowrank.sparse_slack._Bordered, "_factor_cholmod", no_memory)
     with pytest.warns(Warning, match="LOWRANK"):
         rep = solve(dvu(graph, y, centroids="eliminated", distances="equality"),
                     solver="LOWRANK", tol=1e-5, dense_limits={"eig": 20})
@@ -1042,15 +1045,22 @@ def test_lowrank_imports_nothing_above_it():
     assert solvers_mod.TOOLKIT_BACKENDS["LOWRANK"] is lowrank.backend.BACKEND
 
 
-def test_mvu_verification_is_dense_below_the_limit_and_sparse_above(digits):
+@pytest.mark.parametrize("factorisation", ["cholmod", "lu"])
+def test_mvu_verification_is_dense_below_the_limit_and_sparse_above(digits, factorisation,
+                                                                     monkeypatch):
     """MVU's constant vector sits at -1, below the spectrum on 1-perp: the sparse proof
-    needs a tree basis of 1-perp and loses precision there, so up to DenseLimits.verify the
-    verification is a dense Cholesky factorisation, above it the sparse one; both bounds
-    lie below CLARABEL's optimum."""
+    needs a tree basis of 1-perp and can lose precision there, so up to DenseLimits.verify
+    the verification is a dense Cholesky factorisation (with CHOLMOD after one sparse try
+    just below the estimate, which succeeds here), above it the sparse one; every bound
+    lies below CLARABEL's optimum."""
+    if factorisation == "cholmod" and lowrank.sparse_slack.FACTORISATION != "cholmod":
+        pytest.skip("cvxopt (CHOLMOD) not installed")
+    monkeypatch.setattr(lowrank.sparse_slack, "FACTORISATION", factorisation)
     X, _, _, graph = digits
     f = mvu(graph)
     ref = solve(mvu(graph), solver="CLARABEL")
-    for limits, check in (({"eig": 20}, "cholesky"), ({"eig": 20, "verify": 30}, "sparse")):
+    below = "sparse" if factorisation == "cholmod" else "cholesky"
+    for limits, check in (({"eig": 20}, below), ({"eig": 20, "verify": 30}, "sparse")):
         rep = solve(f, solver="LOWRANK", tol=1e-4, dense_limits=limits)
         assert rep.extra["certificate_check"] == check, rep.extra["certificate"]
         assert rep.certified_gap is not None

@@ -17,7 +17,14 @@ from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
 from sdpembed.formulations.mvu import mvu_problem
 from sdpembed.graphs import knn_graph
+from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.sparse_slack import SlackParts, sparse_bottom, sparse_verify
+from sdpembed.lowrank.verify import _dense_verified_lambda_min, _sparse_verified_lambda_min
+
+#: CHOLMOD needs the optional cvxopt; QDLDL and SuperLU are always there
+METHODS = [pytest.param("cholmod", marks=pytest.mark.skipif(
+    sparse_slack.FACTORISATION != "cholmod", reason="cvxopt (CHOLMOD) not installed")),
+    "ldl", "lu"]
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +73,18 @@ def _cases(data):
     return out
 
 
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("case", ["dvu", "dvu snr", "dvu added rows", "mvu"])
-def test_verification_brackets_the_true_smallest_eigenvalue(data, case):
+def test_verification_brackets_the_true_smallest_eigenvalue(data, case, method):
     gp, y, nu = _cases(data)[case]
     space = _space(gp)
     w, norm = _exact(space, y, nu)
     lam = w[0]
-    below = sparse_verify(space, y, nu, lam - 1e-9 * norm)
+    below = sparse_verify(space, y, nu, lam - 1e-9 * norm, method=method)
     assert below.verified, below.reason
     assert 0 < below.bound < below.delta <= 1e-12 * norm
     for mode in ("full", "tree"):
-        above = sparse_verify(space, y, nu, lam + 1e-9 * norm, mode=mode)
+        above = sparse_verify(space, y, nu, lam + 1e-9 * norm, mode=mode, method=method)
         assert not above.verified
     # the coordinates chosen: full where 1 is an eigenvector above the shift (DVU without
     # rows that move it), the tree basis elsewhere (MVU: 1 sits at -1)
@@ -85,12 +93,13 @@ def test_verification_brackets_the_true_smallest_eigenvalue(data, case):
         assert below.mode == expected
 
 
-def test_full_coordinates_are_refused_where_they_would_fail(data):
+@pytest.mark.parametrize("method", METHODS)
+def test_full_coordinates_are_refused_where_they_would_fail(data, method):
     gp, y, nu = _cases(data)["mvu"]
     space = _space(gp)
     w, norm = _exact(space, y, nu)
-    full = sparse_verify(space, y, nu, w[0] - 1e-9 * norm, mode="full")
-    assert not full.verified and "pivot" in full.reason
+    full = sparse_verify(space, y, nu, w[0] - 1e-9 * norm, mode="full", method=method)
+    assert not full.verified and ("pivot" in full.reason or "LDL" in full.reason)
 
 
 @pytest.mark.parametrize("case", ["dvu", "dvu snr"])
@@ -123,3 +132,70 @@ def test_a_positive_low_rank_part_is_left_out_and_the_proof_stays_valid(data):
     for mu in (w[0] + 1e-9 * norm, w[0] + 1e-3 * norm):
         assert not sparse_verify(space, y_, 0.0, mu, mode="tree").verified
     assert sparse_verify(space, y_, 0.0, w[0] - 0.2 * norm, mode="tree").verified
+
+
+@pytest.fixture(scope="module")
+def near_singular(data):
+    """DVU at its optimum (LOWRANK, certified): S has a cluster of eigenvalues at 0, the
+    factor's rank of them, the hard case for a proof just below 0."""
+    X, y, graph = data
+    gp = dvu_problem(graph, y)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-6, random_state=0))
+    assert res.status == "optimal" and res.y is not None
+    return gp, res.y, res.nu
+
+
+@pytest.mark.parametrize("case", ["dvu", "dvu snr", "dvu added rows", "mvu", "optimum"])
+def test_verified_lambda_min_is_below_the_dense_one_and_agrees_with_the_dense_proof(
+        data, near_singular, case, monkeypatch):
+    """Each sparse proof (one factorisation at the estimate: CHOLMOD, QDLDL or SuperLU) gives
+    a bound at or below the exact smallest eigenvalue (dense ``eigvalsh``; indefinite S:
+    random multipliers, definite: MVU's, near-singular: the optimum's), within 1e-9 ||S|| of
+    it, of each other and of the dense Cholesky proof's bound."""
+    gp, y, nu = near_singular if case == "optimum" else _cases(data)[case]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    lam = w[0]
+    if case == "optimum":
+        assert abs(lam) < 1e-6 * norm and w[1] < 1e-6 * norm   # a cluster at zero
+    elif case == "mvu":
+        assert lam > 1e-3 * norm                                  # positive definite
+    else:
+        assert lam < -1e-3 * norm                                 # indefinite
+    got = {}
+    for method in [m if isinstance(m, str) else m.values[0] for m in METHODS]:
+        if method == "cholmod" and sparse_slack.FACTORISATION != "cholmod":
+            continue
+        monkeypatch.setattr(sparse_slack, "FACTORISATION", method)
+        mu, why, checks = _sparse_verified_lambda_min(space, y, nu, lam)
+        assert mu is not None, why
+        assert mu <= lam and lam - mu <= 1e-9 * norm
+        assert checks[-1].verified and checks[-1].factor_nnz > 0
+        got[method] = mu
+    if space.gp.n <= space.limits.verify:
+        mu_d, why, _ = _dense_verified_lambda_min(space, y, nu, lam)
+        assert mu_d is not None, why
+        assert mu_d <= lam and abs(got["ldl"] - mu_d) <= 1e-9 * norm
+    assert max(got.values()) - min(got.values()) <= 1e-9 * norm
+    # an estimate above the smallest eigenvalue is never "verified" there
+    mu, _, checks = _sparse_verified_lambda_min(space, y, nu, lam + 1e-3 * norm)
+    assert mu is None or mu <= lam
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_shift_invert_solves_agree(data, method):
+    """The shift-invert operator of each factorisation solves the system (SuperLU's as
+    the reference)."""
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    b = np.random.default_rng(5).standard_normal((space.dim, 3))
+    out = {}
+    for m in (method, "lu"):
+        solve, positive = sparse_slack.factor_at_shift(space, y, nu, w[0] - 0.1 * norm,
+                                                       method=m)
+        assert positive
+        out[m] = solve(b)
+    np.testing.assert_allclose(out[method], out["lu"], rtol=1e-8, atol=1e-10)
+    S = _dense_S(space, y, nu) - (w[0] - 0.1 * norm) * np.eye(space.dim)
+    np.testing.assert_allclose(S @ out[method], b, atol=1e-7 * np.abs(b).max())

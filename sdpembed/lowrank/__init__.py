@@ -18,7 +18,9 @@ Modules: :mod:`~sdpembed.lowrank.options` (settings), :mod:`~sdpembed.lowrank.sp
 :mod:`~sdpembed.lowrank.inner` (L-BFGS, Newton–CG), :mod:`~sdpembed.lowrank.alm`,
 :mod:`~sdpembed.lowrank.outer`, :mod:`~sdpembed.lowrank.reduced_ipm` (+
 :mod:`~sdpembed.lowrank.lmi_lp`, :mod:`~sdpembed.lowrank.ipm_common`),
-:mod:`~sdpembed.lowrank.solve`, :mod:`~sdpembed.lowrank.backend`.
+:mod:`~sdpembed.lowrank.solve`, :mod:`~sdpembed.lowrank.backend`,
+:mod:`~sdpembed.lowrank.sweep` (a sweep's warm multipliers; the sweep itself is
+:func:`sdpembed.solvers.solve_sweep`).
 
 Method
 ------

@@ -122,6 +122,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "history": result.history,
         "time_split": result.timings,
         "max_abs_multiplier": max(result.max_abs_multiplier, default=None),
+        # the reported certificate's multipliers: a warm start for a sweep's next solve
+        "multipliers": (None if result.y is None else
+                        {"y": np.asarray(result.y), "nu": np.asarray(result.nu)}),
     }
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status == "unbounded":
@@ -153,7 +156,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         status=status, objective=float(result.objective), solver=BACKEND_NAME,
         solver_version=_version(), options={**opts.__dict__, "warm_start": str(opts.warm_start)
                                             if not isinstance(opts.warm_start, np.ndarray)
-                                            else "array"},
+                                            else "array",
+                                            "warm_multipliers": None
+                                            if opts.warm_multipliers is None else "arrays"},
         compile_seconds=time.perf_counter() - t1,
         solve_seconds=result.seconds, iterations=result.iterations,
         gap=(result.certified_gap if result.certified_gap is not None

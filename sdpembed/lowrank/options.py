@@ -98,6 +98,14 @@ class LowRankOptions:
         its solution; an (n, k) array: start from that factor. ``None`` is the
         default because the reduced optima can be far from the full one (a smooth
         basis cannot hold the local distances; ``docs/tuning.md``).
+    warm_multipliers : tuple of ndarray, optional
+        ``(y, nu)``: the multipliers of a solve of a problem on the same graph (its
+        ``SolveReport.extra["multipliers"]``, or ``LowRankResult.y, .nu``), which the
+        augmented Lagrangian starts from instead of zero (``distances="interval"``: ``y``
+        clipped to the new box :math:`|y_e|\\le w_e`). With ``warm_start`` set to that
+        solve's factor the first subproblem starts near the new optimum (a sweep of slack
+        weights or SNR values: :func:`sdpembed.solvers.solve_sweep`). Sizes are checked
+        against the problem.
     max_outer, max_inner, max_newton : int
         Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
         truncated Newton–CG iterations per subproblem. ``max_inner`` is generous: a
@@ -162,6 +170,7 @@ class LowRankOptions:
     max_rank: int = 200
     warm_start: Any = None
     warm_basis_rank: int = 30
+    warm_multipliers: Any = None
     max_outer: int = 200
     max_inner: int = 6000
     max_newton: int = 50
@@ -215,6 +224,13 @@ class LowRankOptions:
             # a zero factor is a stationary point of the factored problem: it never moves
             raise InputError("LOWRANK warm_start must be an (n, k) factor of finite numbers, "
                              "not all zero")
+        if self.warm_multipliers is not None:
+            wm = self.warm_multipliers
+            if not (isinstance(wm, (tuple, list)) and len(wm) == 2 and all(
+                    np.ndim(a) == 1 and np.all(np.isfinite(np.asarray(a, dtype=float)))
+                    for a in wm)):
+                raise InputError("LOWRANK warm_multipliers must be a pair (y, nu) of 1-d "
+                                 "arrays of finite numbers")
         if not (self.time_limit > 0):
             raise InputError("LOWRANK time_limit must be positive (seconds)")
         if self.reduced_solver not in REDUCED_SOLVERS:

@@ -23,6 +23,7 @@ from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, resto
 from .result import LowRankResult, _SolveState
 from .space import FactorSpace
 from .spectrum import _bottom
+from .sweep import warm_multipliers
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +136,8 @@ class _OuterLoop:
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = np.zeros(space.q)
+        if opts.warm_multipliers is not None:
+            self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
         self.envelope = None if pen.mode != "interval" else (

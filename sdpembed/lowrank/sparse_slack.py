@@ -50,31 +50,41 @@ border columns, and a fill-reducing symmetric ordering puts them last.
 
 Verification, rounding included
 -------------------------------
-:math:`\hat M \approx N(\mu) - \delta I` is formed in floating point and factorised by
-sparse LU without pivoting (SuperLU, symmetric mode, diagonal pivots, a symmetric
-fill-reducing permutation :math:`P`): :math:`\hat L\hat U = P\hat MP^T + \Delta` with
-:math:`|\Delta| \le \gamma_c|\hat L||\hat U|` (Higham, *Accuracy and Stability of
-Numerical Algorithms*, 2nd ed., Thm 9.3, with :math:`c` one more than the largest number
-of non-zero terms of an inner product). Write :math:`\hat D = \mathrm{diag}(\hat U)` and
-:math:`F = \hat U - \hat D\hat L^T` (zero in exact arithmetic for a symmetric matrix).
-Then
+:math:`\hat M \approx N(\mu) - \delta I` is formed in floating point and factorised
+symmetrically, without pivoting, after a fill-reducing symmetric permutation :math:`P`
+(:data:`FACTORISATION`): by CHOLMOD's supernodal Cholesky (through the optional cvxopt),
+:math:`P\hat MP^T = \hat L\hat L^T + \Delta`, which stops at a non-positive pivot; by
+QDLDL's :math:`\hat L\hat D\hat L^T` with AMD (a dependency of cvxpy); or by SuperLU's LU
+in symmetric mode (diagonal pivots), :math:`\hat L\hat U = P\hat MP^T + \Delta`. In each,
+:math:`|\Delta| \le \gamma_c|\hat L||\hat D||\hat L^T|` (resp. :math:`\gamma_c|\hat L||\hat U|`;
+Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., Thms 9.3 and 10.3, with
+:math:`c` a few more than the largest number of non-zero terms of an inner product). For
+LU write :math:`\hat D = \mathrm{diag}(\hat U)` and :math:`F = \hat U - \hat D\hat L^T` (zero
+in exact arithmetic for a symmetric matrix; zero by construction for the symmetric
+factorisations). Then
 
 .. math::
 
     P(N - \delta I)P^T = \hat L\hat D\hat L^T + R,\qquad
-    \|R\|_2 \le \|\hat M - (N-\delta I)\|_2 + \gamma_c\|\,|\hat L||\hat U|\,\|_2
+    \|R\|_2 \le \|\hat M - (N-\delta I)\|_2 + \gamma_c\|\,|\hat L||\hat D||\hat L^T|\,\|_2
     + \|\,|\hat L||F|\,\|_2,
 
 and if every pivot :math:`\hat d_k` is positive, :math:`\hat L\hat D\hat L^T \succeq 0`
 exactly, so :math:`N \succeq (\delta - \|R\|_2) I`: the claim
 :math:`\lambda_{\min}(S) > \mu` on :math:`\mathbf 1^\perp` is proved when the bound on
-:math:`\|R\|_2` is below :math:`\delta`. The bounds are a posteriori and rigorous:
+:math:`\|R\|_2` is below :math:`\delta`. One factorisation, at the estimate less a margin,
+usually suffices (:func:`default_delta` sets :math:`\delta` above the bound it will meet):
+no bisection. The bounds are a posteriori and rigorous:
 the forming error entrywise by :math:`\gamma_t` times the sum of the absolute terms
 (Gershgorin on that non-negative matrix), :math:`\|\,|\hat L||\hat D||\hat L^T|\,\|_2` by
 the Collatz–Wielandt bound :math:`\max_i (Xv)_i/v_i` for a positive :math:`v` (a few
 power steps), the other products by :math:`\sqrt{\|\cdot\|_1\|\cdot\|_\infty}`, each sum
 of non-negative terms inflated by 1.001 (far above its own rounding). Nothing about
 the factorisation's stability is assumed: an unstable one gives large bounds and fails.
+
+Fill: the graphs' random long edges make them expanders, with no small separators, so
+every ordering leaves a factor far denser than the graph (docs/tuning.md, "LOWRANK at
+scale"); the supernodal Cholesky does those dense flops with BLAS-3.
 """
 
 from __future__ import annotations
@@ -92,7 +102,7 @@ from ..formulations.gram import DiagPlusLowRank
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
-           "full_coordinates"]
+           "full_coordinates", "default_delta", "FACTORISATION"]
 
 _U = 2.0 ** -53
 #: inflation of every computed sum of non-negative terms in the error bounds (their own
@@ -208,7 +218,8 @@ class SparseCheck:
 class _Bordered:
     """The bordered matrix :math:`\\hat M = N(\\mu) - \\delta I` and its LU factorisation."""
 
-    def __init__(self, parts: SlackParts, mu: float, delta: float, T: sp.csc_matrix | None):
+    def __init__(self, parts: SlackParts, mu: float, delta: float, T: sp.csc_matrix | None,
+                 method: str | None = None):
         A, A_abs, U = parts.A, parts.A_abs, parts.U
         n = A.shape[0]
         p = U.shape[1]
@@ -250,7 +261,16 @@ class _Bordered:
         self.p = p
         self.size = q + p
         self.lu = None
+        self.ldl = None
         self.reason = ""
+        self.method = _method(method)
+        self.chol = None
+        if self.method == "ldl":
+            self._factor_ldl()
+            return
+        if self.method == "cholmod":
+            self._factor_cholmod()
+            return
         try:
             self.lu = spla.splu(self.M, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
                                 options={"SymmetricMode": True})
@@ -262,11 +282,90 @@ class _Bordered:
         if not np.array_equal(self.lu.perm_r, self.lu.perm_c):
             self.reason = "the factorisation pivoted off the diagonal"
 
+    def _factor_ldl(self) -> None:
+        """:math:`P\\hat MP^T = \\hat L\\hat D\\hat L^T` by QDLDL (AMD ordering, no pivoting)."""
+        import qdldl
+
+        try:
+            solver = qdldl.Solver(sp.triu(self.M, format="csc"), upper=True)
+        except RuntimeError as exc:  # a zero pivot, or a structurally missing diagonal
+            self.reason = f"LDL^T factorisation failed: {exc}"
+            return
+        except MemoryError:
+            raise
+        L, D, perm = solver.factors()
+        self.ldl = (solver, sp.csc_matrix(L), np.asarray(D, dtype=float),
+                    np.asarray(perm, dtype=np.int64))
+
+    def _factor_cholmod(self) -> None:
+        """:math:`P\\hat MP^T = \\hat L\\hat L^T` by CHOLMOD's supernodal Cholesky (through
+        cvxopt; its fill-reducing ordering). A matrix that is not positive definite stops it
+        at a non-positive pivot."""
+        from cvxopt import cholmod, spmatrix
+
+        low = sp.tril(self.M, format="coo")
+        A = spmatrix(low.data, low.row.astype(np.int64), low.col.astype(np.int64),
+                     (self.size, self.size))
+        saved = dict(cholmod.options)
+        cholmod.options["supernodal"] = 2      # always supernodal: L L^T, never L D L^T
+        try:
+            F = cholmod.symbolic(A, uplo="L")
+            cholmod.numeric(A, F)
+        except ArithmeticError:
+            self.reason = "a non-positive pivot (Cholesky stopped)"
+            return
+        finally:
+            cholmod.options.clear()
+            cholmod.options.update(saved)
+        self.chol = (F, A)
+
+    def _cholmod_factor(self) -> sp.csr_matrix:
+        """The computed factor :math:`\\hat L` (converting it ends the factorisation's use for
+        solves: called last)."""
+        from cvxopt import cholmod
+
+        L = cholmod.getfactor(self.chol[0])
+        colptr, rowind, values = L.CCS
+        return sp.csc_matrix((np.asarray(values).ravel(), np.asarray(rowind).ravel(),
+                              np.asarray(colptr).ravel()), shape=L.size).tocsr()
+
+    @property
+    def factored(self) -> bool:
+        return self.lu is not None or self.ldl is not None or self.chol is not None
+
+    def solve(self, b: np.ndarray) -> np.ndarray:
+        """:math:`\\hat M^{-1}b` (``b`` a vector or the columns of a matrix)."""
+        if self.chol is not None:
+            from cvxopt import cholmod, matrix
+
+            x = matrix(np.asfortranarray(b.reshape(b.shape[0], -1), dtype=float))
+            cholmod.solve(self.chol[0], x)
+            return np.array(x).reshape(b.shape)
+        if self.ldl is None:
+            return self.lu.solve(b)
+        solver = self.ldl[0]
+        if b.ndim == 1:
+            return solver.solve(b)
+        return np.column_stack([solver.solve(np.ascontiguousarray(b[:, k]))
+                                for k in range(b.shape[1])])
+
     def pivots(self) -> np.ndarray:
-        return self.lu.U.diagonal()
+        if self.chol is not None:     # Cholesky completed: every pivot was positive
+            return np.ones(self.size)
+        return self.ldl[2] if self.ldl is not None else self.lu.U.diagonal()
 
     def residual_bound(self) -> float:
         """Bound on :math:`\\|R\\|_2` (module docstring) from the computed factors."""
+        if self.chol is not None:
+            L = self._cholmod_factor()
+            if not np.all(L.diagonal() > 0):
+                return np.inf
+            self._nnz = int(L.nnz)
+            return self._symmetric_residual_bound(L, np.ones(self.size))
+        if self.ldl is not None:
+            _, Ls, d, _ = self.ldl
+            return self._symmetric_residual_bound(
+                (abs(Ls) + sp.identity(Ls.shape[0], format="csc")).tocsr(), d)
         L = abs(self.lu.L).tocsr()
         Uf = self.lu.U.tocsr()
         d = Uf.diagonal()
@@ -309,8 +408,91 @@ class _Bordered:
         extra = _UP * (_gamma(c_corner) - _gamma(c)) * float(np.sqrt(np.sum(corner * corner)))
         return self.form_error + _gamma(c) * (rho_ldl + lf) * _UP + lf + max(extra, 0.0)
 
+    def _symmetric_residual_bound(self, L: sp.csr_matrix, d: np.ndarray) -> float:
+        r"""Bound on :math:`\|R\|_2` for :math:`P\hat MP^T = \hat L\hat D\hat L^T + \Delta`
+        (QDLDL: unit :math:`\hat L`, pivots :math:`\hat D`; CHOLMOD: :math:`\hat D = I`).
+
+        Entry :math:`(i, j)` of :math:`\hat L\hat D\hat L^T` sums at most
+        :math:`c_{ij} = \min(\ell_i, \ell_j)` products (:math:`\ell_i` the stored entries of
+        row :math:`i` of the factor), and each computed entry of the factor comes from one
+        such inner product, a division by a pivot (or a square root) and, for
+        :math:`LDL^T`, one product with a pivot; so :math:`|\Delta_{ij}| \le
+        \gamma_{c_{ij}+2}(|\hat L||\hat D||\hat L^T|)_{ij}` (Higham, *Accuracy and
+        Stability*, Thms 9.3 and 10.3, for any order of the sums, blocked or supernodal).
+        With :math:`B` the longest rows (the border's, at most :math:`2p + 8`) and
+        :math:`c_0` the longest row outside :math:`B`, every entry with an index outside
+        :math:`B` has :math:`c_{ij}\le c_0`, so
+        :math:`\|\Delta\|_2 \le \gamma_{c_0+2}\,\rho(|\hat L||\hat D||\hat L^T|) +
+        (\gamma_{c_{\max}+2} - \gamma_{c_0+2})\,\|(|\hat L||\hat D||\hat L^T|)_{BB}\|_F`.
+        There is no :math:`F` term: the factorisation is symmetric by construction."""
+        L = abs(L).tocsr()
+        size = L.shape[0]
+        dabs = np.abs(d)
+        rows_L = np.diff(L.indptr)
+        k = min(size - 1, 2 * self.p + 8)
+        c0 = int(np.partition(rows_L, size - 1 - k)[size - 1 - k]) if size > 1 else 1
+        long = rows_L > c0
+        c_max = int(rows_L.max(initial=1))
+        Lt = L.T.tocsr()
+
+        def X(v):
+            return L @ (dabs * (Lt @ v))
+        v = np.ones(size)
+        for _ in range(_POWER_STEPS):
+            w = X(v)
+            v = w / w.max() + 1e-300
+        w = X(v)
+        rho = _UP * float(np.max(w / v))
+        extra = 0.0
+        if long.any():
+            Lb = L[long]
+            block = (Lb @ sp.diags(dabs) @ Lb.T).toarray()
+            extra = _UP * (_gamma(c_max + 2) - _gamma(c0 + 2)) * float(
+                np.sqrt(np.sum(block * block)))
+        return self.form_error + _UP * _gamma(c0 + 2) * rho + max(extra, 0.0)
+
     def factor_nnz(self) -> int:
+        """Non-zeros of the factors (``L`` and ``U``; for LDL^T ``L`` and the pivots)."""
+        if self.chol is not None:
+            return getattr(self, "_nnz", 0)
+        if self.ldl is not None:
+            return int(self.ldl[1].nnz + self.ldl[2].size)
         return int(self.lu.L.nnz + self.lu.U.nnz) if self.lu is not None else 0
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+#: the sparse factorisation of the bordered matrix: ``"cholmod"`` (CHOLMOD's supernodal
+#: Cholesky, through the optional dependency cvxopt) where it imports, else ``"ldl"``
+#: (QDLDL's LDL^T with AMD, a dependency of cvxpy), else ``"lu"`` (SuperLU, symmetric mode)
+FACTORISATION = "cholmod" if _importable("cvxopt") else "ldl" if _importable("qdldl") else "lu"
+_METHODS = ("cholmod", "ldl", "lu")
+
+
+def _method(method: str | None) -> str:
+    method = FACTORISATION if method is None else method
+    if method not in _METHODS:
+        raise ValueError(f"factorisation must be one of {_METHODS}, got {method!r}")
+    return method
+
+
+def default_delta(parts: SlackParts, mu: float, method: str | None = None) -> float:
+    """The first shift :math:`\\delta` of :func:`sparse_verify` at ``mu``: above the rounding
+    bound it will be checked against. SuperLU: 50 :math:`\\gamma_t` (t the terms of one entry
+    of S) times a bound on :math:`\\|S - \\mu I\\|` (a second try doubles the bound it met).
+    The symmetric factorisations' bound is :math:`\\gamma_{c+2}` times about that norm, c the
+    longest row of their factor (up to the matrix size when the fill is dense, as for graphs
+    with random long edges): 4 :math:`\\gamma_{m+2}` times it, m the bordered size, so that
+    one factorisation suffices."""
+    scale = max(parts.norm_bound + abs(mu), 1e-300)
+    delta = 50.0 * _gamma(parts.terms) * scale
+    if _method(method) != "lu":
+        delta = max(delta, 4.0 * _gamma(parts.A.shape[0] + parts.U.shape[1] + 2) * scale)
+    return delta
 
 
 def full_coordinates(space: FactorSpace, parts: SlackParts, mu: float) -> bool:
@@ -328,21 +510,21 @@ def full_coordinates(space: FactorSpace, parts: SlackParts, mu: float) -> bool:
 
 def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, mu: float, *,
                   parts: SlackParts | None = None, delta: float | None = None,
-                  mode: str | None = None) -> SparseCheck:
+                  mode: str | None = None, method: str | None = None) -> SparseCheck:
     """Prove :math:`\\lambda_{\\min}(S(y,\\nu)) > \\mu` on :math:`\\mathbf 1^\\perp` by one sparse
     factorisation (module docstring); a second with a larger shift ``delta`` if the first's
-    rounding bound exceeds its own. Full space only."""
+    rounding bound exceeds its own. Full space only. ``method``: ``"ldl"`` or ``"lu"``
+    (default :data:`FACTORISATION`)."""
     t0 = time.perf_counter()
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     if mode is None:
         mode = "full" if full_coordinates(space, parts, mu) else "tree"
     T = None if mode == "full" else _tree_basis(space)
-    scale = parts.norm_bound + abs(mu)
-    delta = 50.0 * _gamma(parts.terms) * max(scale, 1e-300) if delta is None else delta
+    delta = default_delta(parts, mu, method) if delta is None else delta
     last = None
     for _ in range(2):
-        fac = _Bordered(parts, mu, delta, T)
-        if fac.lu is None or fac.reason:
+        fac = _Bordered(parts, mu, delta, T, method)
+        if not fac.factored or fac.reason:
             return SparseCheck(False, mu, delta, np.inf, mode, time.perf_counter() - t0,
                                fac.factor_nnz(), fac.reason)
         piv = fac.pivots()
@@ -361,24 +543,23 @@ def sparse_verify(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
 
 
 def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, sigma: float,
-                    *, parts: SlackParts | None = None
+                    *, parts: SlackParts | None = None, method: str | None = None
                     ) -> tuple[Callable[[np.ndarray], np.ndarray] | None, bool]:
     """``(solve, positive)``: :math:`b \\mapsto (S - \\sigma I)^{-1} b` on the full space by the
     bordered factorisation at ``sigma``, and whether its pivots are all positive (then
     :math:`\\sigma < \\lambda_{\\min}(S)` up to rounding; a count of negative pivots counts the
     eigenvalues below ``sigma``)."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
-    fac = _Bordered(parts, sigma, 0.0, None)
-    if fac.lu is None or fac.reason:
+    fac = _Bordered(parts, sigma, 0.0, None, method)
+    if not fac.factored or fac.reason:
         return None, False
     n, p = parts.A.shape[0], parts.U.shape[1]
-    lu = fac.lu
 
     def solve(b):
         b = np.asarray(b, dtype=float)
         rhs = np.zeros((n + p,) + b.shape[1:])
         rhs[:n] = b
-        return lu.solve(rhs)[:n]
+        return fac.solve(rhs)[:n]
     return solve, bool(np.all(fac.pivots() > 0))
 
 

@@ -229,15 +229,21 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None
     space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
     Lanczos on a sparse factorisation
     (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`), shifted below ``guess`` (an
-    estimate of :math:`\\lambda_{\\min}`, e.g. the last one) or a small fraction of a
-    bound on :math:`\\|S\\|` below zero. Values are Rayleigh quotients (unverified above
+    estimate of :math:`\\lambda_{\\min}`, e.g. the last one; without one, a coarse Lanczos
+    estimate, so that the first factorisation lies below the spectrum instead of a
+    sequence of shifts lowered tenfold) or a small fraction of a bound on
+    :math:`\\|S\\|` below zero. Values are Rayleigh quotients (unverified above
     ``limits.eig``)."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
     floor = 1e-9 * scale
-    sigma = -floor if guess is None or not np.isfinite(guess) else \
-        min(guess, 0.0) - max(abs(guess), floor)
+    if guess is None or not np.isfinite(guess):
+        # Ritz value minus residual: below lambda_min unless Lanczos missed it
+        low = min(_lambda_min(space, y, nu, tol=1e-3).value, 0.0)
+        sigma = low - max(0.1 * abs(low), floor)
+    else:
+        sigma = min(guess, 0.0) - max(abs(guess), floor)
     lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma)
     return lam, X
 

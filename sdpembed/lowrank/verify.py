@@ -11,7 +11,14 @@ import scipy.linalg as sla
 from ..exceptions import InputError
 from ..formulations import gram
 from .space import FactorSpace
-from .sparse_slack import SlackParts, SparseCheck, full_coordinates, sparse_bottom, sparse_verify
+from .sparse_slack import (
+    SlackParts,
+    SparseCheck,
+    default_delta,
+    full_coordinates,
+    sparse_bottom,
+    sparse_verify,
+)
 from .spectrum import _dense_bottom, _dense_shifted, _gershgorin
 
 # ----------------------------------------------------------------------- verified lambda_min
@@ -139,7 +146,9 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
     Tries :func:`~sdpembed.lowrank.sparse_slack.sparse_verify` just below the estimate
-    (``_FIRST_MARGIN`` times a bound on :math:`\\|S\\|`). An estimate above the smallest
+    (``_FIRST_MARGIN`` times a bound on :math:`\\|S\\|`, or twice the shift
+    :func:`~sdpembed.lowrank.sparse_slack.default_delta` the proof adds, whichever is
+    larger): one factorisation when the estimate is good. An estimate above the smallest
     eigenvalue (Lanczos can miss it) shows as a non-positive pivot: the estimate is then
     replaced by shift-invert's (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`,
     where the constant vector is an eigenvector; elsewhere the tries go ever lower, factors
@@ -152,7 +161,8 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
             parts = SlackParts.of(space, y, nu)
         except TypeError as exc:
             return None, str(exc), []
-    margin = max(_FIRST_MARGIN * parts.norm_bound, 1e-300)
+    # the first try must sit below the estimate by more than the shift its proof adds
+    margin = max(_FIRST_MARGIN * parts.norm_bound, 2.0 * default_delta(parts, mu_est), 1e-300)
     checks: list[SparseCheck] = []
     est, step, re_estimated = float(mu_est), margin, False
     try:
@@ -242,9 +252,14 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
     vector) the sparse proof needs a basis of :math:`\\mathbf 1^\\perp`, whose conditioning
     costs precision; up to ``limits.verify`` points a dense Cholesky factorisation of
     :math:`PSP + (c/n)\\mathbf 1\\mathbf 1^T` is used instead
-    (:func:`_dense_verified_lambda_min`), above it the sparse proof on a tree basis.
+    (:func:`_dense_verified_lambda_min`), above it the sparse proof on a tree basis. With
+    CHOLMOD (supernodal, :data:`~sdpembed.lowrank.sparse_slack.FACTORISATION`) the tree
+    basis is tried first, once, just below the estimate: a success there is as tight as
+    the dense proof and far cheaper; otherwise the dense proof follows.
     Returns ``(mu or None, reason, checks)``.
     """
+    from . import sparse_slack
+
     try:
         parts = SlackParts.of(space, y, nu)
     except TypeError as exc:
@@ -252,4 +267,11 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
     if full_coordinates(space, parts, float(mu_est) - _FIRST_MARGIN * parts.norm_bound) \
             or space.dim > space.limits.verify:
         return _sparse_verified_lambda_min(space, y, nu, mu_est, parts=parts)
-    return _dense_verified_lambda_min(space, y, nu, mu_est)
+    tried: list = []
+    if sparse_slack.FACTORISATION == "cholmod":
+        mu, _, tried = _sparse_verified_lambda_min(space, y, nu, mu_est, max_steps=1,
+                                                   parts=parts)
+        if mu is not None:
+            return mu, "", tried
+    mu, why, checks = _dense_verified_lambda_min(space, y, nu, mu_est)
+    return mu, why, tried + checks

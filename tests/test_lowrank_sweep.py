@@ -1,0 +1,63 @@
+"""Warm-started sweeps on one graph (sdpembed.solvers.solve_sweep).
+
+Reference: the same problems solved cold. Each solve is certified to ``tol`` = 1e-5, so a
+warm and a cold objective of one problem differ by at most the two gaps,
+2e-5 max(1, |p|); the last slack weight makes slacks active (its objective moves), so the
+warm start must follow a changed optimum, not just restate the previous one.
+"""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+
+from sdpembed.exceptions import InputError
+from sdpembed.formulations import dvu
+from sdpembed.graphs import knn_graph
+from sdpembed.solvers import solve, solve_sweep
+
+LAMS = [0.1, 0.05, 0.02]
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def instance():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(y.size)[:80]
+    X, y = X[idx].astype(float), y[idx].copy()
+    y[rng.random(idx.size) > 0.7] = -1
+    return knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y
+
+
+def _formulations(instance):
+    graph, y = instance
+    return [dvu(graph, y, centroids="eliminated", slack_weight=lam) for lam in LAMS]
+
+
+def test_a_warm_sweep_certifies_the_cold_optima(instance):
+    cold = solve_sweep(_formulations(instance), warm=False, tol=TOL)
+    fs = _formulations(instance)
+    warm = solve_sweep(fs, tol=TOL)
+    for c, w in zip(cold, warm):
+        assert c.status == w.status == "optimal"
+        assert c.certified_gap <= TOL and w.certified_gap <= TOL
+        assert abs(c.objective - w.objective) <= 2 * TOL * max(1.0, abs(c.objective))
+    # the objective moves along the sweep (slacks become active at the last weight)
+    assert cold[-1].objective < cold[0].objective - 1e-2
+    # the first solve is cold in both; the later ones start from the previous solution
+    assert warm[0].iterations == cold[0].iterations
+    assert sum(r.iterations for r in warm[1:]) <= sum(r.iterations for r in cold[1:])
+    # each formulation holds its own solution
+    assert all(f.factor is not None for f in fs)
+    assert warm[-1].extra["multipliers"]["y"].shape == (instance[0].n_edges,)
+
+
+def test_warm_multipliers_of_another_graph_are_refused(instance):
+    graph, y = instance
+    f = dvu(graph, y, centroids="eliminated")
+    with pytest.raises(InputError, match="distance rows"):
+        solve(f, solver="LOWRANK", warm_multipliers=(np.zeros(3), np.zeros(0)))
+    with pytest.raises(InputError, match="warm_multipliers"):
+        solve(f, solver="LOWRANK", warm_multipliers=np.zeros(3))
+    with pytest.raises(InputError, match="warm_multipliers"):
+        solve(f, solver="LOWRANK", warm_multipliers=(np.full(3, np.nan), np.zeros(0)))
