@@ -50,7 +50,7 @@ __all__ = ["DiagPlusLowRank", "DenseSym", "GramProblem", "GramFormulation", "edg
 
 logger = logging.getLogger(__name__)
 
-DISTANCE_MODES = ("interval", "equality", "quadratic")
+DISTANCE_MODES = ("interval", "equality", "quadratic", "shrink")
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,6 +70,8 @@ class GramProblem:
       :math:`\\epsilon \\ge 0`, penalty :math:`\\lambda \\sum_e \\epsilon_e`;
     * ``"quadratic"``: penalty :math:`\\lambda\\sum_e (D_e + \\bar D_e - 2\\sqrt{D_e \\bar D_e})
       = \\lambda \\sum_e (d_e - \\bar d_e)^2`;
+    * ``"shrink"``: :math:`D_e(G) \\le \\bar D_e` for every edge (shrink-only; :math:`G = 0`
+      is strictly feasible, so the dual optimum is attained);
 
     and optionally ``snr`` (:math:`\\langle C_b, G\\rangle \\ge \\eta \\langle C_i, G\\rangle`)
     and ``ratio`` (:math:`\\langle C_i,G\\rangle^2 / \\langle C_b,G\\rangle \\le \\epsilon
@@ -922,6 +924,9 @@ def _base_problem(gp: GramProblem, basis, centered_basis: bool, parameters, vari
         constraints += [D >= target - cp.multiply(target, eps),
                         D <= target + cp.multiply(target, eps)]
         objective = objective + lam * cp.sum(eps)
+    elif gp.distances == "shrink":
+        if gp.edges.shape[0]:
+            constraints.append(D <= target)
     elif gp.distances == "quadratic":
         penalty = cp.sum(D) + target.sum() - 2 * (np.sqrt(target) @ cp.sqrt(D))
         objective = objective + parameters["slack_weight"] * penalty
