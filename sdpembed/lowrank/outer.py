@@ -386,18 +386,17 @@ class _OuterLoop:
         :math:`\alpha \le 1` with :math:`\alpha^2 D(W) \le \bar D` (centring and the SNR
         constraint are homogeneous and kept), when the added rows stay within
         ``feas_tol``; else ``None``. ``W`` itself when it is feasible (``infeas`` 0).
-        Also the iterate with its violated edges contracted first
-        (:func:`_contract_violated`, full space) and, when ``near`` (the gap is nearly
-        closed), the iterate moved onto its violated and
-        active edges first (:func:`restore_feasibility`), then scaled; the lower objective
-        is kept. Rounds that leave a violation above 1e-12 end those moves for the rest
-        of the solve."""
+        When ``near`` (the gap is nearly closed), also the iterate with its violated edges
+        contracted first (:func:`_contract_violated`, full space) and the iterate moved
+        onto its violated and active edges first (:func:`restore_feasibility`), each then
+        scaled; the lowest objective is kept. Rounds that leave a violation above 1e-12
+        end those moves for the rest of the solve."""
         space, pen = self.space, self.pen
         if infeas == 0.0:
             quad, D, _ = self.alm.objective_parts(W)
             return W, quad + pen.objective(D), 0.0
         starts = [W]
-        if space.Q is None:
+        if near and space.Q is None:
             starts.append(_contract_violated(space, pen, W))
         if near and self.shrink_steps:
             # the violated and active edges moved onto D_e = Dbar_e first (the scaling
