@@ -24,9 +24,11 @@ variants of Maximum Variance Unfolding:
 
 * **Shrink-only MVU**: distances may shrink but not grow,
   :math:`G_{ii} + G_{jj} - 2G_{ij} \le \bar D_{ij}`, with :math:`\max\mathrm{tr}\,G`
-  (a connected graph still bounds the trace). ``"LOWRANK"`` does not take a blank
-  SDP whose only distance rows are inequalities (it needs equality distance rows),
-  so this one is solved by ``shrink_solver`` (``"auto"`` picks a conic backend).
+  (a connected graph still bounds the trace; Sun, Boyd, Xiao & Diaconis, SIAM Review
+  2006, show it is the dual of the fastest mixing Markov process on the graph).
+  ``"LOWRANK"`` reads rows :math:`G_{ii} + G_{jj} - 2G_{ij} \le ar D_{ij}` as
+  shrink-only distance edges, the same problem as
+  ``sdpembed.formulations.mvu(graph, distances="shrink")``.
 
 * **Minimum Volume Embedding** (Shaw & Jebara, AISTATS 2007):
   :func:`sdpembed.sequential.minimum_volume_embedding`, a sequence of
@@ -70,20 +72,23 @@ def shrink_only_mvu(graph):
              .with_objective(-cp.trace(G)))
 
 
-def run(solver="CLARABEL", n_samples=40, shrink_solver="auto", mve_steps=2, quiet=True):
-    """The three variants on ``n_samples`` digits; returns their reports and Gram matrices."""
+def run(solver="CLARABEL", n_samples=40, shrink_solver=None, mve_steps=2, quiet=True):
+    """The three variants on ``n_samples`` digits; returns their reports and Gram matrices
+    (``shrink_solver``: the shrink-only variant's backend, ``solver`` by default)."""
     X, y = load_demo_data(n_samples, random_state=0)
     graph = knn_graph(X, n_neighbors=4, n_random=1, random_state=0)
     colored = colored_mvu(graph, y)
     rep_colored = solve(colored, solver=solver)
     shrink = shrink_only_mvu(graph)
-    rep_shrink = solve(shrink, solver=shrink_solver)
+    rep_shrink = solve(shrink, solver=shrink_solver or solver)
     mve = minimum_volume_embedding(graph, 2, solver=solver, max_iter=mve_steps)
     if not quiet:
         print(f"Colored MVU     {rep_colored.solver:8s} objective {rep_colored.objective: .6f}"
               + (f"  certified gap {rep_colored.certified_gap:.1e}"
                  if rep_colored.certified_gap is not None else ""))
-        print(f"shrink-only MVU {rep_shrink.solver:8s} objective {rep_shrink.objective: .6f}")
+        print(f"shrink-only MVU {rep_shrink.solver:8s} objective {rep_shrink.objective: .6f}"
+              + (f"  certified gap {rep_shrink.certified_gap:.1e}"
+                 if rep_shrink.certified_gap is not None else ""))
         print("MVE             " + f"{mve.reports[-1].solver:8s} spectral gap after each solve: "
               + ", ".join(f"{v:.4f}" for v in mve.history))
     return {"colored": rep_colored, "shrink": rep_shrink, "mve": mve, "y": y,

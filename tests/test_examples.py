@@ -132,6 +132,25 @@ def test_lowrank_certificate_small():
     assert all({"outer", "rank", "residual", "cheap_gap"} <= set(h) for h in history)
 
 
+def test_swiss_roll_mvu_small():
+    """Shrink-only MVU of a 200-point Swiss roll (clique-degenerate as an equality problem):
+    LOWRANK certifies it within 1e-4."""
+    result = load("plot_swiss_roll_mvu").run(n_samples=200)
+    report = result["report"]
+    assert report.status == "optimal"
+    assert report.certified_gap is not None and report.certified_gap <= 1e-4
+    assert result["embedding"].shape == (200, 2)
+
+
+@pytest.mark.slow
+def test_swiss_roll_mvu_unrolls():
+    """The gallery's settings: certified, and the first coordinate follows the roll
+    parameter (|Spearman| >= 0.99, the unrolled rectangle)."""
+    result = load("plot_swiss_roll_mvu").run()
+    assert result["report"].certified_gap <= 1e-4
+    assert result["spearman"] >= 0.99
+
+
 @pytest.mark.slow
 def test_lowrank_certificate_all_digits():
     """The gallery's setting: all 1,797 digits."""

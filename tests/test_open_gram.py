@@ -226,17 +226,19 @@ def test_gram_sdp_blank_is_mvu(graph):
             assert _rel(rep.objective, ref) <= RTOL, (reduce_face, solver, rep.objective, ref)
 
 
-def test_gram_sdp_lowrank_needs_equality_distance_rows(graph):
+def test_gram_sdp_lowrank_needs_distance_rows(graph):
+    """Rows <= on squared distances (and no equality ones) are read as shrink-only edges and
+    solved to CLARABEL's optimum; a blank SDP without distance rows is refused."""
     f = gram_sdp(graph.n_nodes)
     G = f.expressions["gram"]
     i, j = graph.edges.T
     g = f.with_constraints([G[i, i] + G[j, j] - 2 * G[i, j] <= 1.0]).with_objective(
         -cp.trace(G))
-    with pytest.raises(UnsupportedProblemError, match="equality row"):
-        solve(g, solver="LOWRANK")
-    with pytest.raises(UnsupportedProblemError):
+    low = _solve(g, "LOWRANK")
+    assert low.status == "optimal"
+    assert _rel(low.objective, _solve(g, "CLARABEL").objective) <= RTOL
+    with pytest.raises(UnsupportedProblemError, match="distance"):
         solve(f, solver="LOWRANK")
-    assert _solve(g, "CLARABEL").objective < 0          # the conic backends solve it
 
 
 @pytest.mark.slow

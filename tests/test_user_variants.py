@@ -19,7 +19,7 @@ import pytest
 
 from sdpembed import knn_graph, solve
 from sdpembed.demo import load_demo_data
-from sdpembed.exceptions import InputError, UnsupportedProblemError
+from sdpembed.exceptions import InputError
 from sdpembed.formulations import mvu
 from sdpembed.sequential import minimum_volume_embedding, minimum_volume_step
 
@@ -77,8 +77,8 @@ def test_colored_mvu_lowrank_matches_clarabel(example, digits):
 
 def test_shrink_only_mvu(example, digits):
     """Relaxing MVU's equalities to <= can only raise the trace; every row holds; two conic
-    backends agree; LOWRANK refuses (it needs equality distance rows) instead of solving
-    another problem."""
+    backends agree; LOWRANK reads the <= rows as shrink-only distance edges and certifies
+    CLARABEL's optimum, and equals the builder's ``mvu(graph, distances="shrink")``."""
     graph, _ = digits
     f = example.shrink_only_mvu(graph)
     ref = _solve(f, "CLARABEL")
@@ -89,8 +89,18 @@ def test_shrink_only_mvu(example, digits):
     assert -ref.objective >= -_solve(mvu(graph), "CLARABEL").objective * (1 - 1e-6)
     scs = _solve(example.shrink_only_mvu(graph), "SCS")
     assert _rel(scs.objective, ref.objective) <= 1e-3      # SCS: first order, eps 1e-6
-    with pytest.raises(UnsupportedProblemError, match="equality row"):
-        solve(example.shrink_only_mvu(graph), solver="LOWRANK")
+    low = _solve(example.shrink_only_mvu(graph), "LOWRANK")
+    assert low.status == "optimal" and low.certified_gap <= 1e-4
+    assert _rel(low.objective, ref.objective) <= RTOL
+    # the certificate's bound is below CLARABEL's optimum (weak duality), and the point is
+    # feasible: every row <= its target
+    assert low.extra["lower_bound"] <= ref.objective + 1e-7 * abs(ref.objective)
+    f_low = example.shrink_only_mvu(graph)
+    low2 = _solve(f_low, "LOWRANK")
+    G = f_low.value("gram")
+    assert np.all(G[i, i] + G[j, j] - 2 * G[i, j] <= target * (1 + 1e-9))
+    assert _rel(low2.objective, _solve(mvu(graph, distances="shrink"), "LOWRANK").objective) \
+        <= RTOL
 
 
 def test_mve_step_lowrank_matches_clarabel(digits):

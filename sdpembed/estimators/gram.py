@@ -600,6 +600,13 @@ class MVU(_GramEmbedding):
     ``out_of_sample_neighbors=3``: ``n_components + 1`` of the default 2-D
     embedding, the fewest neighbours that fix a point when the distances are
     consistent (MVU's equality constraints keep them so).
+
+    ``distances="shrink"`` keeps :math:`D_e(G) \\le \\bar D_e` instead of equalities:
+    always strictly feasible (:math:`G = 0`), so its dual optimum is attained, also on
+    manifold data whose neighbourhoods contain cliques of :math:`d + 2` points in
+    :math:`d` dimensions (a Swiss roll with 6 or more neighbours), where the equality
+    problem has no strictly feasible point and ``"LOWRANK"`` may not certify it (see
+    :func:`sdpembed.formulations.mvu`).
     """
 
     def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, n_random: int = 0,

@@ -71,11 +71,27 @@ def gram_sdp(n: int, *, reduce_face: bool = True) -> GramFormulation:
                                      "statement": statement})
 
 
+def _distance_pair(A: sp.csr_matrix, n: int, k: int) -> tuple[int, int] | None:
+    """``(a, b)`` when row ``k`` of ``A`` is :math:`G_{aa} + G_{bb} - 2G_{ab}`, else ``None``."""
+    cols = A.indices[A.indptr[k]:A.indptr[k + 1]]
+    vals = A.data[A.indptr[k]:A.indptr[k + 1]]
+    i, j = cols % n, cols // n
+    diag = i == j
+    if diag.sum() != 2 or not np.all(vals[diag] == 1.0) or not np.all(vals[~diag] == -1.0):
+        return None
+    a, b = np.sort(i[diag])
+    if not set(zip(i[~diag], j[~diag])) == {(a, b), (b, a)}:
+        return None
+    return int(a), int(b)
+
+
 def distance_rows_as_edges(gp: GramProblem) -> GramProblem:
     r"""``gp`` (with no distance edges) with its added equality rows
     :math:`G_{ii} + G_{jj} - 2G_{ij} = \bar D_{ij}`, :math:`\bar D_{ij} > 0`, moved to
-    distance edges (``distances="equality"``); the other added rows stay. The same
-    problem, in the form the low-rank solver's distance machinery reads.
+    distance edges (``distances="equality"``), or, when there is no such row, its rows
+    :math:`G_{ii} + G_{jj} - 2G_{ij} \le \bar D_{ij}` (``distances="shrink"``); the
+    other added rows stay. The same problem, in the form the low-rank solver's distance
+    machinery reads.
 
     Raises
     ------
@@ -86,26 +102,26 @@ def distance_rows_as_edges(gp: GramProblem) -> GramProblem:
     if gp.edges.shape[0]:
         return gp
     none = UnsupportedProblemError(
-        "solver='LOWRANK' needs at least one added equality row fixing a squared distance, "
-        "G[i, i] + G[j, j] - 2 * G[i, j] == d with d > 0, on this blank Gram SDP (it bounds "
-        "the problem and gives the solver its distance edges); solve it with SCS, CLARABEL, "
+        "solver='LOWRANK' needs at least one added row fixing or bounding a squared distance, "
+        "G[i, i] + G[j, j] - 2 * G[i, j] == d (or <= d) with d > 0, on this blank Gram SDP "
+        "(it bounds the problem and gives the solver its distance edges); solve it with SCS, "
+        "CLARABEL, "
         "CVXOPT, SDPA, MOSEK or CSDP instead, or start from sdpembed.formulations.mvu(graph)")
     if K is None or K.p == 0:
         raise none
     A = sp.csr_matrix((K.value, (K.row, K.i * K.n + K.j)), shape=(K.p, K.n * K.n))
     nnz = np.diff(A.indptr)
     edges, target, moved = [], [], []
-    for k in np.flatnonzero(K.equality & (nnz == 4) & (K.rhs > 0)):
-        cols = A.indices[A.indptr[k]:A.indptr[k + 1]]
-        vals = A.data[A.indptr[k]:A.indptr[k + 1]]
-        i, j = cols % K.n, cols // K.n
-        diag = i == j
-        if diag.sum() != 2 or not np.all(vals[diag] == 1.0) or not np.all(vals[~diag] == -1.0):
+    # the equality rows; without any, the <= rows (shrink-only distances)
+    candidates = np.flatnonzero(K.equality & (nnz == 4) & (K.rhs > 0))
+    equality = any(_distance_pair(A, K.n, k) is not None for k in candidates)
+    if not equality:
+        candidates = np.flatnonzero(~K.equality & (nnz == 4) & (K.rhs > 0))
+    for k in candidates:
+        pair = _distance_pair(A, K.n, k)
+        if pair is None:
             continue
-        a, b = np.sort(i[diag])
-        if not set(zip(i[~diag], j[~diag])) == {(a, b), (b, a)}:
-            continue
-        edges.append((a, b))
+        edges.append(pair)
         target.append(K.rhs[k])
         moved.append(k)
     if not moved:
@@ -119,5 +135,6 @@ def distance_rows_as_edges(gp: GramProblem) -> GramProblem:
         rhs=K.rhs[keep], equality=K.equality[keep],
         labels=tuple(K.labels[k] for k in keep) if K.labels else ())
     return dataclasses.replace(gp, edges=np.asarray(edges, dtype=np.int64),
-                               target=np.asarray(target, dtype=float), distances="equality",
+                               target=np.asarray(target, dtype=float),
+                               distances="equality" if equality else "shrink",
                                constraints=rest if keep.size else None)

@@ -36,6 +36,7 @@ def gram_cone_sizes(form: Formulation) -> ConeSizes:
     Equal to what cvxpy compiles for the conic solvers: the PSD variable; the
     centring rows unless the basis satisfies them; per edge one equality
     (``"equality"``), two inequality rows and a nonnegative slack (``"interval"``),
+    one inequality row (``"shrink"``),
     or a 3-dimensional second-order cone for :math:`\\sqrt{D_e}` (``"quadratic"``);
     one row for ``snr``; for ``ratio`` the rotated cone of ``quad_over_lin`` (a
     3-dimensional second-order cone and its nonnegative denominator) and the
@@ -50,6 +51,8 @@ def gram_cone_sizes(form: Formulation) -> ConeSizes:
         out.zero += m
     elif gp.distances == "interval":
         out.nonneg += 3 * m
+    elif gp.distances == "shrink":
+        out.nonneg += m
     else:
         out.soc += [3] * m
     if gp.snr is not None:
@@ -145,6 +148,8 @@ def _constraint_lines(form, gp, lifted: bool) -> list[str]:
         lines.append(f"(the centring holds by construction: {V}^T c = 0, so {M} c = 0)")
     if gp.distances == "equality" and m:
         lines.append(f"D_e(G) = Dbar_e   for the {m} edges e")
+    elif gp.distances == "shrink" and m:
+        lines.append(f"D_e(G) <= Dbar_e   for the {m} edges e")
     elif gp.distances == "interval":
         lines.append(f"(1 - eps_e) Dbar_e <= D_e(G) <= (1 + eps_e) Dbar_e,  eps_e >= 0   for "
                      f"the {m} edges e")
@@ -180,6 +185,9 @@ def _constraints_text(form, gp) -> str:
             parts.append(f"distances: {m} equality rows")
     elif gp.distances == "interval":
         parts.append(f"distances: {2 * m} inequality rows (two per edge)")
+    elif gp.distances == "shrink":
+        if m:
+            parts.append(f"distances: {m} inequality rows")
     else:
         parts.append(f"distances: none (a penalty: {m} second-order cones)")
     if gp.snr is not None:

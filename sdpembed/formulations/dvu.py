@@ -170,7 +170,7 @@ class _UnboundedHint:
         gp = with_parameter_values(self.gp, self.parameters, self.trace_sign)
         base = ("stretching the embedding lowers sigma2_icv - sigma2_bcv faster than the slack "
                 "penalty grows. ")
-        if gp.distances == "equality":
+        if gp.distances in ("equality", "shrink"):
             return "check that the graph is connected (every pairwise distance is then bounded)."
         if gp.n <= 3000:
             lam = min_bounded_slack_weight(gp)
@@ -323,10 +323,11 @@ def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "eliminated"
         ``"eliminated"``: the same problem on the n x n matrix alone, the
         centroids written as averages :math:`m_k = Z a_k` (see
         :func:`variance_functionals`); identical optimum, smaller matrix.
-    distances : {"interval", "equality", "quadratic"}
+    distances : {"interval", "equality", "quadratic", "shrink"}
         Slack intervals (8)–(9) with penalty ``slack_weight * sum(eps)``; hard
-        equalities (7); or the penalty :math:`\\lambda \\sum (D + \\bar D - 2\\sqrt{D\\bar D})`
-        of section 3.5, which equals :math:`\\lambda\\sum(d-\\bar d)^2`.
+        equalities (7); the penalty :math:`\\lambda \\sum (D + \\bar D - 2\\sqrt{D\\bar D})`
+        of section 3.5, which equals :math:`\\lambda\\sum(d-\\bar d)^2`; or shrink-only
+        distances :math:`D_e(G) \\le \\bar D_e` (always strictly feasible, :math:`G = 0`).
     slack_weight : float
         :math:`\\lambda`. Below a threshold (``min_bounded_slack_weight``) the
         interval and quadratic forms are unbounded: stretching the embedding

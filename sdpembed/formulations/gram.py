@@ -604,6 +604,9 @@ def _base_problem(gp: GramProblem, basis, centered_basis: bool, parameters, vari
         constraints += [D >= target - cp.multiply(target, eps),
                         D <= target + cp.multiply(target, eps)]
         objective = objective + lam * cp.sum(eps)
+    elif gp.distances == "shrink":
+        if gp.edges.shape[0]:
+            constraints.append(D <= target)
     elif gp.distances == "quadratic":
         penalty = cp.sum(D) + target.sum() - 2 * (np.sqrt(target) @ cp.sqrt(D))
         objective = objective + parameters["slack_weight"] * penalty

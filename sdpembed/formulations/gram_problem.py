@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from .matrices import DiagPlusLowRank
 
-DISTANCE_MODES = ("interval", "equality", "quadratic")
+DISTANCE_MODES = ("interval", "equality", "quadratic", "shrink")
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +32,8 @@ class GramProblem:
       :math:`\\epsilon \\ge 0`, penalty :math:`\\lambda \\sum_e \\epsilon_e`;
     * ``"quadratic"``: penalty :math:`\\lambda\\sum_e (D_e + \\bar D_e - 2\\sqrt{D_e \\bar D_e})
       = \\lambda \\sum_e (d_e - \\bar d_e)^2`;
+    * ``"shrink"``: :math:`D_e(G) \\le \\bar D_e` for every edge (shrink-only; :math:`G = 0`
+      is strictly feasible, so the dual optimum is attained);
 
     and optionally ``snr`` (:math:`\\langle C_b, G\\rangle \\ge \\eta \\langle C_i, G\\rangle`)
     and ``ratio`` (:math:`\\langle C_i,G\\rangle^2 / \\langle C_b,G\\rangle \\le \\epsilon

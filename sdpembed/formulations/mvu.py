@@ -50,6 +50,18 @@ def mvu(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: 
     ``slack_weight`` relax the equalities as in :func:`sdpembed.formulations.dvu`
     (with ``"interval"`` the problem is bounded only for ``slack_weight`` large
     enough). A connected graph bounds every pairwise distance, hence the trace.
+
+    ``distances="shrink"`` keeps :math:`G_{ii} + G_{jj} - 2G_{ij} \\le \\bar D_{ij}`
+    (distances may shrink, not grow). :math:`G = 0` is strictly feasible, so the dual
+    optimum is attained with bounded multipliers :math:`y \\ge 0`, which the equality
+    problem lacks when cliques of :math:`d + 2` neighbours in :math:`d` dimensions
+    fix rank-:math:`d` blocks (no positive definite feasible point). Its optimum is at
+    least the equality one (a larger feasible set); where it keeps every distance (all
+    rows active), it is the equality optimum too, and its dual point certifies it: for
+    :math:`y \\ge 0` with :math:`S(y) = -I + \\sum_e y_e a_ea_e^T \\succeq 0` on
+    :math:`\\mathbf 1^\\perp`,
+    :math:`-\\mathrm{tr}\\,G \\ge -y^T\\bar D` for every :math:`G` of either problem.
+
     ``reduce_face`` optimises over :math:`G = VYV^T` with ``V`` an orthonormal
     basis of :math:`\\mathbf 1^\\perp` (see :func:`dvu`). ``basis_rank`` and
     ``basis_graph`` restrict to a reduced Laplacian basis as in :func:`dvu`

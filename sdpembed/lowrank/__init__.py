@@ -40,6 +40,9 @@ term :math:`\\varphi` of the ``distances`` mode
   :math:`w_e = \\lambda/\\bar D_e` (the slacks of (8)-(9) eliminated in closed
   form: :math:`\\epsilon_e = |D_e-\\bar D_e|/\\bar D_e` at the optimum);
 * ``"quadratic"``: :math:`\\varphi(D) = \\lambda\\sum_e (\\sqrt{D_e} - \\sqrt{\\bar D_e})^2`,
+* ``"shrink"``: :math:`\\varphi = \\iota_{\\{D\\le\\bar D\\}}` (shrink-only distances;
+  :math:`G = 0` is strictly feasible, so the dual optimum is attained, unlike that of
+  ``"equality"`` on clique-degenerate graphs),
 
 is solved over a factor :math:`G = VV^T`, :math:`V\\in\\mathbb R^{n\\times k}`
 with centred columns (Burer & Monteiro 2003). The distance term is handled by
@@ -97,7 +100,8 @@ a sparse weighted Laplacian) and :math:`\\mu(y,\\nu) = \\lambda_{\\min}(Q^T S Q)
     \\ \\ge\\ \\min(\\mu, 0)\\,\\mathrm{tr}\\,G - \\varphi^*(y).
 
 with :math:`\\varphi^*(y) = y^T\\bar D` (equality; interval with
-:math:`|y_e|\\le w_e`) and :math:`\\varphi^*(y) = \\sum_e \\lambda\\bar D_e y_e/(\\lambda - y_e)`
+:math:`|y_e|\\le w_e`; shrink with :math:`y \\ge 0`) and
+:math:`\\varphi^*(y) = \\sum_e \\lambda\\bar D_e y_e/(\\lambda - y_e)`
 (quadratic, :math:`y_e<\\lambda`). If :math:`\\mu\\ge 0` the bound is
 :math:`-\\varphi^*(y)`. If :math:`\\mu < 0` the multipliers are moved towards a
 *coercive* point :math:`y_0` with :math:`\\mu_0 = \\mu(y_0, 0) > 0` (``interval``:
@@ -108,7 +112,7 @@ with :math:`\\varphi^*(y) = y^T\\bar D` (equality; interval with
 (dense), the nearer anchors :math:`y_s = y + s(y_0 - y)`, :math:`s \\in` ``_SHIFT_ANCHORS``,
 are tried too and the highest bound kept: :math:`S(y_s) = (1-s)S(y) + sS(y_0)` often has
 :math:`\\lambda_{\\min}` well above :math:`s\\mu_0`, so the shift costs less. For
-``equality`` the trace of any feasible point is bounded by
+``equality`` and ``shrink`` the trace of any feasible point is bounded by
 :math:`T = \\sum_i \\mathrm{sp}(r,i)^2` (``sp`` the shortest-path length over
 :math:`\\sqrt{\\bar D}`; the centroid minimises the sum of squared distances), giving
 :math:`-\\varphi^*(y) + \\min(\\mu,0)\\,T`. Where the objective is negative definite,
@@ -171,7 +175,10 @@ words:
 The rest of the bound (:math:`\\varphi^*`, the objective) is ordinary floating
 point. For ``"equality"`` the objective is evaluated at the factor, which
 violates the constraints by ``primal_infeasibility``; for ``"interval"`` and
-``"quadratic"`` the factor is exactly feasible. An equality-mode iterate whose
+``"quadratic"`` the factor is exactly feasible. A ``"shrink"`` iterate that violates
+:math:`D\\le\\bar D` by more than ``feas_tol`` is certified at a repaired point, exactly
+feasible: Gauss–Newton steps onto its violated and active edges, then a scaling
+:math:`\\alpha V`, :math:`\\alpha^2 = \\min_e \\bar D_e/D_e`. An equality-mode iterate whose
 multipliers already close the gap but whose residual is still above
 ``feas_tol`` (at most 1e-3) is first moved onto the constraints by
 Gauss–Newton steps (:func:`restore_feasibility`) and certified there, so

@@ -288,7 +288,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     if mu >= 0:
         return Certificate(-phi - off, mu, "dual-feasible", eig=eig, check=check,
                            check_note=check_note, y=y, nu=nu)
-    if pen.mode == "equality":
+    # "shrink": the scaling keeps y >= 0, and D <= Dbar bounds tr G by the same shortest paths
+    if pen.mode in ("equality", "shrink"):
         if cache.curvature is None:
             cache.curvature = _objective_curvature(space)
         c = cache.curvature

@@ -111,8 +111,10 @@ def farkas_certificate(gp: GramProblem, Q: np.ndarray | None, y: np.ndarray,
     nu = np.atleast_1d(np.asarray(nu, dtype=float)).copy()
     if not (np.all(np.isfinite(y)) and np.all(np.isfinite(nu))):
         return None
-    if gp.distances != "equality":
-        y[:] = 0.0            # penalised distances: no ray in y (bounded or one-sided domain)
+    if gp.distances == "shrink":
+        y = np.maximum(y, 0.0)  # D <= Dbar: the ray's y lies in the cone y >= 0
+    elif gp.distances != "equality":
+        y[:] = 0.0            # penalised distances: no ray in y (bounded domain)
     n_snr = int(gp.snr is not None)
     nu0 = max(float(nu[0]), 0.0) if n_snr else 0.0
     K = gp.constraints

@@ -83,7 +83,8 @@ class LowRankOptions:
         below ``feas_tol``).
     feas_tol : float
         Relative infeasibility :math:`\|D - \bar D\|/\|\bar D\|` accepted (equality
-        mode) and the SNR constraint's relative violation.
+        mode; :math:`\|(D - \bar D)_+\|/\|\bar D\|` for shrink) and the SNR constraint's
+        relative violation.
     rank : int or None
         Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
         of the Barvinok–Pataki rank (at least 16) for MVU, at most ``n - 1``

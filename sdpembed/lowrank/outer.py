@@ -94,6 +94,21 @@ _STALL_RATIO = 0.5
 #: ... and only above this cheap gap (where Newton-CG takes over and certificate attempts
 #: with their own rank growth are near)
 _STALL_FLOOR = 1e-2
+#: rounds of :func:`restore_feasibility` for a ``"shrink"`` iterate, each over the edges
+#: then violated or on their bound
+_SHRINK_ROUNDS = 4
+
+#: those rounds are tried once the iterate's cheap gap is within this factor of ``tol``
+#: (before, the restored point cannot close the gap, and the rounds cost LSMR solves)
+_SHRINK_NEAR = 2.0
+
+#: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
+#: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
+#: "Shrink-only distances")
+_SIGMA_MAX_SHRINK = 2187.0
+
+#: sweeps of :func:`_contract_violated` over the violated edges
+_CONTRACT_SWEEPS = 30
 
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
@@ -112,6 +127,36 @@ def _table_row(entry: dict, infeas: float) -> str:
     return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
             f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
             f"{entry['seconds']:7.1f}")
+
+
+def _contract_violated(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
+                       sweeps: int = _CONTRACT_SWEEPS) -> np.ndarray:
+    r"""``"shrink"``, full space: the factor (rows are points) with each violated edge's
+    endpoints moved towards their midpoint, :math:`v_i \leftarrow m + eta(v_i - m)`,
+    :math:`eta = (ar D_e/D_e)^{1/2}`, edge by edge, for ``sweeps`` sweeps, columns
+    re-centred. The edge then holds with equality, and the other edges at :math:`i` and
+    :math:`j` move by at most :math:`(1-eta)\|v_i - v_j\|/2`: little, relative to their
+    length, where a short edge is violated (the worst case of the scaling, which costs its
+    relative violation on the whole trace)."""
+    V = np.array(W, dtype=float)
+    i_all, j_all = space.gp.edges.T
+    for _ in range(sweeps):
+        Z = V[i_all] - V[j_all]
+        D = np.einsum("ij,ij->i", Z, Z)
+        bad = np.flatnonzero(D > pen.t)
+        if bad.size == 0:
+            break
+        for e in bad[np.argsort(-D[bad] / pen.t[bad])]:
+            a, b = i_all[e], j_all[e]
+            d = V[a] - V[b]
+            De = float(d @ d)
+            if De <= pen.t[e]:
+                continue
+            beta = np.sqrt(pen.t[e] / De)
+            m = 0.5 * (V[a] + V[b])
+            V[a] = m + beta * (V[a] - m)
+            V[b] = m + beta * (V[b] - m)
+    return V - V.mean(axis=0)
 
 
 class _OuterLoop:
@@ -170,20 +215,23 @@ class _OuterLoop:
         self.max_abs_y: list[float] = []
         self.last_growth = 0  # outer iteration of the last rank growth
         self.stall_raise = False  # raise the penalty although the residual is below feas_tol
+        # "shrink": whether the Gauss-Newton repair is still tried (_onto_shrink)
+        self.shrink_steps = True
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
         pen, kind = self.pen, self.alm.kind
         if kind == "interval":  # Huber
             sigma = 10.0 * float(np.mean(pen.w)) / max(np.mean(pen.t), 1e-300)
-        elif kind == "equality":  # equality, or the kink of "interval"
+        elif kind in ("equality", "shrink"):  # equality, shrink, or the kink of "interval"
             sigma = 10.0 / max(np.mean(pen.t), 1e-300)
             if pen.mode == "interval":
                 sigma *= _SIGMA_KINK
         else:  # "quadratic": no splitting
             sigma = 1.0
         self.sigma = self.sigma0 = sigma
-        self.sigma_cap = _SIGMA_MAX_INTERVAL if kind == "interval" else _SIGMA_MAX
+        self.sigma_cap = _SIGMA_MAX_INTERVAL if kind == "interval" else (
+            _SIGMA_MAX_SHRINK if kind == "shrink" else _SIGMA_MAX)
         self.prev_res = np.inf
 
     def _leave_kink(self, g: np.ndarray) -> np.ndarray:
@@ -255,7 +303,7 @@ class _OuterLoop:
         self.nu = nu_new
         self.max_abs_y.append(float(np.max(np.abs(g), initial=0.0)))
         p = quad + pen.objective(D)
-        infeas = max(rnorm if pen.mode == "equality" else 0.0, h_viol, k_viol)
+        infeas = max(pen.violation(D), h_viol, k_viol)
         self.rnorm, self.infeas, self.k_viol = rnorm, infeas, k_viol
         lb_cheap = -pen.conjugate(self.y) - space.linear_offset(self.nu)
         cheap_gap = _rel_gap(p, lb_cheap)
@@ -286,6 +334,17 @@ class _OuterLoop:
                 cheap_gap = _rel_gap(p_c, lb_cheap)
                 gate_gap = cheap_gap
                 entry.update(restored_residual=infeas_c, restored_objective=p_c)
+        elif pen.mode == "shrink" and not converged_primal and h_viol <= opts.feas_tol:
+            # "shrink": an iterate violating D <= Dbar by more than feas_tol is certified at
+            # a repaired point, exactly feasible there
+            restored = self._onto_shrink(W, infeas, cheap_gap <= _SHRINK_NEAR * opts.tol)
+            if restored is not None:
+                W_c, p_c, infeas_c = restored
+                if not certifiable:
+                    certifiable = True
+                    entry["restored_residual"] = infeas_c
+                entry.update(restored_objective=p_c)
+                cheap_gap = gate_gap = _rel_gap(p_c, lb_cheap)
         elif pen.mode == "interval" and cheap_gap <= 100 * opts.tol and (
                 certifiable or (space.K is not None and k_viol <= _RESTORE_MAX
                                 and h_viol <= opts.feas_tol)):
@@ -341,6 +400,49 @@ class _OuterLoop:
         if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
             return W_r, quad_r + pen.objective(D_r), r_r
         return None
+
+    def _onto_shrink(self, W, infeas: float, near: bool):
+        r"""``(W_r, p_r, infeas_r)``: ``"shrink"`` iterate ``W`` scaled by the largest
+        :math:`\alpha \le 1` with :math:`\alpha^2 D(W) \le \bar D` (centring and the SNR
+        constraint are homogeneous and kept), when the added rows stay within
+        ``feas_tol``; else ``None``. ``W`` itself when it is feasible (``infeas`` 0).
+        When ``near`` (the gap is nearly closed), also the iterate with its violated edges
+        contracted first (:func:`_contract_violated`, full space) and the iterate moved
+        onto its violated and active edges first (:func:`restore_feasibility`), each then
+        scaled; the lowest objective is kept. Rounds that leave a violation above 1e-12
+        end those moves for the rest of the solve."""
+        space, pen = self.space, self.pen
+        if infeas == 0.0:
+            quad, D, _ = self.alm.objective_parts(W)
+            return W, quad + pen.objective(D), 0.0
+        starts = [W]
+        if near and space.Q is None:
+            starts.append(_contract_violated(space, pen, W))
+        if near and self.shrink_steps:
+            # the violated and active edges moved onto D_e = Dbar_e first (the scaling
+            # alone costs the largest violation on every edge); the steps can push slack
+            # edges over their bound, which join the set in the next round
+            V = W
+            for _ in range(_SHRINK_ROUNDS):
+                V = restore_feasibility(space, pen, V, tol=1e-12)[0]
+                if pen.violation(self.alm.objective_parts(V)[1]) <= 1e-12:
+                    break
+            else:
+                # more rows on their bound than the factor has freedom (a low rank): the
+                # steps cannot reach them, and are not tried again in this solve
+                self.shrink_steps = False
+            starts.append(V)
+        best = None
+        for V in starts:
+            W_r = pen.shrink_scale(self.alm.objective_parts(V)[1]) * V
+            quad_r, D_r, h_r = self.alm.objective_parts(W_r)
+            infeas_r = max(pen.violation(D_r), space.snr_violation(h_r, quad_r))
+            if space.K is not None:
+                infeas_r = max(infeas_r, space.K_violation(space.K_values(W_r)))
+            p_r = quad_r + pen.objective(D_r)
+            if infeas_r <= self.opts.feas_tol and (best is None or p_r < best[1]):
+                best = (W_r, p_r, infeas_r)
+        return best
 
     def _onto_kink(self, W, p: float, lower: bool = True):
         """``(W_r, p_r, infeas_r)``: ``"interval"`` iterate ``W`` with the edges just off the
@@ -556,6 +658,9 @@ class _OuterLoop:
             W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
             if r_r < _RESTORE_MAX and r_r < self.rnorm:
                 W, p = W_r, alm.true_objective(W_r)
+        if pen.mode == "shrink" and status != "optimal":
+            W = pen.shrink_scale(alm.objective_parts(W)[1]) * W   # onto D <= Dbar
+            p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu),
@@ -584,13 +689,12 @@ class _OuterLoop:
         W, p = self.final_point()
         F = space.points(W)
         quad, D, h = alm.objective_parts(W)
-        infeas = float(np.linalg.norm(D - pen.t) / np.linalg.norm(pen.t)) \
-            if pen.mode == "equality" else 0.0
-        infeas = max(infeas, space.snr_violation(h, quad))
+        infeas = max(pen.violation(D), space.snr_violation(h, quad))
         if space.K is not None:
             infeas = max(infeas, space.K_violation(space.K_values(W)))
         status, certificate = self.status, self.certificate
-        if status == "optimal_inaccurate" and pen.mode == "equality" and infeas > 1e-2:
+        if status == "optimal_inaccurate" and pen.mode in ("equality", "shrink") \
+                and infeas > 1e-2:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
         # here and not in the outer loop: a sparse factorisation per try
         verify_seconds = None

@@ -21,13 +21,23 @@ class DistancePenalty:
       :math:`|y_e|\le w_e` and :math:`+\infty` outside;
     * ``"quadratic"``: :math:`\varphi(D) = \lambda\sum_e(\sqrt{D_e} - \sqrt{\bar D_e})^2`,
       :math:`\varphi^*(y) = \sum_e \lambda\bar D_ey_e/(\lambda - y_e)` for
-      :math:`y_e < \lambda`.
+      :math:`y_e < \lambda`;
+    * ``"shrink"``: :math:`\varphi = \iota_{\{D \le \bar D\}}`,
+      :math:`\varphi^*(y) = y^T\bar D` for :math:`y \ge 0` and :math:`+\infty` otherwise.
+      :math:`G = 0` is strictly feasible (Slater), so the dual optimum is attained and
+      bounded; every :math:`y \ge 0` is also a dual point of ``"equality"`` with the same
+      :math:`\varphi^*`, so its bound holds there too.
 
     The augmented Lagrangian of the split :math:`z = D` minimises out :math:`z` in
     closed form, leaving the envelope
     :math:`\psi_{y,\sigma}(D) = \min_z\ \varphi(z) + y^T(D - z)
     + \tfrac12\sum_e\sigma_e(D_e - z_e)^2`
-    (a quadratic for the indicator, a Huber function for the absolute value), with one
+    (a quadratic for the indicator, a Huber function for the absolute value, for
+    ``"shrink"`` the one-sided
+    :math:`\psi = \sum_e (\max(0, y_e + \sigma_e r_e)^2 - y_e^2)/(2\sigma_e)`,
+    :math:`r = D - \bar D`, of Rockafellar's inequality augmented Lagrangian, whose
+    gradient :math:`\max(0, y + \sigma r) \ge 0` keeps the multipliers in
+    :math:`\mathrm{dom}\,\varphi^*`), with one
     penalty per edge, :math:`\sigma_e = \sigma\,\mathrm{mean}(\bar D)/\bar D_e` for the
     scalar ``sigma`` the outer loop schedules: an edge's Gauss–Newton curvature
     :math:`4\sigma_e z_ez_e^T`, :math:`|z_e|^2\approx\bar D_e`, is then the same on every
@@ -47,7 +57,7 @@ class DistancePenalty:
         self.lam = float(gp.slack_weight)
         self.w = self.lam / self.t if self.mode == "interval" else None
         self.s = np.sqrt(self.t)
-        self.splitting = self.mode in ("equality", "interval")
+        self.splitting = self.mode in ("equality", "interval", "shrink")
         # per-edge penalties sigma_e = sigma * mean(t) / t_e (docs/tuning.md, "LOWRANK
         # robustness"): the Gauss-Newton curvature 4 sigma_e z_e z_e^T of an edge, with
         # |z_e|^2 ~ t_e, is then the same on every edge
@@ -86,6 +96,9 @@ class DistancePenalty:
             r = D + y / sigma - self.t
             g = np.clip(sigma * r, -self.w, self.w)
             return float(g @ r - np.sum((g * g + y * y) / (2 * sigma))), g
+        if kind == "shrink":
+            g = np.maximum(y + sigma * (D - self.t), 0.0)
+            return float(np.sum((g * g - y * y) / (2 * sigma))), g
         d = np.sqrt(np.maximum(D, 1e-300))
         val = self.lam * np.sum((d - self.s) ** 2)
         return float(val), self.lam * (1.0 - self.s / d)
@@ -100,6 +113,8 @@ class DistancePenalty:
         if kind == "interval":
             r = D + y / sigma - self.t
             return np.where(np.abs(r) < self.w / sigma, sigma, 0.0)
+        if kind == "shrink":
+            return np.where(y + sigma * (D - self.t) > 0, sigma, 0.0)
         d = np.sqrt(np.maximum(D, 1e-300))
         return self.lam * self.s / (2.0 * d**3)
 
@@ -111,7 +126,8 @@ class DistancePenalty:
 
     def residual(self, D: np.ndarray, y_new: np.ndarray, y_old: np.ndarray, sigma: float,
                  kind: str | None = None) -> np.ndarray:
-        """Split residual :math:`D - z`; for ``equality`` that is :math:`D - \\bar D`."""
+        """Split residual :math:`D - z`; for ``equality`` that is :math:`D - \\bar D`, for
+        ``shrink`` :math:`\\max(D - \\bar D, -y/\\sigma)` (violation and complementarity)."""
         kind = self.mode if kind is None else kind
         if kind == "equality":
             return D - self.t
@@ -121,6 +137,8 @@ class DistancePenalty:
         """:math:`\\varphi^*(y)` (``inf`` outside its domain)."""
         if self.mode == "equality":
             return float(y @ self.t)
+        if self.mode == "shrink":
+            return float(y @ self.t) if not np.any(y < 0) else np.inf
         if self.mode == "interval":
             if not self.in_box(y):
                 return np.inf
@@ -133,6 +151,26 @@ class DistancePenalty:
         """Whether ``y`` lies in the box :math:`|y_e| \\le w_e` (``"interval"``: the domain of
         :math:`\\varphi^*`), up to a relative rounding allowance of 1e-12."""
         return not np.any(np.abs(y) > self.w * (1 + 1e-12))
+
+    def violation(self, D: np.ndarray) -> float:
+        """Relative infeasibility of distances ``D``: :math:`\\|D - \\bar D\\|/\\|\\bar D\\|`
+        (``"equality"``), :math:`\\|(D - \\bar D)_+\\|/\\|\\bar D\\|` (``"shrink"``), else 0."""
+        if self.mode == "equality":
+            r = D - self.t
+        elif self.mode == "shrink":
+            r = np.maximum(D - self.t, 0.0)
+        else:
+            return 0.0
+        return float(np.linalg.norm(r) / max(np.linalg.norm(self.t), 1e-300))
+
+    def shrink_scale(self, D: np.ndarray) -> float:
+        """``"shrink"``: the largest :math:`\\alpha \\le 1` with :math:`\\alpha^2 D \\le \\bar D`,
+        so that the factor :math:`\\alpha V` is feasible (its distances are
+        :math:`\\alpha^2 D`; centring is kept)."""
+        over = D > self.t
+        if not np.any(over):
+            return 1.0
+        return float(np.sqrt(np.min(self.t[over] / D[over])))
 
     def coercive_point(self) -> np.ndarray | None:
         """A dual point :math:`y_0 \\in \\mathrm{dom}\\,\\varphi^*` with the largest slack."""

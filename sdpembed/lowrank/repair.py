@@ -49,7 +49,9 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     edges off the kink (:math:`|D_e - \\bar D_e| > ` ``kink_tol`` :math:`\\bar D_e`,
     where :math:`\\varphi` is differentiable) and :math:`|y_e|\\le w_e` on the
     others, which makes the duality gap :math:`\\sum_e (w_e|D_e-\\bar D_e| - y_e(D_e-\\bar D_e))`
-    vanish off the kink. ``"equality"`` leaves every :math:`y_e` free. An added inequality
+    vanish off the kink. ``"equality"`` leaves every :math:`y_e` free; ``"shrink"`` fixes
+    :math:`y_e = 0` on slack edges (:math:`D_e < (1 - ` ``kink_tol`` :math:`)\\bar D_e`)
+    and fits the others freely, then clips them to :math:`y_e \\ge 0`. An added inequality
     row :math:`\\langle A_k, G\\rangle \\le b_k` gets :math:`z_k \\ge 0`, and :math:`z_k = 0`
     where it is inactive (slack above ``kink_tol`` times its size and a zero multiplier
     given: complementary slackness asks for zero there); equality rows are free. Solved by
@@ -69,6 +71,13 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         free = np.abs(res) <= kink_tol * pen.t
         y_fix = np.where(free, 0.0, pen.w * np.sign(res))
         lo, hi = -pen.w[free], pen.w[free]
+    elif pen.mode == "shrink":
+        # y_e >= 0 on the active edges, 0 on the slack ones (complementary slackness)
+        # (fitted without bounds, then clipped to y >= 0: a bounded fit costs a
+        # trust-region solve of many LSMR runs, and the certificate checks the point anyway)
+        free = res >= -kink_tol * pen.t
+        y_fix = np.zeros(m)
+        lo, hi = np.full(int(free.sum()), -np.inf), np.full(int(free.sum()), np.inf)
     else:
         free = np.ones(m, dtype=bool)
         y_fix = np.zeros(m)
@@ -133,7 +142,7 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         return y, nu
     x = np.clip(x0 + sol.x, lo, hi)
     y_new = y_fix.copy()
-    y_new[fe] = x[: fe.size]
+    y_new[fe] = x[: fe.size] if pen.mode != "shrink" else np.maximum(x[: fe.size], 0.0)
     nu_new = nu.copy()
     if HW is not None:
         nu_new[0] = float(x[fe.size])
@@ -324,12 +333,13 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     much as the gap wanted. So the edges on the kink
     (:math:`|D_e-\bar D_e|\le` ``kink_tol`` :math:`\bar D_e`, the set of
     :func:`refine_multipliers`) are moved onto it, the others left free; the
-    residual is taken over those edges.
+    residual is taken over those edges. For ``"shrink"`` the same, with the violated
+    edges (:math:`D_e > \bar D_e`) joining those on the bound.
 
     ``InputError`` for ``"quadratic"`` (no equalities, no kink), a factor of the
     wrong shape, or a ``kink_tol`` that is not a finite number >= 0.
     """
-    if pen.mode not in ("equality", "interval"):
+    if pen.mode not in ("equality", "interval", "shrink"):
         raise InputError(f"restore_feasibility moves a factor onto distances='equality' "
                          f"constraints or the kink of distances='interval'; got "
                          f"distances={pen.mode!r}, whose penalty is smooth")
@@ -339,9 +349,11 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
         raise InputError(f"restore_feasibility needs a factor of shape ({space.dim}, k); "
                          f"got {W.shape}")
     E, ET, t = space.E, space.ET, pen.t
-    if pen.mode == "interval":
+    if pen.mode in ("interval", "shrink"):
         Z = space.diffs(W)
-        on = np.flatnonzero(np.abs(np.einsum("ij,ij->i", Z, Z) - t) <= kink_tol * t)
+        r0 = np.einsum("ij,ij->i", Z, Z) - t
+        near = np.abs(r0) <= kink_tol * t
+        on = np.flatnonzero(near | (r0 > 0) if pen.mode == "shrink" else near)
         if on.size == 0 and space.K is None:
             return W, 0.0
         E, ET, t = E[on], ET[:, on], t[on]     # the edges on the kink, sliced once

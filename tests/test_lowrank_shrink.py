@@ -1,0 +1,132 @@
+"""Shrink-only distances, ``distances="shrink"``: :math:`D_e(G) \\le \\bar D_e`.
+
+LOWRANK's one-sided augmented Lagrangian, its certificate (multipliers :math:`y \\ge 0`) and
+its feasibility repair, against CLARABEL (interior point) on small instances, and on the
+clique-degenerate Swiss roll whose equality MVU has no strictly feasible point.
+
+Tolerances: LOWRANK certifies a relative gap of ``tol = 1e-4`` by default, so its objective
+is within 1e-4 relative of CLARABEL's (whose own gap is ~1e-8); the shrink point is
+exactly feasible (rounding: 1e-9 relative).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_swiss_roll
+
+from sdpembed import knn_graph, solve
+from sdpembed.demo import load_demo_data
+from sdpembed.estimators import MVU
+from sdpembed.exceptions import InfeasibleError
+from sdpembed.formulations import dvu, mvu
+from sdpembed.formulations.gram import DISTANCE_MODES
+from sdpembed.lowrank.penalty import DistancePenalty
+
+RTOL = 1e-4
+
+
+def _solve(f, solver, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return solve(f, solver=solver, **options)
+
+
+def _rel(a, b):
+    return abs(a - b) / max(1.0, abs(b))
+
+
+@pytest.fixture(scope="module")
+def roll():
+    """A 40-point Swiss roll, 6 neighbours: cliques of 5 = d + 2 points in d = 3."""
+    X, t = make_swiss_roll(40, random_state=0)
+    return X, knn_graph(X, n_neighbors=6, n_random=0)
+
+
+def test_mode_is_listed():
+    assert "shrink" in DISTANCE_MODES
+
+
+def test_envelope_gradient_and_conjugate():
+    """The one-sided envelope's gradient is max(0, y + sigma_e r) (checked by finite
+    differences) and y >= 0; the conjugate is y^T Dbar on y >= 0 and +inf elsewhere."""
+    graph = knn_graph(np.random.default_rng(0).standard_normal((12, 3)), n_neighbors=3,
+                      n_random=0)
+    pen = DistancePenalty(mvu(graph, distances="shrink").current_problem())
+    rng = np.random.default_rng(1)
+    D = pen.t * (1 + 0.3 * rng.standard_normal(pen.t.size))
+    y = np.abs(rng.standard_normal(pen.t.size))
+    val, g = pen.envelope(D, y, 2.0)
+    assert np.all(g >= 0)
+    h = 1e-6
+    for e in range(0, pen.t.size, 5):
+        Dp = D.copy()
+        Dp[e] += h
+        Dm = D.copy()
+        Dm[e] -= h
+        fd = (pen.envelope(Dp, y, 2.0)[0] - pen.envelope(Dm, y, 2.0)[0]) / (2 * h)
+        assert abs(fd - g[e]) <= 1e-5 * max(1.0, abs(g[e]))
+    assert pen.conjugate(y) == pytest.approx(float(y @ pen.t))
+    assert pen.conjugate(y - 2 * y.max()) == np.inf
+    # a feasible D's violation is 0, and the scale puts any D onto D <= Dbar
+    assert pen.violation(0.5 * pen.t) == 0.0
+    a = pen.shrink_scale(D)
+    assert np.all(a * a * D <= pen.t * (1 + 1e-12))
+
+
+def test_clique_degenerate_mvu_certifies(roll):
+    """Swiss roll MVU: LOWRANK certifies the shrink problem within 1e-4, equal to CLARABEL's
+    optimum; the point satisfies every row; the bound holds for the equality problem too
+    (y >= 0 is a dual point of both): it lies below the objective of the data's own Gram
+    matrix, a feasible point of the equality problem."""
+    X, graph = roll
+    ref = _solve(mvu(graph, distances="shrink"), "CLARABEL")
+    f = mvu(graph, distances="shrink")
+    low = _solve(f, "LOWRANK")
+    assert low.status == "optimal" and low.certified_gap <= RTOL
+    assert _rel(low.objective, ref.objective) <= RTOL
+    bound = low.extra["lower_bound"]
+    assert bound <= ref.objective + 1e-7 * abs(ref.objective)
+    gp = f.current_problem()
+    D = gp.distances_of(f.value("gram"))
+    assert np.all(D <= gp.target * (1 + 1e-9))
+    Xc = X - X.mean(axis=0)
+    data_objective = -np.sum(Xc * Xc) / gp.meta["distance_scale"]
+    assert np.allclose(gp.distances_of(Xc @ Xc.T) / gp.meta["distance_scale"], gp.target)
+    assert bound <= data_objective
+    assert ref.objective <= data_objective
+
+
+def test_dvu_shrink_matches_clarabel():
+    """DVU with shrink-only distances (a connected graph bounds it): LOWRANK = CLARABEL."""
+    X, y = load_demo_data(30, random_state=0)
+    graph = knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+    ref = _solve(dvu(graph, y, distances="shrink"), "CLARABEL")
+    low = _solve(dvu(graph, y, distances="shrink"), "LOWRANK")
+    assert low.status == "optimal" and low.certified_gap <= RTOL
+    assert _rel(low.objective, ref.objective) <= RTOL
+
+
+def test_estimator_accepts_shrink(roll):
+    X, _ = roll
+    est = MVU(n_neighbors=6, distances="shrink", solver="LOWRANK", n_components=2)
+    Z = est.fit_transform(X)
+    assert Z.shape == (40, 2)
+    assert est.solve_report_.status == "optimal"
+
+
+def test_infeasible_rows_give_farkas_certificate():
+    """An added row asking an edge to stretch beyond its shrink-only bound: LOWRANK proves
+    infeasibility with a verified Farkas certificate (y >= 0 on the edge), as CLARABEL does."""
+    X, _ = make_swiss_roll(30, random_state=0)
+    graph = knn_graph(X, n_neighbors=4, n_random=0)
+    for solver in ("CLARABEL", "LOWRANK"):
+        f = mvu(graph, distances="shrink")
+        G = f.expressions["gram"]
+        a, b = graph.edges[0]
+        t = f.current_problem().target[0]
+        g = f.with_constraints([G[a, a] + G[b, b] - 2 * G[a, b] >= 2 * t])
+        with pytest.raises(InfeasibleError):
+            _solve(g, solver)
