@@ -109,7 +109,9 @@ SECTIONS = (
             "`dvu_ablation*` and `dvu_defaults*` specs that set DVU's defaults, "
             "`dvu_table1_full` on all 9,298 digits); `python -m problems.reproduce --no-run` "
             "(or `--include NAME=FOLDER`) adds every finished DVU folder here without "
-            "re-running it."),
+            "re-running it. `dvu_defaults*` compare the estimator's defaults with 3-NN on the "
+            "inputs; `python -m problems.bench_dvu_check` scores DVU's held-out check "
+            "against their hidden labels (docs/tuning.md)."),
 )
 
 

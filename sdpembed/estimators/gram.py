@@ -282,9 +282,9 @@ class DVU(_GramEmbedding):
         (spec ``dvu_defaults``: 200 rows, 80 % labelled, 5 seeds, 3-NN on the hidden
         labels): on scikit-learn's 8x8 digits they lose by more than the spread over seeds
         (92.0 ± 3.3 % against 96.5 ± 1.4 %; 3 neighbours 93.5 ± 2.2 %), on USPS by less
-        (77.1 ± 8.4 % against 81.0 ± 8.2 %, paired loss 3.9 ± 4.1 points); on UMIST faces,
-        wine and breast cancer (z-scored) they are within the spread; the
-        held-out check (``validation_fraction``) warns where it sees such a loss.
+        (77.1 ± 8.4 % against 81.0 ± 8.2 %, paired loss 3.9 ± 4.1 points); on UMIST faces
+        and on wine, breast cancer and ionosphere (z-scored) they are within the spread.
+        The held-out check (``validation_fraction``) warns where it sees such a loss.
     metric_params : dict, optional
         Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
         on scikit-learn's digits), for the graph and for :meth:`transform`.
