@@ -101,13 +101,17 @@ SECTIONS = (
             "The USPS experiment (Figure 3) has no numbers in the paper."),
     Section("dvu", "Discriminative variance unfolding (Vernaza, Lee & Taskar)",
             ("dvu_table1", "dvu_table1_full", "dvu_table1_small", "dvu_ablation",
-             "dvu_ablation_uci", "dvu_ablation_2500"), (),
+             "dvu_ablation_uci", "dvu_ablation_2500", "dvu_defaults",
+             "dvu_defaults_faces"), (),
             "Every DVU solve is LOWRANK's, certified to the gap in the `certified gap` column "
             "(1e-4 unless the spec says otherwise). The tables come from long runs made "
-            "separately (`sdpembed run dvu_table1 --jobs 2 --out results`, the three "
-            "`dvu_ablation*` specs that set DVU's defaults, `dvu_table1_full` on all 9,298 "
-            "digits); `python -m problems.reproduce --no-run` (or `--include NAME=FOLDER`) "
-            "adds every finished DVU folder here without re-running it."),
+            "separately (`sdpembed run dvu_table1 --jobs 2 --out results`, the "
+            "`dvu_ablation*` and `dvu_defaults*` specs that set DVU's defaults, "
+            "`dvu_table1_full` on all 9,298 digits); `python -m problems.reproduce --no-run` "
+            "(or `--include NAME=FOLDER`) adds every finished DVU folder here without "
+            "re-running it. `dvu_defaults*` compare the estimator's defaults with 3-NN on the "
+            "inputs; `python -m problems.bench_dvu_check` scores DVU's held-out check "
+            "against their hidden labels (docs/tuning.md)."),
 )
 
 

@@ -100,37 +100,83 @@ def test_metric_params_reach_the_graph_and_transform():
 def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     """validation_fraction: a graph of random edges only (no neighbours) cannot follow the
     classes, and the held-out k-NN vote in its embedding loses to the vote on the pixels:
-    DVU says so (a warning, the numbers in validation_). A nearest-neighbour graph on the
-    same digits does not warn. None skips the check; too few labels skip it too."""
+    DVU says so (a warning, the numbers in validation_). None skips the check; too few
+    labels skip it too."""
     from sklearn.datasets import load_digits
 
     from sdpembed.datasets import partial_labels
     from sdpembed.exceptions import EmbeddingWorseThanInputWarning
 
     X, y = load_digits(return_X_y=True)
-    X, y = X[:150].astype(float), y[:150]
+    X, y = X[:100].astype(float), y[:100]
     yp = partial_labels(y, 0.8, random_state=0)
-    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out") as caught:
+    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out of 3 fits") as caught:
         bad = DVU(n_neighbors=0, n_random=3, random_state=0).fit(X, yp)
     v = bad.validation_
-    assert v["held_out"] >= 20 and v["embedding_accuracy"] < v["input_accuracy"]
-    assert 0.0 <= v["p_value"] <= 1.0
-    # the verdict follows the sign test: "probably" only at p < 0.05
+    assert v["warned"] and v["splits"] == 3 and len(v["folds"]) == 3
+    assert v["held_out"] == sum(f["held_out"] for f in v["folds"]) >= 40
+    assert v["embedding_accuracy"] < v["input_accuracy"]
+    b = sum(f["input_only"] for f in v["folds"])
+    c = sum(f["embedding_only"] for f in v["folds"])
+    assert v["difference"] == pytest.approx((c - b) / v["held_out"])
+    assert v["difference"] == pytest.approx(v["embedding_accuracy"] - v["input_accuracy"])
+    assert 0.0 <= v["p_value"] < 0.01     # a loss of tens of points on 40+ rows
     message = str(caught[0].message)
-    assert ("probably does not follow" in message) == (v["p_value"] < 0.05)
-    assert ("within chance" in message) == (v["p_value"] >= 0.05)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", EmbeddingWorseThanInputWarning)
-        good = DVU(n_neighbors=5, random_state=0).fit(X, yp)
-    assert good.validation_["embedding_accuracy"] >= good.validation_["input_accuracy"]
-    again = DVU(n_neighbors=5, random_state=0).fit(X, yp)
-    assert again.validation_ == good.validation_
+    assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
     assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
         "skipped": "validation_fraction=None"}
     few = np.full_like(y, -1)
     for c in range(10):
         few[np.flatnonzero(y == c)[:2]] = c     # two labels a class: none can be held out
     assert "fewer than" in DVU(random_state=0).fit(X, few).validation_["skipped"]
+
+
+def test_held_out_check_is_quiet_when_the_embedding_wins():
+    """Three well-separated classes in 2 coordinates, buried under 20 coordinates of loud
+    noise: k-NN on the inputs is near chance, while a graph of the 2 informative coordinates
+    lets DVU's embedding separate the classes. The check must not warn, and it must see the
+    embedding win on the held-out rows."""
+    from sdpembed.exceptions import EmbeddingWorseThanInputWarning
+
+    rng = np.random.default_rng(0)
+    n = 60
+    y = np.repeat(np.arange(3), n // 3)
+    signal = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])[y] + rng.normal(size=(n, 2))
+    X = np.hstack([signal, 10.0 * rng.normal(size=(n, 20))])
+    yp = y.copy()
+    yp[rng.choice(n, 12, replace=False)] = -1
+    graph = knn_graph(signal, n_neighbors=4, n_random=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EmbeddingWorseThanInputWarning)
+        # CLARABEL: an interior-point solve is quick at n = 60
+        est = DVU(graph=graph, n_components=2, solver="CLARABEL", random_state=0).fit(X, yp)
+    v = est.validation_
+    assert not v["warned"]
+    assert v["embedding_accuracy"] >= v["input_accuracy"] + 0.2
+
+
+def test_held_out_folds_are_disjoint_stratified_and_keep_two_labels_a_class():
+    """The check's folds: disjoint, only labelled rows, each class cut into K near-equal
+    parts (K = round(1 / validation_fraction)), and every pre-fit keeps >= 2 labels a class
+    (a class of 3 labels lends 1 to a fold)."""
+    y = np.array([0] * 20 + [1] * 10 + [2] * 3 + [-1] * 7)
+    labeled = y >= 0
+    est = DVU(validation_fraction=0.2, validation_splits=5, random_state=0)
+    folds = est._validation_folds(y, labeled)
+    assert len(folds) == 5
+    total = np.sum(folds, axis=0)
+    assert total.max() == 1 and not total[~labeled].any()
+    for f in folds:
+        assert np.sum(f & (y == 0)) == 4 and np.sum(f & (y == 1)) == 2
+        for c in range(3):
+            assert np.sum(labeled & ~f & (y == c)) >= 2
+    assert max(np.sum(f & (y == 2)) for f in folds) == 1
+    three = DVU(validation_fraction=0.2, validation_splits=3,
+                random_state=0)._validation_folds(y, labeled)
+    assert len(three) == 3        # the first three of the same five (random_state)
+    assert all(np.array_equal(a, b) for a, b in zip(three, folds))
+    assert len(DVU(validation_fraction=0.5, validation_splits=5,
+                   random_state=0)._validation_folds(y, labeled)) == 2
 
 
 @pytest.mark.parametrize("cls", [DVU, MVU])

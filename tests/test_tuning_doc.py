@@ -73,7 +73,7 @@ def test_stamp_describes_commit_and_machine():
 
 
 @pytest.mark.parametrize("bench", ["bench_core", "bench_eigen", "bench_large", "bench_tangent",
-                                   "bench_tca", "bench_auto"])
+                                   "bench_tca", "bench_auto", "bench_dvu_check"])
 def test_every_benchmark_takes_tuning(bench):
     out = subprocess.run([sys.executable, "-m", f"problems.{bench}", "--help"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)

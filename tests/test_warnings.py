@@ -62,9 +62,10 @@ def test_embedding_worse_than_input_points_at_fit(both_paths):
     X, y = load_digits(return_X_y=True)
     X, y = X[:150].astype(float), y[:150]
     yp = partial_labels(y, 0.8, random_state=0)
+    est = DVU(n_neighbors=0, n_random=3, validation_splits=1, random_state=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line(); DVU(n_neighbors=0, n_random=3, random_state=0).fit(X, yp)  # noqa: E702
+        line = _line(); est.fit(X, yp)  # noqa: E702
     _assert_here(caught, EmbeddingWorseThanInputWarning, line)
 
 

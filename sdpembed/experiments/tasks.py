@@ -328,6 +328,10 @@ def run_task(spec: Spec, task: Task, data: Data | None = None) -> tuple[dict, di
             t2 = time.perf_counter()
             row["fit_s"] = t2 - t1
             row.update(_solver_fields(est, task.solver) if est is not None else {})
+            validation = getattr(est, "validation_", None)
+            if validation is not None:
+                # DVU's held-out check, kept whole so that its rule can be scored afterwards
+                row["validation"] = json.dumps(validation, sort_keys=True, default=str)
             report = getattr(est, "solve_report_", None)
             if report is not None:
                 # solve() applied the rule already; a report made elsewhere meets it here
