@@ -88,10 +88,11 @@ def test_smoke_grid_and_files(smoke):
     assert sorted(json.loads(r["params"])["slack_weight"] for r in dvu) == [1.0, 1.0, 10.0, 10.0]
     for r in dvu:
         assert r["solver"] == "CLARABEL"
-        # CLARABEL stops one of these four at optimal_inaccurate (slack 10, seed 1): the
-        # row keeps the status and the InaccurateSolutionWarning
+        # CLARABEL may stop a solve at optimal_inaccurate: the row keeps the status and the
+        # InaccurateSolutionWarning (an optimal row can carry one from a held-out pre-fit)
         assert r["solve_status"] in ("optimal", "optimal_inaccurate")
-        assert (r["solve_status"] == "optimal") != ("InaccurateSolutionWarning" in r["warnings"])
+        if r["solve_status"] == "optimal_inaccurate":
+            assert "InaccurateSolutionWarning" in r["warnings"]
         assert r["solver_version"] == solver_version("CLARABEL")
         assert r["compile_s"] >= 0 and r["solve_s"] > 0 and r["n_components"] == 2
     assert all(r["solver"] is None for r in result.rows if r["method"] != "dvu")
@@ -540,8 +541,10 @@ def test_solver_options_reach_their_backend_and_inaccurate_solves_are_kept(
     assert spec.solver_options == {"INACCURATE": {"max_iter": 7}, "CLARABEL": {"max_iter": 200}}
     result = run_spec(spec, seeds=[0], out_dir=tmp_path, progress=False)
     inaccurate, clarabel = result.rows
-    # each backend gets its own table, and only its own
-    assert inaccurate_backend == [{"max_iter": 7}]
+    # each backend gets its own table, and only its own (DVU's held-out check solves on
+    # the same backend: one call per held-out fold, then the fit)
+    assert len(inaccurate_backend) >= 1
+    assert all(options == {"max_iter": 7} for options in inaccurate_backend)
     assert json.loads(clarabel["solver_options"])["max_iter"] == 200
     # the inaccurate solve is a result: kept with its status and certified gap, not a failure,
     # and not "ok" either

@@ -586,6 +586,11 @@ class DVU(_GramEmbedding):
                 f"the neighbourhood graph (n_neighbors={self.n_neighbors}, "
                 f"n_random={self.n_random}, metric={self.metric!r})")
             tangent = ", metric='tangent' for images" if self.metric != "tangent" else ""
+            advice = ("Try a graph that follows the classes better (graph=...), standardised "
+                      "features") if self.graph is not None else (
+                f"Try more neighbours{tangent}, standardised features, or a graph of your "
+                "own (graph=...)")
+            where = "" if self.graph is not None else _WHERE_DEFAULTS_LOSE + " "
             warn(
                 f"DVU: on {m} labels held out of {len(folds)} fits ({len(folds)} disjoint "
                 f"stratified folds of the labelled rows), {k}-NN on the embedding is right "
@@ -593,8 +598,7 @@ class DVU(_GramEmbedding):
                 f"features (difference {diff:+.1%}; one-sided sign test on the {b + c} rows "
                 f"the votes disagree on: p = {p_value:.2g}). Expect the unlabelled points to "
                 f"be classified worse than on the inputs: {graph} does not follow the "
-                f"classes well enough. {_WHERE_DEFAULTS_LOSE} Try more neighbours{tangent}, "
-                "standardised features, or a graph of your own (graph=...); or classify the "
+                f"classes well enough. {where}{advice}; or classify the "
                 "inputs directly. The check is validation_fraction / validation_splits; its "
                 "numbers are in validation_.", EmbeddingWorseThanInputWarning)
         warm = {}
