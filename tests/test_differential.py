@@ -19,7 +19,7 @@ import pytest
 from problems.differential import _judge, run_instance, summarize
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
-          "false_infeasible", "outside_bracket")
+          "false_infeasible", "outside_gap")
 
 
 def _run(seeds, n_range, **limits):
@@ -35,14 +35,20 @@ def _result(objective, status="optimal_inaccurate", bound=None):
             "violation": 0.0, "objective_mismatch": 0.0}
 
 
-def test_judge_holds_an_inaccurate_result_to_its_bracket():
+def test_judge_holds_an_inaccurate_result_to_its_stated_gap():
     ref = _result(-1.0, status="optimal")
     # the optimum -1 lies in [bound, objective] = [-1.004, -0.996]: within its stated gap
     inside = _judge(_result(-0.996, bound=-1.004), ref, None)
-    assert inside["disagree_inaccurate"] == 1 and inside["outside_bracket"] == 0
+    assert inside["disagree_inaccurate"] == 1 and inside["outside_gap"] == 0
+    # a nearly feasible point below the optimum, by less than its gap of 0.004
+    below = _judge(_result(-1.002, bound=-1.006), ref, None)
+    assert below["disagree_inaccurate"] == 1 and below["outside_gap"] == 0
     # a bound above the optimum (-0.999 > -1): the stated gap is untrue
     outside = _judge(_result(-0.996, bound=-0.999), ref, None)
-    assert outside["outside_bracket"] == 1 and outside["disagree"] == 1
+    assert outside["outside_gap"] == 1 and outside["disagree"] == 1
+    # a point farther below the optimum (0.01) than its gap (0.002)
+    far_below = _judge(_result(-1.01, bound=-1.012), ref, None)
+    assert far_below["outside_gap"] == 1 and far_below["disagree"] == 1
     # agreement within AGREE needs no bracket
     assert _judge(_result(-1.00001, bound=-1.00002), ref, None)["agree"] == 1
 
