@@ -112,6 +112,11 @@ def test_a_registered_entry_is_read_by_every_layer(registered):
         rep = solve(build(INSTANCE), solver="SCS", max_iters=1, fallback=["SCS_AGAIN"])
     assert [a["solver"] for a in rep.attempts] == ["SCS", "SCS_AGAIN"]
     assert rep.solver == "SCS_AGAIN" and _close(rep.objective, SCS_AGAIN)
+    # the error hints that send a user to a conic backend name the registered ones
+    from sdpembed.formulations import gram_sdp
+    with pytest.raises(exceptions.UnsupportedProblemError, match="SCS_AGAIN, PLAIN_CLARABEL "
+                                                                 "or ABSENT instead"):
+        solve(gram_sdp(5), solver="LOWRANK")
 
 
 def test_an_entry_without_auto_priority_is_never_chosen(registered):

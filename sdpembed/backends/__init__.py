@@ -13,6 +13,7 @@ from .table import (
     CONIC_BACKENDS,
     ConicBackend,
     backend_options_for,
+    conic_alternatives,
     conic_backend,
     conic_backend_names,
     register_conic_backend,
@@ -20,5 +21,5 @@ from .table import (
 )
 
 __all__ = ["CONIC_BACKENDS", "ConicBackend", "Setting", "backend_options_for",
-           "check_settings", "conic_backend", "conic_backend_names", "register_conic_backend",
-           "unregister_conic_backend"]
+           "check_settings", "conic_alternatives", "conic_backend", "conic_backend_names",
+           "register_conic_backend", "unregister_conic_backend"]

@@ -235,6 +235,12 @@ def conic_backend_names() -> tuple[str, ...]:
     return tuple(CONIC_BACKENDS)
 
 
+def conic_alternatives() -> str:
+    """The registered conic backends as an error message names them: ``"A, B or C"``."""
+    names = list(CONIC_BACKENDS)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def backend_options_for(name: str, *, time_limit: float | None = None,
                         tol: float | None = None) -> dict[str, Any]:
     """The options of backend ``name`` that mean "stop after ``time_limit`` seconds" and

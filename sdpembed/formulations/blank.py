@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._checks import as_int
+from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 from .gram import DiagPlusLowRank, GramFormulation, GramProblem, build_gram_formulation, gram_basis
 
@@ -104,9 +105,8 @@ def distance_rows_as_edges(gp: GramProblem) -> GramProblem:
     none = UnsupportedProblemError(
         "solver='LOWRANK' needs at least one added row fixing or bounding a squared distance, "
         "G[i, i] + G[j, j] - 2 * G[i, j] == d (or <= d) with d > 0, on this blank Gram SDP "
-        "(it bounds the problem and gives the solver its distance edges); solve it with SCS, "
-        "CLARABEL, "
-        "CVXOPT, SDPA, MOSEK or CSDP instead, or start from sdpembed.formulations.mvu(graph)")
+        "(it bounds the problem and gives the solver its distance edges); solve it with "
+        f"{conic_alternatives()} instead, or start from sdpembed.formulations.mvu(graph)")
     if K is None or K.p == 0:
         raise none
     A = sp.csr_matrix((K.value, (K.row, K.i * K.n + K.j)), shape=(K.p, K.n * K.n))

@@ -55,6 +55,7 @@ from cvxpy.atoms.affine.vstack import Vstack
 from cvxpy.atoms.affine.wraps import Wrap
 from cvxpy.constraints import Equality, Inequality, NonNeg, NonPos, Zero
 
+from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 
 if TYPE_CHECKING:
@@ -63,7 +64,6 @@ if TYPE_CHECKING:
 __all__ = ["AffineGramConstraints", "affine_gram_constraints", "check_added_constraints"]
 
 #: the backends that solve the cvxpy problem as written (named in refusals)
-CONIC_ALTERNATIVES = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
 
 
 @dataclass(frozen=True, eq=False)
@@ -396,7 +396,7 @@ def affine_gram_constraints(constraints: Sequence[cp.Constraint], gram: cp.Expre
                 f"constraint {k} ({_short(c)}) cannot be represented by LOWRANK: {why}. "
                 "LOWRANK supports equalities and inequalities that are affine in "
                 "f.expressions['gram']; solve this formulation with "
-                f"{CONIC_ALTERNATIVES} instead.") from None
+                f"{conic_alternatives()} instead.") from None
         R = sp.identity(N, format="csr") if lin.R is None else lin.R
         R = sp.csr_matrix(sign * R)
         const = sign * lin.offset(R.shape[0])

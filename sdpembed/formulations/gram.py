@@ -35,6 +35,7 @@ import cvxpy as cp
 import numpy as np
 
 from .._checks import as_int
+from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 from ._base import Formulation, _frozen
 from .describe import gram_summary
@@ -409,7 +410,7 @@ class GramFormulation(Formulation):
                 f"the cvxpy problem of this {self.method} formulation was changed after it "
                 "was built, so its structured description no longer describes it; add "
                 "constraints with f.with_constraints([...]) instead, or solve the edited "
-                f"problem with a conic backend ({_CONIC_ALTERNATIVES})")
+                f"problem with a conic backend ({conic_alternatives()})")
 
     # ------------------------------------------------------------------ solution
     @property
@@ -466,7 +467,6 @@ def _restore_gram_formulation(meta, size, n_edges, basis, centered, factor, para
     return form
 
 
-_CONIC_ALTERNATIVES = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
 
 
 def _problem_signature(problem: cp.Problem) -> tuple:

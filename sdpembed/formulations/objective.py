@@ -52,8 +52,9 @@ from cvxpy.atoms.affine.transpose import transpose
 from cvxpy.atoms.affine.unary_operators import NegExpression
 
 from .._typing import ArrayLike
+from ..backends import conic_alternatives
 from ..exceptions import UnsupportedProblemError
-from .constraints import CONIC_ALTERNATIVES, _linear, _Refusal
+from .constraints import _linear, _Refusal
 from .matrices import DiagPlusLowRank
 
 __all__ = ["gram_objective_matrix", "gram_inner", "DENSE_OBJECTIVE_LIMIT"]
@@ -326,7 +327,7 @@ def gram_objective_matrix(terms: Sequence[cp.Expression], gram: cp.Expression, n
                 f"objective term {k} ({text}) cannot be represented by LOWRANK: {why}. "
                 "LOWRANK supports objective terms that are linear in f.expressions['gram'] "
                 "(diagonal, sparse, low-rank by factors, dense up to n = "
-                f"{dense_limit}); solve this formulation with {CONIC_ALTERNATIVES} "
+                f"{dense_limit}); solve this formulation with {conic_alternatives()} "
                 "instead.") from None
     try:
         return out.matrix()

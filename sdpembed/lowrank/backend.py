@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import conic_alternatives
 from ..exceptions import InfeasibleError, InputError, SolverFailedError, UnsupportedProblemError
 from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
@@ -36,11 +37,11 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
                 "returned (a cvxpy problem rebuilt around it?), so LOWRANK cannot know what "
                 "its problem adds or changes. Add constraints on the Gram matrix with "
                 "f.with_constraints([...]) on the builder's formulation, or solve this one with "
-                f"a conic backend ({_CONIC})")
+                f"a conic backend ({conic_alternatives()})")
         raise UnsupportedProblemError(
             f"solver='LOWRANK' solves the Gram SDPs (DVU, MVU) built by "
             f"sdpembed.formulations.dvu / mvu; this is a {formulation.method!r} formulation: "
-            f"solve it with a conic backend ({_CONIC})")
+            f"solve it with a conic backend ({conic_alternatives()})")
     formulation.check_unchanged()
     gp = formulation.current_problem()
     if gp.meta.get("blank"):
@@ -48,7 +49,6 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
     return gp, formulation.reduced_basis, formulation.centroids == "explicit"
 
 
-_CONIC = "SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP"
 
 
 def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -> bool:

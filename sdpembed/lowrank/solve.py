@@ -7,6 +7,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
@@ -82,7 +83,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     if gp.ratio is not None:
         raise UnsupportedProblemError(
             "solver='LOWRANK' does not support the ratio constraint (eq. 11); use a conic "
-            "backend (SCS, CLARABEL, CVXOPT, SDPA, MOSEK or CSDP) or drop ratio=")
+            f"backend ({conic_alternatives()}) or drop ratio=")
     t0 = time.perf_counter()
     space = FactorSpace(gp, basis, limits=opts.dense_limits)
     pen = DistancePenalty(gp)
