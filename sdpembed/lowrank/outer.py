@@ -401,6 +401,16 @@ class _OuterLoop:
             return W_r, quad_r + pen.objective(D_r), r_r
         return None
 
+    def _infeasibility(self, W, quad: float, D: np.ndarray, h) -> float:
+        """Relative infeasibility of the point ``W`` (its ``objective_parts`` ``quad, D, h``):
+        the distance rows (:meth:`DistancePenalty.violation`), the SNR constraint and the
+        added rows."""
+        space = self.space
+        infeas = max(self.pen.violation(D), space.snr_violation(h, quad))
+        if space.K is not None:
+            infeas = max(infeas, space.K_violation(space.K_values(W)))
+        return infeas
+
     def _onto_shrink(self, W, infeas: float, near: bool):
         r"""``(W_r, p_r, infeas_r)``: ``"shrink"`` iterate ``W`` scaled by the largest
         :math:`\alpha \le 1` with :math:`\alpha^2 D(W) \le \bar D` (centring and the SNR
@@ -436,9 +446,7 @@ class _OuterLoop:
         for V in starts:
             W_r = pen.shrink_scale(self.alm.objective_parts(V)[1]) * V
             quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-            infeas_r = max(pen.violation(D_r), space.snr_violation(h_r, quad_r))
-            if space.K is not None:
-                infeas_r = max(infeas_r, space.K_violation(space.K_values(W_r)))
+            infeas_r = self._infeasibility(W_r, quad_r, D_r, h_r)
             p_r = quad_r + pen.objective(D_r)
             if infeas_r <= self.opts.feas_tol and (best is None or p_r < best[1]):
                 best = (W_r, p_r, infeas_r)
@@ -454,9 +462,7 @@ class _OuterLoop:
         W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
         p_r = quad_r + pen.objective(D_r)
-        infeas_r = space.snr_violation(h_r, quad_r)
-        if space.K is not None:
-            infeas_r = max(infeas_r, space.K_violation(space.K_values(W_r)))
+        infeas_r = self._infeasibility(W_r, quad_r, D_r, h_r)
         if (p_r < p or not lower) and infeas_r <= self.opts.feas_tol:
             return W_r, p_r, infeas_r
         return None
@@ -506,15 +512,19 @@ class _OuterLoop:
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W):
-            for vec in self._escape_directions(certificate):
-                self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
-                                 self.sigma_h, self.rho)
-            entry["grew_rank"] = self.W.shape[1]
-            self.last_growth = self.it
-            # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
-            # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
-            self.cheap_prev = np.inf
+            self._grow(self._escape_directions(certificate), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
+        """Add one factor column along each of ``vectors`` (:func:`_escape`) and record it."""
+        for vec in vectors:
+            self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
+                             self.sigma_h, self.rho)
+        entry["grew_rank"] = self.W.shape[1]
+        self.last_growth = self.it
+        # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
+        # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
+        self.cheap_prev = np.inf
 
     def _stalled(self, cheap_gap: float) -> bool:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
@@ -550,13 +560,9 @@ class _OuterLoop:
         room = self.opts.max_rank - self.W.shape[1]
         if not lam[0] < 0:
             return False
-        picked = [X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room]
-        for vec in picked:
-            self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
-                             self.sigma_h, self.rho)
-        entry.update(grew_rank=self.W.shape[1], stall_lambda_min=float(lam[0]))
-        self.last_growth = self.it
-        self.cheap_prev = np.inf
+        self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
+                   entry)
+        entry["stall_lambda_min"] = float(lam[0])
         return True
 
     def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
@@ -689,9 +695,7 @@ class _OuterLoop:
         W, p = self.final_point()
         F = space.points(W)
         quad, D, h = alm.objective_parts(W)
-        infeas = max(pen.violation(D), space.snr_violation(h, quad))
-        if space.K is not None:
-            infeas = max(infeas, space.K_violation(space.K_values(W)))
+        infeas = self._infeasibility(W, quad, D, h)
         status, certificate = self.status, self.certificate
         if status == "optimal_inaccurate" and pen.mode in ("equality", "shrink") \
                 and infeas > 1e-2:
