@@ -111,21 +111,23 @@ def distance_rows_as_edges(gp: GramProblem) -> GramProblem:
         raise none
     A = sp.csr_matrix((K.value, (K.row, K.i * K.n + K.j)), shape=(K.p, K.n * K.n))
     nnz = np.diff(A.indptr)
-    edges, target, moved = [], [], []
+
+    def rows(kind: np.ndarray) -> list[tuple[int, tuple[int, int]]]:
+        """The distance rows among the rows of ``kind``, with their pairs."""
+        found = ((k, _distance_pair(A, K.n, k))
+                 for k in np.flatnonzero(kind & (nnz == 4) & (K.rhs > 0)))
+        return [(k, pair) for k, pair in found if pair is not None]
+
     # the equality rows; without any, the <= rows (shrink-only distances)
-    candidates = np.flatnonzero(K.equality & (nnz == 4) & (K.rhs > 0))
-    equality = any(_distance_pair(A, K.n, k) is not None for k in candidates)
+    distance_rows = rows(K.equality)
+    equality = bool(distance_rows)
     if not equality:
-        candidates = np.flatnonzero(~K.equality & (nnz == 4) & (K.rhs > 0))
-    for k in candidates:
-        pair = _distance_pair(A, K.n, k)
-        if pair is None:
-            continue
-        edges.append(pair)
-        target.append(K.rhs[k])
-        moved.append(k)
-    if not moved:
+        distance_rows = rows(~K.equality)
+    if not distance_rows:
         raise none
+    moved = [k for k, _ in distance_rows]
+    edges = [pair for _, pair in distance_rows]
+    target = [K.rhs[k] for k in moved]
     keep = np.setdiff1d(np.arange(K.p), moved)
     sel = np.isin(K.row, keep)
     renumber = np.full(K.p, -1, dtype=np.int64)
