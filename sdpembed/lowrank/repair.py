@@ -6,6 +6,7 @@ import logging
 
 import numpy as np
 import scipy.optimize as sopt
+import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError
@@ -95,6 +96,46 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
                               | (space.user_part(nu) > 0))
         n_var += rows.size
 
+    rows = rows if K is not None else None
+    op = _explicit_fit_matrix(space, W, Z, fe, HW, rows)
+    if op is None:
+        op = _fit_operator(space, W, Z, fe, HW, rows)
+    matvec = op.dot
+    x0 = y[fe]
+    if HW is not None:
+        lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
+        x0 = np.r_[x0, nu[0]]
+    if K is not None:
+        eq = K.equality[rows]
+        lo, hi = np.r_[lo, np.where(eq, -np.inf, 0.0)], np.r_[hi, np.full(rows.size, np.inf)]
+        x0 = np.r_[x0, space.user_part(nu)[rows]]
+    # solve for the correction from the current multipliers (clipped into the box)
+    x0 = np.clip(x0, lo, hi)
+    try:
+        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
+                              method="trf", tol=1e-12, max_iter=200)
+    except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
+        return y, nu
+    x = np.clip(x0 + sol.x, lo, hi)
+    y_new = y_fix.copy()
+    y_new[fe] = x[: fe.size] if pen.mode != "shrink" else np.maximum(x[: fe.size], 0.0)
+    nu_new = nu.copy()
+    if HW is not None:
+        nu_new[0] = float(x[fe.size])
+    if K is not None:
+        z = np.zeros(K.p)
+        z[rows] = x[n_var - rows.size:]
+        nu_new[space.n_snr:] = z
+    return y_new, nu_new
+
+
+def _fit_operator(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
+                  HW: np.ndarray | None, rows: np.ndarray | None) -> spla.LinearOperator:
+    """:func:`refine_multipliers`' map (see :func:`_explicit_fit_matrix`) matrix-free."""
+    m = Z.shape[0]
+    K = space.K if rows is not None else None
+    n_var = fe.size + (HW is not None) + (rows.size if K is not None else 0)
+
     def matvec(x):
         x = np.ravel(x)
         ye = np.zeros(m)
@@ -124,33 +165,103 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
             out = np.r_[out, grads[rows]]
         return out
 
-    op = spla.LinearOperator((W.size, n_var), matvec=matvec, rmatvec=rmatvec, dtype=float)
-    x0 = y[fe]
+    return spla.LinearOperator((W.size, n_var), matvec=matvec, rmatvec=rmatvec, dtype=float)
+
+
+#: :func:`refine_multipliers` fits with the explicit matrix of its linear map when its
+#: dense columns (``nu`` and the added rows) hold at most this many entries, and as a dense
+#: array (an exact least-squares step per iteration instead of an LSMR run) when the whole
+#: matrix does
+_FIT_DENSE_COLUMNS = 4_000_000
+_FIT_DENSE = 2_000_000
+
+
+def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
+                         HW: np.ndarray | None, rows: np.ndarray | None):
+    r"""The matrix of :func:`refine_multipliers`' map :math:`x \mapsto \mathrm{vec}(\sum_e
+    x_e a_e a_e^TV + x_\nu P HV + \sum_k x_k P A_kV)`, with columns in the order of its
+    unknowns (the edges ``fe``, then :math:`\nu_0` when ``HW`` is given, then the added
+    ``rows``): a dense array when it is small, else a sparse one; ``None`` when its dense
+    columns would exceed ``_FIT_DENSE_COLUMNS`` entries (the caller keeps the matrix-free
+    operator). Edge column :math:`e`: :math:`\mathrm{vec}(E_e^T Z_e)`, :math:`E_e` the
+    edge's row of the incidence matrix and :math:`Z_e = E_eV` (row-major ``vec``)."""
+    k = W.shape[1]
+    extra = []
     if HW is not None:
-        lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
-        x0 = np.r_[x0, nu[0]]
-    if K is not None:
-        eq = K.equality[rows]
-        lo, hi = np.r_[lo, np.where(eq, -np.inf, 0.0)], np.r_[hi, np.full(rows.size, np.inf)]
-        x0 = np.r_[x0, space.user_part(nu)[rows]]
-    # solve for the correction from the current multipliers (clipped into the box)
-    x0 = np.clip(x0, lo, hi)
-    try:
-        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
-                              method="trf", tol=1e-12, max_iter=200)
-    except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
-        return y, nu
-    x = np.clip(x0 + sol.x, lo, hi)
-    y_new = y_fix.copy()
-    y_new[fe] = x[: fe.size] if pen.mode != "shrink" else np.maximum(x[: fe.size], 0.0)
-    nu_new = nu.copy()
-    if HW is not None:
-        nu_new[0] = float(x[fe.size])
-    if K is not None:
-        z = np.zeros(K.p)
-        z[rows] = x[n_var - rows.size:]
-        nu_new[space.n_snr:] = z
-    return y_new, nu_new
+        extra.append(np.ravel(HW))
+    if rows is not None and rows.size:
+        if (rows.size + len(extra)) * W.size > _FIT_DENSE_COLUMNS:
+            return None
+        unit = np.zeros(space.K.p)
+        for r in rows:
+            unit[r] = 1.0
+            extra.append(np.ravel(space.project(space.apply_K(W, unit))))
+            unit[r] = 0.0
+    Zf = Z[fe]
+    n_var = fe.size + len(extra)
+    E = space.E[fe]
+    if sp.issparse(E):
+        coo = E.tocoo()
+        cols = np.repeat(coo.row, k)
+        idx = (coo.col[:, None] * k + np.arange(k)).ravel()
+        data = (coo.data[:, None] * Zf[coo.row]).ravel()
+        if W.size * n_var <= _FIT_DENSE:
+            A = np.zeros((W.size, n_var))
+            np.add.at(A, (idx, cols), data)
+        else:
+            A = sp.csc_matrix((data, (idx, cols)), shape=(W.size, fe.size))
+            if extra:
+                A = sp.hstack([A, sp.csc_matrix(np.column_stack(extra))], format="csc")
+            return A
+    else:
+        if W.size * n_var > _FIT_DENSE:
+            return None
+        A = np.zeros((W.size, n_var))
+        A[:, : fe.size] = (np.asarray(E)[:, :, None] * Zf[:, None, :]).reshape(fe.size, -1).T
+    if extra:
+        A[:, fe.size:] = np.column_stack(extra)
+    return A
+
+
+def _explicit_jacobian(space: FactorSpace, E, Z: np.ndarray, V: np.ndarray,
+                       rows: np.ndarray | None):
+    r"""The Jacobian of :func:`restore_feasibility`'s residual at the factor ``V`` as a
+    matrix: edge row :math:`e` is :math:`2\,\mathrm{vec}(E_e^TZ_e)` (``E`` the edges'
+    incidence rows, ``Z = E V``), added row :math:`k` is :math:`2\,\mathrm{vec}(PA_kV)`
+    (on centred steps the same map as the matrix-free operator). Dense when it has at
+    most ``_FIT_DENSE`` entries, sparse otherwise, ``None`` when its added rows alone
+    would exceed ``_FIT_DENSE_COLUMNS`` entries."""
+    k = V.shape[1]
+    m_e = Z.shape[0]
+    extra = []
+    if rows is not None and rows.size:
+        if rows.size * V.size > _FIT_DENSE_COLUMNS:
+            return None
+        unit = np.zeros(space.K.p)
+        for r in rows:
+            unit[r] = 1.0
+            extra.append(2.0 * np.ravel(space.project(space.apply_K(V, unit))))
+            unit[r] = 0.0
+    n_rows = m_e + len(extra)
+    if sp.issparse(E):
+        coo = E.tocoo()
+        r_idx = np.repeat(coo.row, k)
+        c_idx = (coo.col[:, None] * k + np.arange(k)).ravel()
+        data = (2.0 * coo.data[:, None] * Z[coo.row]).ravel()
+        if n_rows * V.size > _FIT_DENSE:
+            J = sp.csr_matrix((data, (r_idx, c_idx)), shape=(m_e, V.size))
+            return sp.vstack([J, sp.csr_matrix(np.vstack(extra))], format="csr") \
+                if extra else J
+        J = np.zeros((n_rows, V.size))
+        np.add.at(J, (r_idx, c_idx), data)
+    else:
+        if n_rows * V.size > _FIT_DENSE:
+            return None
+        J = np.zeros((n_rows, V.size))
+        J[:m_e] = 2.0 * (np.asarray(E)[:, :, None] * Z[:, None, :]).reshape(m_e, -1)
+    if extra:
+        J[m_e:] = np.vstack(extra)
+    return J
 
 
 #: the lift's eigenvalue target relative to a Gershgorin bound on ||S||: the bottom block
@@ -418,7 +529,12 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     for _ in range(max_steps):
         if best[1] <= tol:
             break
-        step = spla.lsmr(jacobian(Z, W), -c, atol=1e-6, btol=1e-6, maxiter=2000)[0]
+        J = _explicit_jacobian(space, E, Z, W, rows if K is not None else None)
+        if isinstance(J, np.ndarray):    # small: the exact least-norm step
+            step = np.linalg.lstsq(J, -c, rcond=None)[0]
+        else:
+            step = spla.lsmr(J if J is not None else jacobian(Z, W), -c, atol=1e-6,
+                             btol=1e-6, maxiter=2000)[0]
         W_new = W + step.reshape(W.shape)
         Z_new, c_new = resid(W_new)
         r_new = measure(c_new)
