@@ -131,6 +131,30 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert "fewer than" in DVU(random_state=0).fit(X, few).validation_["skipped"]
 
 
+def test_held_out_warning_on_a_given_graph_advises_the_graph_not_the_defaults():
+    """With the user's own graph the warning names that graph and advises a better one;
+    it does not suggest neighbours or metric='tangent' (the estimator did not build the
+    graph) nor cite the defaults' ablation."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.datasets import partial_labels
+    from sdpembed.estimators.gram import _WHERE_DEFAULTS_LOSE
+    from sdpembed.exceptions import EmbeddingWorseThanInputWarning
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:100].astype(float), y[:100]
+    yp = partial_labels(y, 0.8, random_state=0)
+    graph = knn_graph(X, n_neighbors=0, n_random=3, random_state=0)   # random edges only
+    with pytest.warns(EmbeddingWorseThanInputWarning) as caught:
+        est = DVU(graph=graph, random_state=0).fit(X, yp)
+    assert est.validation_["warned"]
+    message = str(caught[0].message)
+    assert "the given graph does not follow the classes" in message
+    assert "Try a graph that follows the classes better (graph=...)" in message
+    assert "neighbours" not in message and "tangent" not in message
+    assert _WHERE_DEFAULTS_LOSE not in message
+
+
 def test_held_out_check_is_quiet_when_the_embedding_wins():
     """Three well-separated classes in 2 coordinates, buried under 20 coordinates of loud
     noise: k-NN on the inputs is near chance, while a graph of the 2 informative coordinates
