@@ -170,10 +170,18 @@ def _fit_operator(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarr
 
 #: :func:`refine_multipliers` fits with the explicit matrix of its linear map when its
 #: dense columns (``nu`` and the added rows) hold at most this many entries, and as a dense
-#: array (an exact least-squares step per iteration instead of an LSMR run) when the whole
-#: matrix does
+#: array (an exact least-squares step per iteration instead of an LSMR run, which
+#: ill-conditioned fits need) when the whole matrix has at most ``_FIT_DENSE`` entries and
+#: a factorisation of it (entries times its smaller side) at most ``_FIT_DENSE_FLOPS``
+#: flops (up to 200 of them per fit); :func:`restore_feasibility`'s Jacobian is dense up
+#: to ``_FIT_DENSE`` entries (one factorisation per Gauss-Newton step)
 _FIT_DENSE_COLUMNS = 4_000_000
 _FIT_DENSE = 2_000_000
+_FIT_DENSE_FLOPS = 50_000_000
+
+
+def _dense_fits(rows: int, cols: int) -> bool:
+    return rows * cols <= _FIT_DENSE and rows * cols * min(rows, cols) <= _FIT_DENSE_FLOPS
 
 
 def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
@@ -205,7 +213,7 @@ def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: n
         cols = np.repeat(coo.row, k)
         idx = (coo.col[:, None] * k + np.arange(k)).ravel()
         data = (coo.data[:, None] * Zf[coo.row]).ravel()
-        if W.size * n_var <= _FIT_DENSE:
+        if _dense_fits(W.size, n_var):
             A = np.zeros((W.size, n_var))
             np.add.at(A, (idx, cols), data)
         else:
@@ -214,7 +222,7 @@ def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: n
                 A = sp.hstack([A, sp.csc_matrix(np.column_stack(extra))], format="csc")
             return A
     else:
-        if W.size * n_var > _FIT_DENSE:
+        if not _dense_fits(W.size, n_var):
             return None
         A = np.zeros((W.size, n_var))
         A[:, : fe.size] = (np.asarray(E)[:, :, None] * Zf[:, None, :]).reshape(fe.size, -1).T
