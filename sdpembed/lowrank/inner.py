@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+
+logger = logging.getLogger(__name__)
+
+#: seconds between the progress lines of one subproblem (``verbose``: the ``sdpembed.lowrank``
+#: logger at INFO), so that a long subproblem is not silent until its outer iteration ends
+_PROGRESS_INTERVAL = 5.0
+
+
+class _Progress:
+    """A progress line every :data:`_PROGRESS_INTERVAL` seconds of one inner solve, when the
+    ``sdpembed.lowrank`` logger shows INFO (``verbose``); otherwise one comparison per
+    iteration."""
+
+    def __init__(self, method: str):
+        self.method = method
+        self.on = logger.isEnabledFor(logging.INFO)
+        self.t0 = time.perf_counter()
+        self.due = self.t0 + _PROGRESS_INTERVAL
+
+    def __call__(self, it: int, work: str, f: float, g: np.ndarray) -> None:
+        if not self.on:
+            return
+        now = time.perf_counter()
+        if now < self.due:
+            return
+        self.due = now + _PROGRESS_INTERVAL
+        logger.info(f"   ... | {self.method} iteration {it:6d}, {work} | "
+                    f"AL {f:+.9e} | |grad| {float(np.linalg.norm(g)):8.2e} | "
+                    f"{now - self.t0:7.1f} s in this subproblem")
 
 
 @dataclass
@@ -51,6 +81,8 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     f, g = fun(x)
     gn = g0 = float(np.linalg.norm(g))
     it = 0
+    progress = _Progress("Newton-CG")
+    ncg = 0
     while it < maxiter and gn > gtol and time.perf_counter() < deadline:
         it += 1
         hv = hess_at(x)
@@ -63,6 +95,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
         rz = float(r @ z)
         for j in range(max_cg):
             Hp = hv(p)
+            ncg += 1
             pHp = float(p @ Hp)
             if pHp <= 1e-14 * float(p @ p) * max(abs(f), 1.0):
                 if j == 0:
@@ -85,6 +118,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
             break
         x, f, g = found
         gn = float(np.linalg.norm(g))
+        progress(it, f"{ncg:6d} Hessian products", f, g)
     return _LBFGSResult(x, it, gn)
 
 
@@ -176,6 +210,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     maxfun = maxfun if maxfun is not None else 20 * maxiter + 100
     it = 0
     alpha = np.empty(memory)
+    progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
     while (it < maxiter and np.linalg.norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
@@ -206,4 +241,5 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
             break
+        progress(it, f"{nfev[0]:6d} evaluations", f, g)
     return _LBFGSResult(x, it, float(np.linalg.norm(g)))
