@@ -136,7 +136,8 @@ def _wolfe(fun, x, f, d, slope, step=1.0, *, c1=1e-4, c2=0.9, max_evals=40):
     lo, hi = 0.0, np.inf
     best = None
     for _ in range(max_evals):
-        xn = x + step * d
+        xn = step * d
+        xn += x
         fn, gn = fun(xn)
         if not fn <= f + c1 * step * slope:
             hi = step
@@ -169,6 +170,14 @@ def _two_loop(g, S, Y, rho, alpha, head: int, used: int, gamma: float, M) -> np.
         b = rho[i] * float(Y[i] @ d)
         d = _saxpy(S[i], d, a=alpha[i] - b)
     return -np.asarray(d, dtype=float)
+
+
+def _norm(g: np.ndarray, order: float) -> float:
+    """``np.linalg.norm(g, order)`` of a vector; the max-norm without the array of
+    absolute values."""
+    if order == np.inf:
+        return max(float(g.max()), -float(g.min())) if g.size else 0.0
+    return float(np.linalg.norm(g, order))
 
 
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
@@ -212,7 +221,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     alpha = np.empty(memory)
     progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
-    while (it < maxiter and np.linalg.norm(g, stop_norm) > gtol and nfev[0] < maxfun
+    while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
         d = _two_loop(g, S, Y, rho, alpha, head, used, gamma, M) if used \
@@ -231,12 +240,12 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             break
         xn, fn, gn_vec = found
         s_, y_ = xn - x, gn_vec - g
-        sy = float(s_ @ y_)
-        if sy > 1e-16 * float(y_ @ y_):
+        sy, yy = float(s_ @ y_), float(y_ @ y_)
+        if sy > 1e-16 * yy:
             S[head], Y[head], rho[head] = s_, y_, 1.0 / sy
             head = (head + 1) % memory
             used = min(used + 1, memory)
-            gamma = sy / float(y_ @ M(y_))
+            gamma = sy / (yy if precond is None else float(y_ @ M(y_)))
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
