@@ -42,10 +42,10 @@ class DiagPlusLowRank:
         d = self.diag if X.ndim == 1 else self.diag[:, None]
         out = d * X
         if self.U.shape[1]:
-            out = out + self.U @ (self.s[:, None] * (self.U.T @ X) if X.ndim > 1
-                                  else self.s * (self.U.T @ X))
+            out += self.U @ (self.s[:, None] * (self.U.T @ X) if X.ndim > 1
+                             else self.s * (self.U.T @ X))
         if self.sparse is not None:
-            out = out + self.sparse @ X
+            out += self.sparse @ X
         return out
 
     def inner(self, G: np.ndarray) -> float:

@@ -83,7 +83,9 @@ class _ALM:
             D = np.einsum("ij,ij->i", Z, Z)
             val, g = pen.envelope(D, y, sigma, kind)
             val += float(np.sum(W * CW))
-            grad = CW + sp_.ET @ (g[:, None] * Z)
+            Z *= g[:, None]                   # Z is not needed after this: in place
+            grad = sp_.ET @ Z
+            grad += CW
             if sp_.H is not None:
                 HW = sp_.apply_H(W)
                 h = float(np.sum(W * HW))
@@ -94,8 +96,8 @@ class _ALM:
                 gk = k_multipliers(W)
                 val += float(np.sum((gk * gk - z * z) / (2.0 * rho)))
                 grad = grad + sp_.apply_K(W, gk)
-            grad = sp_.project(2.0 * grad)
-            return val, grad.ravel()
+            grad *= 2.0
+            return val, sp_.project(grad).ravel()
 
         def hess_at(x):
             """Hessian-vector product at ``x``; the point's quantities are computed once."""

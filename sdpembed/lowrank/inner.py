@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+
+logger = logging.getLogger(__name__)
+
+#: seconds between the progress lines of one subproblem (``verbose``: the ``sdpembed.lowrank``
+#: logger at INFO), so that a long subproblem is not silent until its outer iteration ends
+_PROGRESS_INTERVAL = 5.0
+
+
+class _Progress:
+    """A progress line every :data:`_PROGRESS_INTERVAL` seconds of one inner solve, when the
+    ``sdpembed.lowrank`` logger shows INFO (``verbose``); otherwise one comparison per
+    iteration."""
+
+    def __init__(self, method: str):
+        self.method = method
+        self.on = logger.isEnabledFor(logging.INFO)
+        self.t0 = time.perf_counter()
+        self.due = self.t0 + _PROGRESS_INTERVAL
+
+    def __call__(self, it: int, work: str, f: float, g: np.ndarray) -> None:
+        if not self.on:
+            return
+        now = time.perf_counter()
+        if now < self.due:
+            return
+        self.due = now + _PROGRESS_INTERVAL
+        logger.info(f"   ... | {self.method} iteration {it:6d}, {work} | "
+                    f"AL {f:+.9e} | |grad| {float(np.linalg.norm(g)):8.2e} | "
+                    f"{now - self.t0:7.1f} s in this subproblem")
 
 
 @dataclass
@@ -51,6 +81,8 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     f, g = fun(x)
     gn = g0 = float(np.linalg.norm(g))
     it = 0
+    progress = _Progress("Newton-CG")
+    ncg = 0
     while it < maxiter and gn > gtol and time.perf_counter() < deadline:
         it += 1
         hv = hess_at(x)
@@ -63,6 +95,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
         rz = float(r @ z)
         for j in range(max_cg):
             Hp = hv(p)
+            ncg += 1
             pHp = float(p @ Hp)
             if pHp <= 1e-14 * float(p @ p) * max(abs(f), 1.0):
                 if j == 0:
@@ -85,6 +118,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
             break
         x, f, g = found
         gn = float(np.linalg.norm(g))
+        progress(it, f"{ncg:6d} Hessian products", f, g)
     return _LBFGSResult(x, it, gn)
 
 
@@ -102,7 +136,8 @@ def _wolfe(fun, x, f, d, slope, step=1.0, *, c1=1e-4, c2=0.9, max_evals=40):
     lo, hi = 0.0, np.inf
     best = None
     for _ in range(max_evals):
-        xn = x + step * d
+        xn = step * d
+        xn += x
         fn, gn = fun(xn)
         if not fn <= f + c1 * step * slope:
             hi = step
@@ -135,6 +170,14 @@ def _two_loop(g, S, Y, rho, alpha, head: int, used: int, gamma: float, M) -> np.
         b = rho[i] * float(Y[i] @ d)
         d = _saxpy(S[i], d, a=alpha[i] - b)
     return -np.asarray(d, dtype=float)
+
+
+def _norm(g: np.ndarray, order: float) -> float:
+    """``np.linalg.norm(g, order)`` of a vector; the max-norm without the array of
+    absolute values."""
+    if order == np.inf:
+        return max(float(g.max()), -float(g.min())) if g.size else 0.0
+    return float(np.linalg.norm(g, order))
 
 
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
@@ -176,8 +219,9 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     maxfun = maxfun if maxfun is not None else 20 * maxiter + 100
     it = 0
     alpha = np.empty(memory)
+    progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
-    while (it < maxiter and np.linalg.norm(g, stop_norm) > gtol and nfev[0] < maxfun
+    while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
         d = _two_loop(g, S, Y, rho, alpha, head, used, gamma, M) if used \
@@ -196,14 +240,15 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             break
         xn, fn, gn_vec = found
         s_, y_ = xn - x, gn_vec - g
-        sy = float(s_ @ y_)
-        if sy > 1e-16 * float(y_ @ y_):
+        sy, yy = float(s_ @ y_), float(y_ @ y_)
+        if sy > 1e-16 * yy:
             S[head], Y[head], rho[head] = s_, y_, 1.0 / sy
             head = (head + 1) % memory
             used = min(used + 1, memory)
-            gamma = sy / float(y_ @ M(y_))
+            gamma = sy / (yy if precond is None else float(y_ @ M(y_)))
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
             break
+        progress(it, f"{nfev[0]:6d} evaluations", f, g)
     return _LBFGSResult(x, it, float(np.linalg.norm(g)))

@@ -105,7 +105,18 @@ class FactorSpace:
         return W - (self._ones_n @ W)[None, :] if W.ndim == 2 else W - W.mean()
 
     def diffs(self, W: np.ndarray) -> np.ndarray:
+        """:math:`EW`: in the full space the rows' differences :math:`w_i - w_j` by two
+        gathers (the same numbers as the incidence product, without its sparse loop)."""
+        if self.Q is None:
+            i, j = self._ends
+            return np.subtract(W.take(i, axis=0), W.take(j, axis=0))
         return self.E @ W
+
+    @cached_property
+    def _ends(self) -> tuple[np.ndarray, np.ndarray]:
+        """The edges' end points ``(i, j)`` as contiguous index arrays (full space)."""
+        i, j = self.gp.edges.T
+        return np.ascontiguousarray(i, dtype=np.intp), np.ascontiguousarray(j, dtype=np.intp)
 
     @cached_property
     def B_abs_T(self) -> sp.csr_matrix:
