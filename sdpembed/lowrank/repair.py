@@ -455,6 +455,12 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     residual is taken over those edges. For ``"shrink"`` the same, with the violated
     edges (:math:`D_e > \bar D_e`) joining those on the bound.
 
+    Where the step is not an exact dense least-squares solve, LSMR solves the system with
+    each distance row divided by :math:`\sqrt{\bar D_e}`,
+    which leaves the solutions of a consistent system unchanged and gives every row the norm
+    :math:`2\|E_eW\|/\sqrt{\bar D_e}\approx 2\sqrt2`: target lengths that spread over
+    orders of magnitude (raw features) otherwise leave LSMR at its iteration cap.
+
     ``InputError`` for ``"quadratic"`` (no equalities, no kink), a factor of the
     wrong shape, or a ``kink_tol`` that is not a finite number >= 0.
     """
@@ -508,14 +514,14 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
 
         def matvec(u):
             U = u.reshape(V.shape)
-            out = 2.0 * np.einsum("ij,ij->i", Z, E @ U)
+            out = 2.0 * row_scale * np.einsum("ij,ij->i", Z, E @ U)
             if K is not None:
                 out = np.r_[out, 2.0 * _rows_inner(U)]
             return out
 
         def rmatvec(lam):
             lam = np.ravel(lam)
-            out = 2.0 * (ET @ (lam[:m_e, None] * Z))
+            out = 2.0 * (ET @ ((row_scale * lam[:m_e])[:, None] * Z))
             if K is not None and rows.size:
                 z = np.zeros(K.p)
                 z[rows] = lam[m_e:]
@@ -532,6 +538,8 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
         return spla.LinearOperator((n_rows, V.size), dtype=float, matvec=matvec,
                                    rmatvec=rmatvec)
 
+    # each distance row divided by sqrt(t_e): the same solutions, rows of equal norm
+    row_scale = 1.0 / np.sqrt(np.maximum(t, 1e-300))
     Z, c = resid(W)
     best = (W, measure(c))
     for _ in range(max_steps):
@@ -541,7 +549,12 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
         if isinstance(J, np.ndarray):    # small: the exact least-norm step
             step = np.linalg.lstsq(J, -c, rcond=None)[0]
         else:
-            step = spla.lsmr(J if J is not None else jacobian(Z, W), -c, atol=1e-6,
+            # LSMR on the equilibrated rows (the operator applies row_scale itself)
+            rhs = c.copy()
+            rhs[:t.size] *= row_scale
+            if J is not None:
+                J = sp.diags(np.r_[row_scale, np.ones(c.size - t.size)]) @ J
+            step = spla.lsmr(J if J is not None else jacobian(Z, W), -rhs, atol=1e-6,
                              btol=1e-6, maxiter=2000)[0]
         W_new = W + step.reshape(W.shape)
         Z_new, c_new = resid(W_new)
