@@ -18,7 +18,8 @@ from sklearn.utils._param_validation import (
     Interval,
     InvalidParameterError,
     StrOptions,
+    validate_parameter_constraints,
 )
 
 __all__ = ["HasMethods", "Interval", "InvalidParameterError", "StrOptions", "_fit_context",
-           "_safe_indexing"]
+           "_safe_indexing", "validate_parameter_constraints"]

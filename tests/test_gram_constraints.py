@@ -156,3 +156,23 @@ def test_large_n_selection_is_sparse():
     assert got.p == 401
     assert got.value.size <= 4 * 400 + n
     assert peak < 50e6  # bytes: far below one n^2 float array (72 MB)
+
+
+def test_operator_sums_rows_that_share_entries():
+    # sum_k z_k A_k from the cached pattern equals the matrix summed entry by entry, also
+    # where several rows touch the same entries (a pair bounded twice, a shared point)
+    n = 6
+    G = cp.Variable((n, n), symmetric=True)
+    cons = [G[0, 0] + G[1, 1] - 2 * G[0, 1] <= 1.0, G[0, 0] + G[1, 1] - 2 * G[0, 1] >= 0.1,
+            G[1, 1] + G[4, 4] - 2 * G[1, 4] <= 2.0, cp.trace(G) == 3.0, G[2, 5] >= -1.0]
+    K = affine_gram_constraints(cons, G, n)
+    rng = np.random.default_rng(0)
+    for z in (rng.normal(size=K.p), np.zeros(K.p), np.eye(K.p)[1]):
+        dense = np.zeros((n, n))
+        np.add.at(dense, (K.i, K.j), K.value * z[K.row])
+        M = K.operator(z)
+        assert M.shape == (n, n) and M.has_canonical_format
+        np.testing.assert_allclose(M.toarray(), dense, rtol=0, atol=1e-15)
+        # and it is the operator whose inner product with G gives the rows' values
+        V = rng.normal(size=(n, 3))
+        assert np.sum(M.toarray() * (V @ V.T)) == pytest.approx(z @ K.values_of_factor(V))

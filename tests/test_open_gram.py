@@ -202,7 +202,8 @@ def test_with_objective_pickles(graph):
 # ---------------------------------------------------------------------------- gram_sdp
 @pytest.mark.parametrize("bad", [1, 2.5, True, "3"])
 def test_gram_sdp_validates_n(bad):
-    with pytest.raises(InputError, match="n must be"):
+    with pytest.raises(InputError, match=r"'n' parameter of gram_sdp must be an int in the "
+                       r"range \[2, inf\)"):
         gram_sdp(bad)
 
 

@@ -52,7 +52,6 @@ from __future__ import annotations
 import logging
 import re
 import textwrap
-from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import (
@@ -63,7 +62,8 @@ from sklearn.base import (
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import relaxations as rlx
-from .._sklearn import Interval, StrOptions, _fit_context
+from .._params import POSITIVE_INT, RANK_TOL_RANGE
+from .._sklearn import StrOptions, _fit_context
 from ..exceptions import (
     DegenerateEmbeddingError,
     DegenerateEmbeddingWarning,
@@ -261,11 +261,11 @@ class ProjectionEstimator(TypedParameterValidation, ClassNamePrefixFeaturesOutMi
     _sdp_preconditioner = "cholesky"
 
     _parameter_constraints: dict = {
-        "n_components": [Interval(Integral, 1, None, closed="left"), None],
+        "n_components": [POSITIVE_INT, None],
         "method": [StrOptions(set(METHODS))],
         "solver": [str],
         "solver_options": [dict, None],
-        "rank_tol": [Interval(Real, 0, 1, closed="left")],
+        "rank_tol": [RANK_TOL_RANGE],
     }
 
     def __init__(self, *, n_components=None, method="eigen", solver="auto",

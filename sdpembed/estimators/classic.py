@@ -12,32 +12,25 @@ for that method).
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._labels import check_partial_labels
-from .._sklearn import Interval, StrOptions
+from .._params import constraints_of
 from .._typing import ArrayLike
-from ..formulations.lda import CRITERIA, lda_pencil
-from ..formulations.lpp import lpp_pencil
-from ..formulations.sda import sda_pencil
+from ..formulations.lda import lda_formulation, lda_pencil
+from ..formulations.lpp import AFFINITY_PARAMETERS, lpp_formulation, lpp_pencil
+from ..formulations.sda import sda_formulation, sda_pencil
 from ..relaxations import RANK_TOL, Pencil
-from ..scatter.discriminant import WEIGHTS, total_scatter
+from ..scatter.discriminant import total_scatter
 from ._projection import ProjectionEstimator, with_projection_parameters
 
 __all__ = ["LDA", "LPP", "SDA", "PCA"]
 
 
 #: Constraints shared by the graph-based estimators (LPP, SDA).
-_GRAPH_CONSTRAINTS = {
-    "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-    "weights": [StrOptions(set(WEIGHTS))],
-    "sigma": [Interval(Real, 0, None, closed="neither"), None],
-    "regularization": [Interval(Real, 0, None, closed="left")],
-}
 
 
 class _ClassBased(ProjectionEstimator):
@@ -108,8 +101,7 @@ class LDA(_ClassBased):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        "criterion": [StrOptions(set(CRITERIA))],
-        "regularization": [Interval(Real, 0, None, closed="left")],
+        **constraints_of(lda_formulation, "criterion", "regularization", "rank_tol"),
     }
 
     def __init__(self, *, n_components: int | None = None, criterion: str = "ratio_trace",
@@ -167,8 +159,7 @@ class SDA(_ClassBased):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        **_GRAPH_CONSTRAINTS,
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        **constraints_of(sda_formulation, "alpha", *AFFINITY_PARAMETERS),
     }
 
     def __init__(self, *, n_components: int | None = None, alpha: float = 0.1, n_neighbors: int = 5,
@@ -240,7 +231,7 @@ class LPP(ProjectionEstimator):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        **_GRAPH_CONSTRAINTS,
+        **constraints_of(lpp_formulation, *AFFINITY_PARAMETERS),
     }
 
     def __init__(self, *, n_components: int = 2, n_neighbors: int = 5, weights: str = "heat",

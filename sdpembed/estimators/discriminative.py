@@ -5,24 +5,23 @@ See :mod:`sdpembed.formulations.discriminative` for the model.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
-from .._sklearn import Interval, StrOptions
+from .._params import constraints_of
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..formulations.discriminative import (
-    LABEL_KINDS,
     check_continuous_labels,
     continuous_discriminative_pencil,
     discriminative_pencil,
+    discriminative_projections_formulation,
 )
+from ..formulations.lpp import AFFINITY_PARAMETERS
 from ..relaxations import RANK_TOL, Pencil
-from ..scatter.discriminant import WEIGHTS
 from ._projection import ProjectionEstimator, with_projection_parameters
 
 __all__ = ["DiscriminativeProjections"]
@@ -109,12 +108,8 @@ class DiscriminativeProjections(ProjectionEstimator):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        "mu": [StrOptions({"auto"}), Interval(Real, 0, None, closed="left")],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "labels": [StrOptions(set(LABEL_KINDS))],
-        "weights": [StrOptions(set(WEIGHTS))],
-        "sigma": [Interval(Real, 0, None, closed="neither"), None],
-        "regularization": [Interval(Real, 0, None, closed="left")],
+        **constraints_of(discriminative_projections_formulation, "mu", "labels",
+                         *AFFINITY_PARAMETERS),
     }
 
     def __init__(self, *, n_components: int = 2, mu: float | str = "auto", n_neighbors: int = 5,

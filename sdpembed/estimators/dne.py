@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import logging
-from numbers import Integral, Real
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
 from .._labels import check_partial_labels
+from .._params import constraints_of
 from .._sklearn import Interval
 from ..exceptions import InputError
-from ..formulations.dne import DNE_EQUATIONS, DNE_PAPER, dne_pencil
+from ..formulations.dne import DNE_EQUATIONS, DNE_PAPER, dne_formulation, dne_pencil
 from ..relaxations import RANK_TOL, Pencil
 from ..scatter.dne import energy_dimension
 from ._projection import ProjectionEstimator
@@ -122,7 +123,7 @@ class DNE(ProjectionEstimator):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        **constraints_of(dne_formulation, "n_neighbors", "rank_tol"),
         "energy": [Interval(Real, 0, 1, closed="right")],
     }
 

@@ -30,11 +30,11 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._params import POSITIVE_INT, constraints_of
 from .._sklearn import HasMethods, Interval, StrOptions, _fit_context, _safe_indexing
 from .._typing import ArrayLike, RandomStateLike
 from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError, warn
 from ..formulations.dvu import dvu
-from ..formulations.gram import DISTANCE_MODES
 from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
@@ -73,19 +73,17 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
     ``ClassNamePrefixFeaturesOutMixin``, as the projection estimators).
     """
 
-    #: constraints shared by DVU and MVU (graph, distances, basis, solver)
+    #: constraints shared by DVU and MVU (graph, distances, basis, solver); those of the
+    #: parameters passed on to the builder are the builder's own declaration
     _parameter_constraints = {
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [POSITIVE_INT],
         "n_neighbors": [Interval(Integral, 0, None, closed="left")],
         "n_random": [Interval(Integral, 0, None, closed="left")],
         "metric": [str, callable],
         "metric_params": [dict, None],
         "graph": [NeighborhoodGraph, None],
-        "distances": [StrOptions(set(DISTANCE_MODES))],
-        "slack_weight": [Interval(Real, 0, None, closed="left")],
-        "normalize": ["boolean"],
-        "reduce_face": ["boolean"],
-        "basis_rank": [Interval(Integral, 1, None, closed="left"), None],
+        **constraints_of(mvu, "distances", "slack_weight", "normalize", "reduce_face",
+                         "basis_rank"),
         "basis_neighbors": [Interval(Integral, 1, None, closed="left")],
         "solver": [str],
         "solver_options": [dict, None],
@@ -388,12 +386,9 @@ class DVU(_GramEmbedding):
 
     _parameter_constraints = {
         **_GramEmbedding._parameter_constraints,
-        "centroids": [StrOptions({"explicit", "eliminated"})],
-        "snr": [Interval(Real, 0, None, closed="left"), None],
-        "trace": [StrOptions({"min", "max"}), None],
-        "trace_weight": [Interval(Real, 0, None, closed="left")],
-        "ratio": [Interval(Real, 0, None, closed="left"), None],
-        "ratio_weight": [Interval(Real, 0, None, closed="left")],
+        **constraints_of(dvu, "centroids", "distances", "slack_weight", "snr", "trace",
+                         "trace_weight", "ratio", "ratio_weight", "normalize", "reduce_face",
+                         "basis_rank"),
         "transductive_neighbors": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither"), None],
         "validation_splits": [Interval(Integral, 1, None, closed="left")],

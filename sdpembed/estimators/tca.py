@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._labels import check_partial_labels
+from .._params import constraints_of
 from .._sklearn import Interval, StrOptions, _fit_context
 from .._typing import ArrayLike
 from ..exceptions import InputError
@@ -18,6 +19,7 @@ from ..formulations.tca import (
     TCA_EQUATIONS,
     otca_objective,
     otca_step_formulation,
+    tca_formulation,
     tca_pencil,
 )
 from ..relaxations import RANK_TOL, Pencil
@@ -29,9 +31,6 @@ __all__ = ["TCA", "OTCA"]
 
 logger = logging.getLogger(__name__)
 
-_POSITIVE = [Interval(Real, 0, None, closed="neither")]
-
-
 class _TransductiveBase(ProjectionEstimator):
     """Shared preprocessing of TCA and OTCA: labels, centring, PCA step 4, operators.
 
@@ -41,10 +40,7 @@ class _TransductiveBase(ProjectionEstimator):
 
     _parameter_constraints: dict = {
         **ProjectionEstimator._parameter_constraints,
-        "alpha": _POSITIVE,
-        "beta": [Interval(Real, 0, None, closed="left")],
-        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
-        "sigma": [*_POSITIVE, None],
+        **constraints_of(tca_formulation, "alpha", "beta", "n_neighbors", "sigma", "rank_tol"),
         "pca": ["boolean", Interval(Integral, 1, None, closed="left")],
     }
 
@@ -230,7 +226,7 @@ class TCA(_TransductiveBase):
 
     _parameter_constraints: dict = {
         **_TransductiveBase._parameter_constraints,
-        "regularization": [Interval(Real, 0, None, closed="left")],
+        **constraints_of(tca_formulation, "regularization"),
         "normalize": [StrOptions({"unit", "constraint"})],
     }
 
@@ -356,7 +352,7 @@ class OTCA(_TransductiveBase):
 
     _parameter_constraints: dict = {
         **{k: v for k, v in _TransductiveBase._parameter_constraints.items() if k != "rank_tol"},
-        "gamma": _POSITIVE,
+        **constraints_of(otca_step_formulation, "gamma"),
     }
 
     def __init__(self, *, n_components: int | None = None, alpha: float = 4.0, beta: float = 10.0,

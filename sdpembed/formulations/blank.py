@@ -3,18 +3,24 @@ r"""The blank centred Gram SDP a user completes with ``with_objective`` and ``wi
 from __future__ import annotations
 
 import dataclasses
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import as_int
+from .._params import Range, declared
 from ..backends import conic_alternatives
-from ..exceptions import InputError, UnsupportedProblemError
+from ..exceptions import UnsupportedProblemError
 from .gram import DiagPlusLowRank, GramFormulation, GramProblem, build_gram_formulation, gram_basis
 
-__all__ = ["gram_sdp", "distance_rows_as_edges"]
+__all__ = ["GRAM_SDP_PARAMETERS", "gram_sdp", "distance_rows_as_edges"]
+
+#: declared constraints of the parameters of :func:`gram_sdp`, checked on every call
+GRAM_SDP_PARAMETERS = {"n": [Range(Integral, 2, None, closed="left")],
+                       "reduce_face": ["boolean"]}
 
 
+@declared(GRAM_SDP_PARAMETERS)
 def gram_sdp(n: int, *, reduce_face: bool = True) -> GramFormulation:
     r"""The blank centred Gram SDP over ``n`` points.
 
@@ -56,9 +62,7 @@ def gram_sdp(n: int, *, reduce_face: bool = True) -> GramFormulation:
     >>> f = f.with_objective(-cp.trace(G)).with_constraints(
     ...     [G[i, i] + G[j, j] - 2 * G[i, j] <= graph.sqdist])
     """
-    n = as_int(n, "n", 2)
-    if not isinstance(reduce_face, (bool, np.bool_)):
-        raise InputError(f"reduce_face must be True or False; got {reduce_face!r}")
+    n = int(n)
     gp = GramProblem(n=n, edges=np.zeros((0, 2), dtype=np.int64), target=np.zeros(0),
                      objective=DiagPlusLowRank.zeros(n), distances="equality",
                      meta={"blank": True})

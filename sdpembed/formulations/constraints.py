@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import cvxpy as cp
@@ -117,9 +118,23 @@ class AffineGramConstraints:
         r = values - self.rhs
         return np.where(self.equality, np.abs(r), np.maximum(r, 0.0))
 
+    @cached_property
+    def _pattern(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(slot, indices, indptr)``: the CSR pattern of :math:`\sum_k z_kA_k`, shared by
+        every ``z``, and the slot of each triplet in it (rows sharing an entry add up)."""
+        lin = self.i.astype(np.int64) * self.n + self.j
+        entries, slot = np.unique(lin, return_inverse=True)
+        indptr = np.r_[0, np.cumsum(np.bincount(entries // self.n, minlength=self.n))]
+        return slot.ravel(), entries % self.n, indptr
+
     def operator(self, z: np.ndarray) -> sp.csr_matrix:
-        r""":math:`\sum_k z_k A_k` as a sparse symmetric :math:`n\times n` matrix."""
-        return sp.csr_matrix((self.value * z[self.row], (self.i, self.j)), shape=(self.n, self.n))
+        r""":math:`\sum_k z_k A_k` as a sparse symmetric :math:`n\times n` matrix.
+
+        The pattern is built once (:attr:`_pattern`); each call only sums the triplets'
+        values into it, since solvers ask for it at every function evaluation."""
+        slot, indices, indptr = self._pattern
+        data = np.bincount(slot, weights=self.value * z[self.row], minlength=indices.size)
+        return sp.csr_matrix((data, indices, indptr), shape=(self.n, self.n))
 
     def congruence(self, Q: np.ndarray) -> np.ndarray:
         r""":math:`Q^TA_kQ` for every k, shape ``(p, r, r)`` (constraints on :math:`G = QYQ^T`)."""

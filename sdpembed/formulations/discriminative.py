@@ -37,8 +37,9 @@ import numbers
 
 import numpy as np
 
-from .._checks import as_int
 from .._labels import check_partial_labels
+from .._params import NONNEGATIVE, POSITIVE_INT, declared
+from .._sklearn import StrOptions
 from .._typing import ArrayLike, MatrixLike
 from ..exceptions import InputError, LabelError
 from ..graphs import check_data_matrix
@@ -50,12 +51,24 @@ from ..scatter.discriminant import (
     knn_affinity,
 )
 from ._base import Formulation
+from .lpp import AFFINITY_PARAMETERS
 
-__all__ = ["LABEL_KINDS", "resolve_mu", "check_continuous_labels", "discriminative_pencil",
-           "continuous_discriminative_pencil", "discriminative_projections_formulation"]
+__all__ = ["DISCRIMINATIVE_PARAMETERS", "LABEL_KINDS", "resolve_mu", "check_continuous_labels",
+           "discriminative_pencil", "continuous_discriminative_pencil",
+           "discriminative_projections_formulation"]
 
 #: Accepted ``labels`` values.
 LABEL_KINDS = ("discrete", "continuous")
+
+#: declared constraints of the parameters of :func:`discriminative_projections_formulation`,
+#: checked on every call and read by the estimator
+#: :class:`~sdpembed.estimators.DiscriminativeProjections`
+DISCRIMINATIVE_PARAMETERS = {
+    "n_components": [POSITIVE_INT],
+    "labels": [StrOptions(set(LABEL_KINDS))],
+    "mu": [StrOptions({"auto"}), NONNEGATIVE],
+    **AFFINITY_PARAMETERS,
+}
 
 #: The papers: "Wang & Mahadevan a" in the equation references, and its companion.
 DISCRIMINATIVE_PAPER = ("Wang & Mahadevan, Learning Locality-Preserving Discriminative Features "
@@ -130,6 +143,7 @@ def continuous_discriminative_pencil(X: np.ndarray, Y: np.ndarray, labeled: np.n
                    "equations": ("Wang & Mahadevan a, sec. 3.3, Theorem 2",)})
 
 
+@declared(DISCRIMINATIVE_PARAMETERS)
 def discriminative_projections_formulation(X: ArrayLike, y: ArrayLike, n_components: int = 2, *,
         labels: str = "discrete", mu: float | str = "auto", n_neighbors: int = 5,
         weights: str = "heat", sigma: float | None = None, regularization: float = 0.0,
@@ -146,13 +160,11 @@ def discriminative_projections_formulation(X: ArrayLike, y: ArrayLike, n_compone
         y_int, classes, _ = check_partial_labels(y, X.shape[0])
         pencil = discriminative_pencil(X, y_int, classes.size, mu=mu, n_neighbors=n_neighbors,
                                        weights=weights, sigma=sigma)
-    elif labels == "continuous":
+    else:
         Y, labeled = check_continuous_labels(y, X.shape[0])
         pencil = continuous_discriminative_pencil(X, Y, labeled, mu=mu, n_neighbors=n_neighbors,
                                                   weights=weights, sigma=sigma)
-    else:
-        raise InputError(f"labels must be one of {LABEL_KINDS}; got {labels!r}")
-    n_components = as_int(n_components, "n_components")
+    n_components = int(n_components)
     if not 1 <= n_components <= X.shape[1]:
         raise InputError(f"n_components must lie in [1, n_features={X.shape[1]}]")
     return formulate_reduced(pencil, n_components, regularization=regularization,

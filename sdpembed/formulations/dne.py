@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import POSITIVE_INT, RANK_TOL_RANGE, declared
 from .._typing import ArrayLike
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.dne import discriminant_adjacency, dne_matrix
 from ._base import Formulation
 
-__all__ = ["dne_pencil", "dne_formulation", "DNE_EQUATIONS", "DNE_PAPER"]
+__all__ = ["dne_pencil", "dne_formulation", "DNE_EQUATIONS", "DNE_PAPER", "DNE_PARAMETERS"]
+
+#: declared constraints of the parameters of :func:`dne_formulation`, checked on every call
+#: and read by the estimator :class:`~sdpembed.estimators.DNE`
+DNE_PARAMETERS = {"n_components": [POSITIVE_INT], "n_neighbors": [POSITIVE_INT],
+                  "rank_tol": [RANK_TOL_RANGE]}
 
 #: Paper equations the DNE formulation implements.
 DNE_EQUATIONS = ("1", "5", "6", "8", "9", "10")
@@ -58,6 +64,7 @@ def dne_pencil(X: ArrayLike, y: ArrayLike, *, n_neighbors: int = 1) -> Pencil:
     return Pencil(A, None, "min", "trace", {"adjacency": F, "n_neighbors": int(n_neighbors)})
 
 
+@declared(DNE_PARAMETERS)
 def dne_formulation(X: ArrayLike, y: ArrayLike, n_components: int, *, n_neighbors: int = 1,
                     rank_tol: float = RANK_TOL) -> Formulation:
     """Build DNE's Fantope SDP (see the module docstring).

@@ -8,12 +8,13 @@ import numpy as np
 import scipy.linalg as sla
 
 from .._labels import check_partial_labels
+from .._params import NONNEGATIVE, declared
+from .._sklearn import StrOptions
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import NeighborhoodGraph
 from ._base import Formulation
 from .gram import (
-    DISTANCE_MODES,
     DenseSym,
     DiagPlusLowRank,
     GramProblem,
@@ -23,13 +24,27 @@ from .gram import (
     gram_parameters,
     with_parameter_values,
 )
+from .gram_problem import GRAM_PARAMETERS
 
 #: the paper of DVU (recorded in ``meta["paper"]``)
 DVU_PAPER = ("Vernaza, Lee & Taskar, Learning a kernel for discriminative, low-dimensional "
              "embedding of partially labeled data (Discriminative Variance Unfolding)")
 
-__all__ = ["DVU_PAPER", "dvu", "dvu_problem", "variance_functionals", "min_bounded_slack_weight",
-           "class_mean_weights", "centroid_lifting", "explicit_centroid_factor"]
+#: declared constraints of the parameters of :func:`dvu`, checked on every call and read
+#: by the estimator :class:`~sdpembed.estimators.DVU` (one declaration for both)
+DVU_PARAMETERS = {
+    **GRAM_PARAMETERS,
+    "centroids": [StrOptions({"explicit", "eliminated"})],
+    "trace": [StrOptions({"min", "max"}), None],
+    "trace_weight": [NONNEGATIVE],
+    "snr": [NONNEGATIVE, None],
+    "ratio": [NONNEGATIVE, None],
+    "ratio_weight": [NONNEGATIVE],
+}
+
+__all__ = ["DVU_PAPER", "DVU_PARAMETERS", "dvu", "dvu_problem", "variance_functionals",
+           "min_bounded_slack_weight", "class_mean_weights", "centroid_lifting",
+           "explicit_centroid_factor"]
 
 
 def class_mean_weights(y_int: np.ndarray, n_classes: int) -> np.ndarray:
@@ -77,31 +92,15 @@ def variance_functionals(y_int: np.ndarray,
     return icv, bcv
 
 
-def _check_options(distances, centroids, trace, trace_weight, slack_weight, snr, ratio,
-                   ratio_weight):
-    if distances not in DISTANCE_MODES:
-        raise InputError(f"distances must be one of {DISTANCE_MODES}; got {distances!r}")
-    if centroids not in ("explicit", "eliminated"):
-        raise InputError(f"centroids must be 'explicit' or 'eliminated'; got {centroids!r}")
-    if trace not in (None, "min", "max"):
-        raise InputError(f"trace must be None, 'min' or 'max'; got {trace!r}")
-    for name, v in (("slack_weight", slack_weight), ("trace_weight", trace_weight),
-                    ("ratio_weight", ratio_weight)):
-        if not np.isfinite(v) or v < 0:
-            raise InputError(f"{name} must be a finite non-negative number; got {v}")
+def _check_trace(trace, trace_weight) -> None:
+    """The one rule between two parameters: a trace term needs both its sense and weight."""
     if trace is not None and trace_weight == 0:
         raise InputError(f"trace={trace!r} needs trace_weight > 0")
     if trace is None and trace_weight != 0:
         raise InputError("trace_weight > 0 needs trace='min' or trace='max'")
-    for name, v in (("snr", snr), ("ratio", ratio)):
-        if v is not None and (not np.isfinite(v) or v < 0):
-            raise InputError(f"{name} must be None or a finite non-negative number; got {v}")
 
 
 def _prepare_graph(graph, n: int, normalize: bool):
-    if not isinstance(graph, NeighborhoodGraph):
-        raise InputError("graph must be a sdpembed.graphs.NeighborhoodGraph "
-                         "(build one with sdpembed.knn_graph)")
     if graph.n_nodes != n:
         raise InputError(f"graph has {graph.n_nodes} nodes but y has {n} entries")
     graph.check_distinct().check_connected()
@@ -109,6 +108,8 @@ def _prepare_graph(graph, n: int, normalize: bool):
     return graph.sqdist / scale, scale
 
 
+@declared({k: v for k, v in DVU_PARAMETERS.items()
+           if k not in ("centroids", "reduce_face", "basis_rank", "basis_graph")})
 def dvu_problem(graph: NeighborhoodGraph, y: ArrayLike, *, distances: str = "interval",
                 slack_weight: float = 1.0, trace: str | None = None, trace_weight: float = 0.0,
                 snr: float | None = None, ratio: float | None = None, ratio_weight: float = 1.0,
@@ -118,10 +119,9 @@ def dvu_problem(graph: NeighborhoodGraph, y: ArrayLike, *, distances: str = "int
     See :func:`dvu` for the mathematics. Used by :func:`dvu` and by the
     large-n solver, which never forms an n x n matrix.
     """
-    _check_options(distances, "eliminated", trace, trace_weight, slack_weight, snr, ratio,
-                   ratio_weight)
-    n = graph.n_nodes if isinstance(graph, NeighborhoodGraph) else None
-    y_int, classes, labeled = check_partial_labels(y, n, min_classes=2, min_per_class=2)
+    _check_trace(trace, trace_weight)
+    y_int, classes, labeled = check_partial_labels(y, graph.n_nodes, min_classes=2,
+                                                   min_per_class=2)
     target, scale = _prepare_graph(graph, y_int.shape[0], normalize)
     icv, bcv = variance_functionals(y_int, len(classes))
     tw = {None: 0.0, "min": trace_weight, "max": -trace_weight}[trace]
@@ -276,6 +276,7 @@ def explicit_centroid_factor(gp: GramProblem, F: np.ndarray) -> np.ndarray:
     return np.r_[F, centroids, centroids.mean(axis=0)[None, :]]
 
 
+@declared(DVU_PARAMETERS)
 def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "eliminated",
         distances: str = "interval", slack_weight: float = 1.0, trace: str | None = None,
         trace_weight: float = 0.0, snr: float | None = None, ratio: float | None = None,
@@ -378,8 +379,7 @@ def dvu(graph: NeighborhoodGraph, y: ArrayLike, *, centroids: str = "eliminated"
         ``expressions["gram"]`` is the n x n Gram matrix of the points;
         ``parameters`` hold the weights (re-solve without rebuilding).
     """
-    _check_options(distances, centroids, trace, trace_weight, slack_weight, snr, ratio,
-                   ratio_weight)
+    _check_trace(trace, trace_weight)
     if centroids == "explicit" and trace is not None:
         # the trace of the lifted matrix would include centroid rows; keep the
         # trace term on the points only by using the eliminated form

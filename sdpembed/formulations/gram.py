@@ -272,7 +272,26 @@ class GramFormulation(Formulation):
         return self._user_objective
 
     # ------------------------------------------------------------------ the description
-    def with_objective(self, expr: cp.Expression) -> GramFormulation:
+    def _with_parameters(self, new: dict | None, used: Sequence) -> dict:
+        """This formulation's parameters plus ``new`` (named cvxpy Parameters of ``used``)."""
+        params = dict(self.parameters)
+        if not new:
+            return params
+        appearing = {id(p) for e in used for p in e.parameters()}
+        for name, par in dict(new).items():
+            if not isinstance(name, str) or not isinstance(par, cp.Parameter):
+                raise InputError("parameters must map names to cvxpy Parameters; got "
+                                 f"{name!r}: {type(par).__name__}")
+            if name in params and params[name] is not par:
+                raise InputError(f"parameter {name!r} exists already in f.parameters; "
+                                 "choose another name")
+            if id(par) not in appearing:
+                raise InputError(f"parameter {name!r} does not appear in the terms added")
+            params[name] = par
+        return params
+
+    def with_objective(self, expr: cp.Expression, *,
+                       parameters: dict | None = None) -> GramFormulation:
         r"""A new formulation whose objective adds ``expr``, written on ``expressions["gram"]``.
 
         The problem is a minimisation (a builder that maximises, like MVU's
@@ -292,6 +311,11 @@ class GramFormulation(Formulation):
         ----------
         expr : cvxpy Expression
             Scalar; the sum with the current objective must be convex (DCP).
+        parameters : dict of cvxpy Parameters, optional
+            Named Parameters that ``expr`` uses, added to :attr:`parameters`: a builder
+            that writes a parameterised family this way exposes its weights as the
+            builders do (``f.parameters[name].value = ...`` changes what every backend,
+            ``"LOWRANK"`` included, solves next, without rebuilding).
 
         Raises
         ------
@@ -317,14 +341,14 @@ class GramFormulation(Formulation):
         self._build_variables()
         child = GramFormulation(
             dict(self.meta), self._size, self._n_edges, basis=self._basis,
-            centered_basis=self._centered, parameters=dict(self.parameters),
+            centered_basis=self._centered, parameters=self._with_parameters(parameters, [expr]),
             user_constraints=self._user_constraints, parent=self,
             user_objective=self._user_objective + (cp.reshape(expr, (), order="F"),))
         child._build_variables()
         return child
 
-    def with_constraints(self,
-                         constraints: cp.Constraint | Sequence[cp.Constraint]) -> GramFormulation:
+    def with_constraints(self, constraints: cp.Constraint | Sequence[cp.Constraint], *,
+                         parameters: dict | None = None) -> GramFormulation:
         r"""A new formulation with ``constraints`` added, written on ``expressions["gram"]``.
 
         The new formulation's cvxpy problem is this one's objective and constraints
@@ -345,6 +369,9 @@ class GramFormulation(Formulation):
         Parameters
         ----------
         constraints : cvxpy constraint or sequence of them
+        parameters : dict of cvxpy Parameters, optional
+            Named Parameters that the constraints use, added to :attr:`parameters` (as in
+            :meth:`with_objective`): read at their current values by every backend.
 
         Examples
         --------
@@ -356,7 +383,7 @@ class GramFormulation(Formulation):
         self._build_variables()
         child = GramFormulation(
             dict(self.meta), self._size, self._n_edges, basis=self._basis,
-            centered_basis=self._centered, parameters=dict(self.parameters),
+            centered_basis=self._centered, parameters=self._with_parameters(parameters, cons),
             user_constraints=self._user_constraints + tuple(cons), parent=self,
             user_objective=self._user_objective)
         child._build_variables()   # the constraints are written on these very variables

@@ -10,9 +10,24 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._params import NONNEGATIVE, POSITIVE_INT
+from .._sklearn import StrOptions
+from ..graphs import NeighborhoodGraph
 from .matrices import DiagPlusLowRank
 
 DISTANCE_MODES = ("interval", "equality", "quadratic", "shrink")
+
+#: declared constraints of the parameters that :func:`~sdpembed.formulations.dvu` and
+#: :func:`~sdpembed.formulations.mvu` share (their estimators read the same entries)
+GRAM_PARAMETERS = {
+    "graph": [NeighborhoodGraph],
+    "distances": [StrOptions(set(DISTANCE_MODES))],
+    "slack_weight": [NONNEGATIVE],
+    "normalize": ["boolean"],
+    "reduce_face": ["boolean"],
+    "basis_rank": [POSITIVE_INT, None],
+    "basis_graph": [NeighborhoodGraph, None],
+}
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_int
 from .._labels import check_partial_labels
+from .._params import NONNEGATIVE, POSITIVE_INT, RANK_TOL_RANGE, declared
+from .._sklearn import StrOptions
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
@@ -34,17 +35,25 @@ from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.discriminant import between_class_scatter, within_class_scatter
 from ._base import Formulation
 
-__all__ = ["CRITERIA", "lda_pencil", "lda_formulation"]
+__all__ = ["CRITERIA", "LDA_PARAMETERS", "lda_pencil", "lda_formulation"]
 
 #: Accepted ``criterion`` values.
 CRITERIA = ("ratio_trace", "trace_ratio")
 
+#: declared constraints of the parameters of :func:`lda_formulation`, checked on every call
+#: and read by the estimator :class:`~sdpembed.estimators.LDA`
+LDA_PARAMETERS = {
+    "n_components": [POSITIVE_INT, None],
+    "criterion": [StrOptions(set(CRITERIA))],
+    "regularization": [NONNEGATIVE],
+    "rank_tol": [RANK_TOL_RANGE],
+}
 
+
+@declared({"criterion": LDA_PARAMETERS["criterion"]})
 def lda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *,
                criterion: str = "ratio_trace") -> Pencil:
     """Pencil ``(S_b, S_w, "max", criterion)`` from validated ``X`` and class indices ``y``."""
-    if criterion not in CRITERIA:
-        raise InputError(f"criterion must be one of {CRITERIA}; got {criterion!r}")
     Sb = between_class_scatter(X, y, n_classes)
     Sw = within_class_scatter(X, y, n_classes)
     return Pencil(Sb, Sw, "max", criterion,
@@ -52,6 +61,7 @@ def lda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *,
                    "equations": ("Fisher 1936", "Wang et al. 2007 (trace ratio)")})
 
 
+@declared(LDA_PARAMETERS)
 def lda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None, *,
                     criterion: str = "ratio_trace", regularization: float = 0.0,
                     rank_tol: float = RANK_TOL) -> Formulation:
@@ -80,7 +90,7 @@ def lda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None,
     y_int, classes, _ = check_partial_labels(y, X.shape[0])
     pencil = lda_pencil(X, y_int, classes.size, criterion=criterion)
     limit = min(classes.size - 1, X.shape[1])
-    d = limit if n_components is None else as_int(n_components, "n_components")
+    d = limit if n_components is None else int(n_components)
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (LDA gives at most "
                          "n_classes - 1 directions)")

@@ -21,13 +21,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._params import NONNEGATIVE, POSITIVE, POSITIVE_INT, RANK_TOL_RANGE, declared
+from .._sklearn import StrOptions
 from .._typing import ArrayLike
 from ..graphs import check_data_matrix
 from ..relaxations import RANK_TOL, Pencil, formulate_reduced
-from ..scatter.discriminant import graph_laplacian, knn_affinity, laplacian_scatter
+from ..scatter.discriminant import WEIGHTS, graph_laplacian, knn_affinity, laplacian_scatter
 from ._base import Formulation
 
-__all__ = ["lpp_pencil", "lpp_formulation"]
+__all__ = ["AFFINITY_PARAMETERS", "LPP_PARAMETERS", "lpp_pencil", "lpp_formulation"]
+
+#: declared constraints of the parameters that the builders of LPP, SDA and discriminative
+#: projections share (the affinity graph, the ridge, the rank-revealing step); their
+#: estimators read the same entries
+AFFINITY_PARAMETERS = {
+    "n_neighbors": [POSITIVE_INT],
+    "weights": [StrOptions(set(WEIGHTS))],
+    "sigma": [POSITIVE, None],
+    "regularization": [NONNEGATIVE],
+    "rank_tol": [RANK_TOL_RANGE],
+}
+
+#: declared constraints of the parameters of :func:`lpp_formulation`
+LPP_PARAMETERS = {"n_components": [POSITIVE_INT], **AFFINITY_PARAMETERS}
 
 
 def lpp_pencil(X: np.ndarray, *, n_neighbors: int = 5, weights: str = "heat",
@@ -40,6 +56,7 @@ def lpp_pencil(X: np.ndarray, *, n_neighbors: int = 5, weights: str = "heat",
                   {"method": "lpp", "variant": weights, "equations": ("He & Niyogi 2003, sec. 3",)})
 
 
+@declared(LPP_PARAMETERS)
 def lpp_formulation(X: ArrayLike, n_components: int = 2, *, n_neighbors: int = 5,
                     weights: str = "heat", sigma: float | None = None, regularization: float = 0.0,
                     rank_tol: float = RANK_TOL) -> Formulation:

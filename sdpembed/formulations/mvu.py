@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exceptions import InputError
+from .._params import declared
 from ..graphs import NeighborhoodGraph
 from ._base import Formulation
-from .gram import DISTANCE_MODES, DiagPlusLowRank, GramProblem, build_gram_formulation, gram_basis
+from .gram import DiagPlusLowRank, GramProblem, build_gram_formulation, gram_basis
+from .gram_problem import GRAM_PARAMETERS
 
-__all__ = ["MVU_PAPER", "mvu", "mvu_problem"]
+__all__ = ["MVU_PAPER", "MVU_PARAMETERS", "mvu", "mvu_problem"]
+
+#: declared constraints of the parameters of :func:`mvu`, checked on every call and read
+#: by the estimators :class:`~sdpembed.estimators.MVU` and :class:`~sdpembed.estimators.DVU`
+MVU_PARAMETERS = dict(GRAM_PARAMETERS)
 
 #: the papers of MVU (recorded in ``meta["paper"]``)
 MVU_PAPER = ("Weinberger & Saul, Learning a kernel matrix for nonlinear dimensionality "
@@ -17,15 +22,10 @@ MVU_PAPER = ("Weinberger & Saul, Learning a kernel matrix for nonlinear dimensio
              "programming (IJCV 2006)")
 
 
+@declared({k: MVU_PARAMETERS[k] for k in ("graph", "distances", "slack_weight", "normalize")})
 def mvu_problem(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: float = 1.0,
                 normalize: bool = True) -> GramProblem:
     """Numpy description of MVU; see :func:`mvu`."""
-    if not isinstance(graph, NeighborhoodGraph):
-        raise InputError("graph must be a sdpembed.graphs.NeighborhoodGraph")
-    if distances not in DISTANCE_MODES:
-        raise InputError(f"distances must be one of {DISTANCE_MODES}; got {distances!r}")
-    if not np.isfinite(slack_weight) or slack_weight < 0:
-        raise InputError(f"slack_weight must be finite and non-negative; got {slack_weight}")
     graph.check_distinct().check_connected()
     scale = float(graph.sqdist.mean()) if normalize else 1.0
     n = graph.n_nodes
@@ -35,6 +35,7 @@ def mvu_problem(graph: NeighborhoodGraph, *, distances: str = "equality", slack_
                        meta={"distance_scale": scale})
 
 
+@declared(MVU_PARAMETERS)
 def mvu(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: float = 1.0,
         normalize: bool = True, reduce_face: bool = True, basis_rank: int | None = None,
         basis_graph: NeighborhoodGraph | None = None) -> Formulation:

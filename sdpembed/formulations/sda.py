@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import as_int
 from .._labels import check_partial_labels
+from .._params import NONNEGATIVE, POSITIVE_INT, declared
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import check_data_matrix
@@ -36,17 +36,22 @@ from ..scatter.discriminant import (
     total_scatter,
 )
 from ._base import Formulation
+from .lpp import AFFINITY_PARAMETERS
 
-__all__ = ["sda_pencil", "sda_formulation"]
+__all__ = ["SDA_PARAMETERS", "sda_pencil", "sda_formulation"]
+
+#: declared constraints of the parameters of :func:`sda_formulation`, checked on every call
+#: and read by the estimator :class:`~sdpembed.estimators.SDA`
+SDA_PARAMETERS = {"n_components": [POSITIVE_INT, None], "alpha": [NONNEGATIVE],
+                  **AFFINITY_PARAMETERS}
 
 
+@declared({"alpha": SDA_PARAMETERS["alpha"]})
 def sda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, alpha: float = 0.1,
                n_neighbors: int = 5, weights: str = "binary",
                sigma: float | None = None) -> Pencil:
     """Pencil ``(S_b, S_t + alpha X'LX, "max", "ratio_trace")`` of SDA."""
     alpha = float(alpha)
-    if not np.isfinite(alpha) or alpha < 0:
-        raise InputError(f"alpha must be finite and >= 0; got {alpha}")
     W = knn_affinity(X, n_neighbors, weights=weights, sigma=sigma)
     L, _ = graph_laplacian(W)
     Sb = between_class_scatter(X, y, n_classes)
@@ -56,6 +61,7 @@ def sda_pencil(X: np.ndarray, y: np.ndarray, n_classes: int, *, alpha: float = 0
                    "equations": ("Cai, He & Han 2007, eqs. (6)-(7)",)})
 
 
+@declared(SDA_PARAMETERS)
 def sda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None, *,
                     alpha: float = 0.1, n_neighbors: int = 5, weights: str = "binary",
                     sigma: float | None = None, regularization: float = 0.0,
@@ -70,7 +76,7 @@ def sda_formulation(X: ArrayLike, y: ArrayLike, n_components: int | None = None,
     pencil = sda_pencil(X, y_int, classes.size, alpha=alpha, n_neighbors=n_neighbors,
                         weights=weights, sigma=sigma)
     limit = min(classes.size - 1, X.shape[1])
-    d = limit if n_components is None else as_int(n_components, "n_components")
+    d = limit if n_components is None else int(n_components)
     if not 1 <= d <= limit:
         raise InputError(f"n_components={d} must lie in [1, {limit}] (SDA gives at most "
                          "n_classes - 1 directions)")

@@ -40,7 +40,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from .._checks import as_int
+from .._params import NONNEGATIVE, POSITIVE, POSITIVE_INT, RANK_TOL_RANGE, declared
 from .._typing import ArrayLike
 from ..exceptions import InputError
 from ..graphs import NeighborhoodGraph
@@ -48,15 +48,40 @@ from ..relaxations import RANK_TOL, Pencil, formulate_reduced
 from ..scatter.tca import TCAOperators, tca_operators
 from ._base import Formulation
 
-__all__ = ["tca_pencil", "tca_formulation", "otca_step_formulation", "otca_objective",
-           "TCA_EQUATIONS", "OTCA_EQUATIONS", "TCA_PAPER"]
+__all__ = ["TCA_PARAMETERS", "OTCA_STEP_PARAMETERS", "tca_pencil", "tca_formulation",
+           "otca_step_formulation", "otca_objective", "TCA_EQUATIONS", "OTCA_EQUATIONS",
+           "TCA_PAPER"]
 
 #: Paper equations implemented by TCA and OTCA.
 TCA_EQUATIONS = ("4", "10", "12", "15", "17", "18", "19", "20", "21")
 OTCA_EQUATIONS = ("22", "23", "24", "25", "26", "27")
 TCA_PAPER = "Liu, Tao & Liu, Transductive Component Analysis (ICDM 2008)"
 
+#: declared constraints of the parameters of :func:`tca_formulation`, checked on every call
+#: and read by the estimators :class:`~sdpembed.estimators.TCA` and
+#: :class:`~sdpembed.estimators.OTCA`
+TCA_PARAMETERS = {
+    "n_components": [POSITIVE_INT],
+    "alpha": [POSITIVE],
+    "beta": [NONNEGATIVE],
+    "n_neighbors": [POSITIVE_INT],
+    "sigma": [POSITIVE, None],
+    "graph": [NeighborhoodGraph, None],
+    "regularization": [NONNEGATIVE],
+    "rank_tol": [RANK_TOL_RANGE],
+}
 
+#: declared constraints of the parameters of :func:`otca_step_formulation`, checked on
+#: every call and read by the estimator :class:`~sdpembed.estimators.OTCA`
+OTCA_STEP_PARAMETERS = {
+    "operators": [TCAOperators],
+    "beta": TCA_PARAMETERS["beta"],
+    "gamma": [POSITIVE],
+    "n_components": TCA_PARAMETERS["n_components"],
+}
+
+
+@declared({"beta": TCA_PARAMETERS["beta"]})
 def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
     """TCA's generalized eigenproblem (21) as a :class:`~sdpembed.relaxations.Pencil`.
 
@@ -64,12 +89,11 @@ def tca_pencil(operators: TCAOperators, *, beta: float) -> Pencil:
     sense ``"min"``, kind ``"ratio_trace"``.
     """
     beta = float(beta)
-    if not np.isfinite(beta) or beta < 0:
-        raise InputError(f"beta must be >= 0; got {beta}")
     A, B = operators.pencil(beta)
     return Pencil(A, B, "min", "ratio_trace", {"beta": beta})
 
 
+@declared(TCA_PARAMETERS)
 def tca_formulation(X: ArrayLike, y: ArrayLike, n_components: int, *, alpha: float, beta: float,
                     n_neighbors: int = 5, sigma: float | None = None,
                     graph: NeighborhoodGraph | None = None, regularization: float = 0.0,
@@ -124,6 +148,7 @@ def _psd_factor(M: np.ndarray) -> np.ndarray:
     return np.sqrt(w[keep])[:, None] * V[:, keep].T
 
 
+@declared(OTCA_STEP_PARAMETERS)
 def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
                           n_components: int) -> Formulation:
     """One step of OTCA (eq. 25 under eq. 22) as a DPP cvxpy problem, re-solved per step.
@@ -169,8 +194,6 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
         :math:`\\gamma X_lY`) and ``meta["q"]``.
     """
     beta, gamma = float(beta), float(gamma)
-    if not np.isfinite(gamma) or gamma <= 0:
-        raise InputError(f"gamma must be positive; got {gamma}")
     Q, R = operators.otca_system(beta, gamma)
     p = Q.shape[0]
     q = float(np.linalg.eigvalsh(Q)[-1])
@@ -179,7 +202,7 @@ def otca_step_formulation(operators: TCAOperators, *, beta: float, gamma: float,
     F = _psd_factor(Q / q)
     a_hat = cp.Variable(p, name="a_hat")
     target = cp.Parameter(p, name="target")
-    r = as_int(n_components, "n_components", 1)
+    r = int(n_components)
     previous = cp.Parameter((max(r - 1, 1), p), name="previous")
     objective = cp.Minimize(cp.sum_squares(F @ a_hat) - 2 * (target @ a_hat))
     problem = cp.Problem(objective, [previous @ a_hat == 0])
