@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -390,13 +391,19 @@ def _rel_gap(p, lb):
     return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
 
 
-def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
+def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
+                      deadline=np.inf):
     """The certificate with the highest bound over candidate dual points (it carries its
-    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`)."""
+    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`). Past ``deadline``
+    (a :func:`time.perf_counter` value) only the first candidate is certified, without
+    the ``target`` re-run: one certificate is always made."""
     best = None
     for k, (y, nu) in enumerate(candidates):
+        late = time.perf_counter() >= deadline
+        if k > 0 and late:
+            break
         cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
-                       target=target)
+                       target=None if late else target)
         if k > 0:
             cert.note = "refined multipliers; " + cert.note
         if best is None or (cert.bound is not None
