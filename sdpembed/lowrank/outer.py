@@ -686,13 +686,15 @@ class _OuterLoop:
         Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
         bound, else the best (or, in equality mode, the more feasible last) iterate with the
         last multipliers certified (every large solve reports a bound, however loose, or
-        says why it has none)."""
+        says why it has none). Past the solve's deadline the equality restoration and that
+        one certificate are still made; the refinement of the multipliers is not."""
         space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
         W, status, best_dual = self.W, self.status, self.best_dual
         p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
-            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol,
-                                           deadline=self.deadline)
+            # made even past the deadline (at most its max_steps Gauss-Newton steps), as
+            # the certificate is: without it an equality iterate is never a point to report
+            W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
             if r_r < _RESTORE_MAX and r_r < self.rnorm:
                 W, p = W_r, alm.true_objective(W_r)
         if pen.mode == "shrink" and status != "optimal":
