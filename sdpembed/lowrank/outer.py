@@ -111,8 +111,9 @@ _SIGMA_MAX_SHRINK = 2187.0
 _CONTRACT_SWEEPS = 30
 
 #: share of ``time_limit`` kept for the final certificate: the outer loop stops at
-#: ``(1 - _FINAL_SHARE) * time_limit``, the final refinement and certificate have until
-#: ``time_limit`` (one certificate of the last multipliers is made even after it)
+#: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
+#: until ``time_limit`` (the final refinement half of that share); one certificate of the
+#: last multipliers, without optional anchors, is made even after it
 _FINAL_SHARE = 0.1
 
 
@@ -193,6 +194,9 @@ class _OuterLoop:
         # certificate its share. Work after ``deadline`` is only the last certificate.
         self.deadline = t0 + opts.time_limit
         self.loop_deadline = loop_deadline(t0, opts.time_limit)
+        # the final refinement stops halfway into the final share: the certificate after
+        # it needs the rest
+        self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
         alm.deadline = self.loop_deadline
         # LowRankResult.stop_reason
         self.stop_reason = "max_outer"
@@ -704,7 +708,7 @@ class _OuterLoop:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu),
                                 refine_multipliers(space, pen, W, self.y, self.nu,
-                                                   deadline=self.deadline)],
+                                                   deadline=self.refine_deadline)],
                 opts, self.cache, target=p, deadline=self.deadline)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
         if status != "optimal" and best_dual is not None:
