@@ -155,3 +155,22 @@ def test_stop_reason_is_reported(digits30):
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(max_outer=1,
                                                                    warm_start=None))
     assert res.status != "optimal" and res.stop_reason == "max_outer"
+
+
+def test_certificate_past_the_deadline_leaves_out_the_anchors(near_optimal):
+    """Past its deadline ``_best_certificate`` certifies the first candidate only, without
+    the shifted certificate's nearer anchors: the same bound as ``certify(anchors=False)``,
+    never above the full certificate's (the anchors only raise it), and still below the
+    solved optimum."""
+    from sdpembed.lowrank.certificate import CertificateCache, _best_certificate
+
+    _, res, space, pen, W, y_noisy = near_optimal
+    opts = lowrank.LowRankOptions()
+    full = lowrank.certify(space, pen, y_noisy, res.nu, factor=W)
+    plain = lowrank.certify(space, pen, y_noisy, res.nu, factor=W, anchors=False)
+    assert full.method == plain.method == "shifted"
+    assert plain.bound < full.bound <= res.objective   # the anchors matter here
+    late = _best_certificate(space, pen, W, [(y_noisy, res.nu), (res.y, res.nu)], opts,
+                             CertificateCache(), target=res.objective,
+                             deadline=time.perf_counter() - 1.0)
+    assert late.y is y_noisy and late.bound == plain.bound
