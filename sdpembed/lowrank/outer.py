@@ -191,7 +191,8 @@ class _OuterLoop:
         self.space, self.pen, self.alm, self.opts, self.state, self.t0 = \
             space, pen, alm, opts, state, t0
         # one deadline for the solve; the iterations stop earlier, leaving the final
-        # certificate its share. Work after ``deadline`` is only the last certificate.
+        # certificate its share. Past ``deadline`` only the last certificate and an equality
+        # restoration are made (final_point).
         self.deadline = t0 + opts.time_limit
         self.loop_deadline = loop_deadline(t0, opts.time_limit)
         # the final refinement stops halfway into the final share: the certificate after
