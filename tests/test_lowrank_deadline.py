@@ -67,10 +67,16 @@ def test_refine_multipliers_does_no_iteration_past_its_deadline(near_optimal, mo
     assert y_out is y_noisy and np.array_equal(nu_out, space.duals(res.nu))
 
 
-def test_refine_multipliers_abandons_a_fit_the_deadline_passes(near_optimal, monkeypatch):
-    """The deadline passes after a matrix-free fit started (at the 6th check, inside LSMR):
-    the fit stops there and the input multipliers come back, not a half-fitted point."""
+@pytest.mark.parametrize("form", ["matrix-free", "sparse"])
+def test_refine_multipliers_abandons_a_fit_the_deadline_passes(near_optimal, monkeypatch,
+                                                                form):
+    """The deadline passes after an LSMR fit (matrix-free, or on the sparse explicit
+    matrix) started (at the 6th check): the fit stops there and the input multipliers
+    come back, not a half-fitted point."""
+    import scipy.sparse as sp
+
     _, res, space, pen, W, y_noisy = near_optimal
+    explicit = repair._explicit_fit_matrix
     checks = []
 
     def past(deadline):
@@ -78,8 +84,8 @@ def test_refine_multipliers_abandons_a_fit_the_deadline_passes(near_optimal, mon
         return len(checks) > 5
 
     monkeypatch.setattr(repair, "_past", past)
-    # the matrix-free fit (an explicit matrix has no products to interrupt)
-    monkeypatch.setattr(repair, "_explicit_fit_matrix", lambda *args: None)
+    monkeypatch.setattr(repair, "_explicit_fit_matrix", (lambda *args: None) if
+                        form == "matrix-free" else (lambda *args: sp.csr_array(explicit(*args))))
     y_out, _ = lowrank.refine_multipliers(space, pen, W, y_noisy, res.nu, deadline=0.0)
     assert len(checks) == 6          # the pre-check, then one per product until it passed
     assert y_out is y_noisy

@@ -116,6 +116,9 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     if op is None:
         op = _fit_operator(space, W, Z, fe, HW, rows, deadline)
     matvec = op.dot
+    if sp.issparse(op) and np.isfinite(deadline):
+        # the same products (LSMR either way), each first checking the deadline
+        op = _with_deadline(spla.aslinearoperator(op), deadline)
     x0 = y[fe]
     if HW is not None:
         lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
@@ -144,6 +147,21 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         z[rows] = x[n_var - rows.size:]
         nu_new[space.n_snr:] = z
     return y_new, nu_new
+
+
+def _with_deadline(op: spla.LinearOperator, deadline: float) -> spla.LinearOperator:
+    """``op`` whose products raise ``_DeadlinePassed`` once ``deadline`` has passed."""
+    def matvec(x):
+        if _past(deadline):
+            raise _DeadlinePassed
+        return op.matvec(x)
+
+    def rmatvec(x):
+        if _past(deadline):
+            raise _DeadlinePassed
+        return op.rmatvec(x)
+
+    return spla.LinearOperator(op.shape, matvec=matvec, rmatvec=rmatvec, dtype=float)
 
 
 def _fit_operator(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
