@@ -115,6 +115,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "certificate_check": (cert.check if cert is not None and cert.bound is not None
                               else None),
         "outer_iterations": result.iterations,
+        "stop_reason": result.stop_reason,
         "function_evaluations": result.function_evaluations,
         "reduced_basis_rank": None if basis is None else basis.shape[1],
         "reduced_solver": result.reduced_solver,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -179,7 +180,7 @@ def _block_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
 def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float | np.ndarray | None,
             *, factor: np.ndarray | None = None, eig_tol: float = 1e-6,
             cache: CertificateCache | None = None, verify: bool = False,
-            target: float | None = None) -> Certificate:
+            target: float | None = None, anchors: bool = True) -> Certificate:
     """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
 
     ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
@@ -195,7 +196,8 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     and the better certificate kept. The split bound is loose when :math:`S` does not
     yet nearly annihilate the factor's range; the undeflated run is slower (it must
     resolve lambda_min just below the cluster of the factor's near-zero eigenvalues),
-    hence only on demand.
+    hence only on demand. ``anchors=False`` leaves out the shifted certificate's nearer
+    anchors (three more eigenvalue computations; a solve past its deadline).
     """
     cache = CertificateCache() if cache is None else cache
     nu = space.duals(nu)
@@ -210,7 +212,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
         cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),
                                                         lam, X)]
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "shift-invert")
-        return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
+        return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify, anchors)
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
                           start=cache.lanczos_start)
@@ -219,7 +221,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     lanczos = eig.method == "lanczos"
     if lanczos:
         cache.lanczos_start = eig.vector
-    cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify)
+    cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify, anchors)
     if not (lanczos and factor is not None and target is not None and eig.value < 0
             and (cert.bound is None or cert.bound < target)):
         return cert
@@ -231,7 +233,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     if eig_f.value <= eig.value:
         return cert
     cache.lanczos_start = eig_f.vector
-    return _certificate_from_eig(space, pen, y, nu, eig_f, cache, eig_tol, verify)
+    return _certificate_from_eig(space, pen, y, nu, eig_f, cache, eig_tol, verify, anchors)
 
 
 def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certificate, *,
@@ -257,7 +259,7 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
 
 
 def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: CertificateCache,
-                          eig_tol, verify) -> Certificate:
+                          eig_tol, verify, anchors: bool = True) -> Certificate:
     """The certificate of multipliers ``(y, nu)`` whose :math:`\\lambda_{\\min}(S)` estimate is
     ``eig``: the dual function :math:`-\\varphi^*(y) - z^Tb` where :math:`S \\succeq 0`, else a
     shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound)."""
@@ -348,7 +350,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     theta = _shift_theta(mu, mu0, eps)
     bound = -pen.conjugate((1 - theta) * y + theta * y0) - (1 - theta) * off
     note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
-    if check == CHECK_DENSE:
+    if check == CHECK_DENSE and anchors:
         # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
         # concave interpolation s mu0 (the Laplacian L(y0 - y) >= 0 lifts the near-null
         # directions of S(y)), so the shift costs less; exact eigenvalues only
@@ -390,13 +392,20 @@ def _rel_gap(p, lb):
     return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
 
 
-def _best_certificate(space, pen, W, candidates, opts, cache, target=None):
+def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
+                      deadline=np.inf):
     """The certificate with the highest bound over candidate dual points (it carries its
-    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`)."""
+    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`). Past ``deadline``
+    (a :func:`time.perf_counter` value) only the first candidate is certified, without
+    the ``target`` re-run and the shifted certificate's nearer anchors: one certificate is
+    always made."""
     best = None
     for k, (y, nu) in enumerate(candidates):
+        late = time.perf_counter() >= deadline
+        if k > 0 and late:
+            break
         cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
-                       target=target)
+                       target=None if late else target, anchors=not late)
         if k > 0:
             cert.note = "refined multipliers; " + cert.note
         if best is None or (cert.bound is not None

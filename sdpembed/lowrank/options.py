@@ -126,10 +126,12 @@ class LowRankOptions:
         with status ``"optimal_inaccurate"`` and its gap (if no iterate was
         certified, the last one's multipliers are; ``certified_gap`` is ``None``
         only when no certificate can be computed, with the reason). The same holds
-        when ``max_outer`` ends the solve. The limit is checked
-        inside the subproblem solves; a lift of the multipliers under way
-        (:func:`lift_multipliers`), the final certificate, and for
-        n > ``DenseLimits.eig`` its dense Cholesky verification, come on top.
+        when ``max_outer`` ends the solve. One deadline for every phase: the outer
+        loop and its subproblems stop at 0.9 ``time_limit``, the repairs (refined
+        multipliers, restoration, the lift) at ``time_limit``; only the certificate of
+        the last multipliers (for n > ``DenseLimits.eig`` with its verification) and an
+        equality iterate's restoration come on top. ``report.extra["stop_reason"]``
+        says what ended the loop.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
     random_state : int or None

@@ -110,6 +110,19 @@ _SIGMA_MAX_SHRINK = 2187.0
 #: sweeps of :func:`_contract_violated` over the violated edges
 _CONTRACT_SWEEPS = 30
 
+#: share of ``time_limit`` kept for the final certificate: the outer loop stops at
+#: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
+#: until ``time_limit`` (the final refinement half of that share); one certificate of the
+#: last multipliers, without optional anchors, is made even after it
+_FINAL_SHARE = 0.1
+
+
+def loop_deadline(t0: float, time_limit: float) -> float:
+    """The :func:`time.perf_counter` value at which the outer loop and its subproblems stop
+    (the final certificate has the rest of ``time_limit``, see ``_FINAL_SHARE``)."""
+    return t0 + (1.0 - _FINAL_SHARE) * time_limit
+
+
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
                "seconds\n" + "-" * 74)
@@ -177,6 +190,17 @@ class _OuterLoop:
                  state: _SolveState, t0: float, W: np.ndarray):
         self.space, self.pen, self.alm, self.opts, self.state, self.t0 = \
             space, pen, alm, opts, state, t0
+        # one deadline for the solve; the iterations stop earlier, leaving the final
+        # certificate its share. Past ``deadline`` only the last certificate and an equality
+        # restoration are made (final_point).
+        self.deadline = t0 + opts.time_limit
+        self.loop_deadline = loop_deadline(t0, opts.time_limit)
+        # the final refinement stops halfway into the final share: the certificate after
+        # it needs the rest
+        self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
+        alm.deadline = self.loop_deadline
+        # LowRankResult.stop_reason
+        self.stop_reason = "max_outer"
         self.cache = state.certificates
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
@@ -255,14 +279,21 @@ class _OuterLoop:
             self.history.append(entry)
             logger.info(_table_row(entry, self.infeas))
             if self.status == "optimal":
+                self.stop_reason = "certified"
                 break
-            if time.perf_counter() - self.t0 > self.opts.time_limit:
+            if self._late():
+                self.stop_reason = "time_limit"
                 break
             self.schedule(**step)
             # divergence: the factor grows without bound -> unbounded
             if np.sum(self.W * self.W) > 1e12 * max(self.space.gp.target.sum(), 1.0):
                 self.status = "unbounded"
+                self.stop_reason = "diverged"
                 break
+
+    def _late(self, final: bool = False) -> bool:
+        """Whether the outer loop's deadline (``final``: the solve's) has passed."""
+        return time.perf_counter() >= (self.deadline if final else self.loop_deadline)
 
     def solve_subproblem(self):
         """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
@@ -371,7 +402,8 @@ class _OuterLoop:
         # comparable that way
         if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
-            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu)
+            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu,
+                                               deadline=self.deadline)
             refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
@@ -380,7 +412,7 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif self._stalled(cheap_gap):
+        elif not self._late() and self._stalled(cheap_gap):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
             self.timings["certificates"] += time.perf_counter() - t_cert
@@ -395,7 +427,8 @@ class _OuterLoop:
         (:func:`restore_feasibility`) when that reaches ``feas_target`` and keeps the SNR
         constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term; else ``None``."""
         space, pen, opts = self.space, self.pen, self.opts
-        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target)
+        W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target,
+                                       deadline=self.deadline)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
         if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
             return W_r, quad_r + pen.objective(D_r), r_r
@@ -434,8 +467,9 @@ class _OuterLoop:
             # edges over their bound, which join the set in the next round
             V = W
             for _ in range(_SHRINK_ROUNDS):
-                V = restore_feasibility(space, pen, V, tol=1e-12)[0]
-                if pen.violation(self.alm.objective_parts(V)[1]) <= 1e-12:
+                V = restore_feasibility(space, pen, V, tol=1e-12, deadline=self.deadline)[0]
+                if pen.violation(self.alm.objective_parts(V)[1]) <= 1e-12 \
+                        or self._late(final=True):
                     break
             else:
                 # more rows on their bound than the factor has freedom (a low rank): the
@@ -459,7 +493,7 @@ class _OuterLoop:
         iterate violated added rows, so ``p`` bounds nothing) and keeps the SNR constraint
         and the added rows within ``feas_tol``; else ``None``."""
         space, pen = self.space, self.pen
-        W_r, _ = restore_feasibility(space, pen, W, tol=1e-12)
+        W_r, _ = restore_feasibility(space, pen, W, tol=1e-12, deadline=self.deadline)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
         p_r = quad_r + pen.objective(D_r)
         infeas_r = self._infeasibility(W_r, quad_r, D_r, h_r)
@@ -475,7 +509,8 @@ class _OuterLoop:
         space, pen, opts, cache = self.space, self.pen, self.opts, self.cache
         p_best = self.best_primal[0]
         certificate = _best_certificate(
-            space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best))
+            space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
+            deadline=self.deadline)
         certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate
@@ -491,7 +526,7 @@ class _OuterLoop:
                       and self.W.shape[1] < opts.max_rank and not _rank_deficient(self.W))
         lifted = None if grow_first else _lifted_certificate(
             space, pen, certificate, gap, None if self.best_dual is None
-            else self.best_dual.bound, candidates, opts, cache, p_best)
+            else self.best_dual.bound, candidates, opts, cache, p_best, deadline=self.deadline)
         if lifted is not None:
             entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
@@ -511,7 +546,7 @@ class _OuterLoop:
             if certificate.bound is not None else np.inf
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
-                and not _rank_deficient(self.W):
+                and not _rank_deficient(self.W) and not self._late():
             self._grow(self._escape_directions(certificate), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
@@ -656,11 +691,14 @@ class _OuterLoop:
         Certified: the best pair. Stopped by a limit: the best pair if any attempt gave a
         bound, else the best (or, in equality mode, the more feasible last) iterate with the
         last multipliers certified (every large solve reports a bound, however loose, or
-        says why it has none)."""
+        says why it has none). Past the solve's deadline the equality restoration and that
+        one certificate are still made; the refinement of the multipliers is not."""
         space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
         W, status, best_dual = self.W, self.status, self.best_dual
         p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None and pen.mode == "equality":
+            # made even past the deadline (at most its max_steps Gauss-Newton steps), as
+            # the certificate is: without it an equality iterate is never a point to report
             W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * opts.feas_tol)
             if r_r < _RESTORE_MAX and r_r < self.rnorm:
                 W, p = W_r, alm.true_objective(W_r)
@@ -670,8 +708,9 @@ class _OuterLoop:
         if status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu),
-                                refine_multipliers(space, pen, W, self.y, self.nu)],
-                opts, self.cache, target=p)
+                                refine_multipliers(space, pen, W, self.y, self.nu,
+                                                   deadline=self.refine_deadline)],
+                opts, self.cache, target=p, deadline=self.deadline)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
         if status != "optimal" and best_dual is not None:
             self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
@@ -736,4 +775,5 @@ class _OuterLoop:
                 {"mu": c.mu, "delta": c.delta, "bound": getattr(c, "bound", None),
                  "mode": getattr(c, "mode", "dense"), "factor_nnz": getattr(c, "factor_nnz", None),
                  "seconds": c.seconds, "verified": c.verified} for c in cache.verify_checks],
-            reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start)
+            reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start,
+            stop_reason=self.stop_reason)

@@ -403,7 +403,8 @@ _IPM_TOL = 1e-9
 
 
 def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
-                 t0: float, state: _SolveState) -> LowRankResult | None:
+                 t0: float, state: _SolveState, deadline: float = np.inf
+                 ) -> LowRankResult | None:
     """Reduced interval problem by :func:`interval_ipm`, then certified.
 
     The factor is :math:`W = Y^{1/2}` (negligible eigenvalues dropped), the
@@ -411,11 +412,12 @@ def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowR
     :func:`certify` at the IPM's multipliers, exactly as for the augmented
     Lagrangian. Returns ``None`` (after recording why in
     ``state.reduced_solver``) when ``reduced_solver="auto"`` should fall
-    back to the augmented Lagrangian.
+    back to the augmented Lagrangian. The interior-point iterations stop at ``deadline``
+    (a :func:`time.perf_counter` value, the solve's loop deadline).
     """
     try:
         res = interval_ipm(space.Cq, space.E, pen.t, pen.w, space.Hq, tol=_IPM_TOL,
-                           time_limit=opts.time_limit)
+                           time_limit=max(deadline - time.perf_counter(), 0.0))
     except (np.linalg.LinAlgError, FloatingPointError, ValueError) as exc:
         if opts.reduced_solver == "ipm":
             raise
@@ -445,4 +447,4 @@ def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowR
         status="optimal" if ok else "optimal_inaccurate",
         iterations=res.iterations, seconds=time.perf_counter() - t0, history=res.history,
         certificate=certificate, function_evaluations=0, reduced_solver=record,
-        warm_start=state.warm_start)
+        warm_start=state.warm_start, stop_reason=res.status)

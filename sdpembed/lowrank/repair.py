@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import numpy as np
 import scipy.optimize as sopt
@@ -25,14 +26,23 @@ from .spectrum import EigenEstimate, _bottom, _gershgorin
 logger = logging.getLogger(__name__)
 
 
+class _DeadlinePassed(Exception):
+    """Raised inside an iterative repair when its ``deadline`` passes (caught there)."""
+
+
+def _past(deadline: float) -> bool:
+    """Whether the :func:`time.perf_counter` value ``deadline`` has passed."""
+    return time.perf_counter() >= deadline
+
+
 #: an edge with :math:`|D_e - \bar D_e| \le` this times :math:`\bar D_e` is on the kink of the
 #: ``"interval"`` penalty (:func:`refine_multipliers`, :func:`restore_feasibility`)
 _KINK_TOL = 1e-4
 
 
 def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
-                       nu: float | np.ndarray | None, *,
-                       kink_tol: float = _KINK_TOL) -> tuple[np.ndarray, np.ndarray]:
+                       nu: float | np.ndarray | None, *, kink_tol: float = _KINK_TOL,
+                       deadline: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
 
     The augmented-Lagrangian multipliers carry the error of every inexact
@@ -60,11 +70,16 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
+    ``deadline`` (a :func:`time.perf_counter` value): the fit is not started after it, and
+    a matrix-free one still running when it passes is abandoned; either way ``(y, nu)``
+    come back unchanged (a candidate the certificate has already seen).
     """
     nu = space.duals(nu)
     if pen.mode == "quadratic":
         return y, nu
     _require_kink_tol("refine_multipliers", kink_tol)
+    if _past(deadline):
+        return y, nu
     Z = space.diffs(W)
     m, k = Z.shape
     res = np.einsum("ij,ij->i", Z, Z) - pen.t
@@ -99,8 +114,11 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     rows = rows if K is not None else None
     op = _explicit_fit_matrix(space, W, Z, fe, HW, rows)
     if op is None:
-        op = _fit_operator(space, W, Z, fe, HW, rows)
+        op = _fit_operator(space, W, Z, fe, HW, rows, deadline)
     matvec = op.dot
+    if sp.issparse(op) and np.isfinite(deadline):
+        # the same products (LSMR either way), each first checking the deadline
+        op = _with_deadline(spla.aslinearoperator(op), deadline)
     x0 = y[fe]
     if HW is not None:
         lo, hi = np.r_[lo, 0.0], np.r_[hi, np.inf]
@@ -114,6 +132,8 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     try:
         sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
                               method="trf", tol=1e-12, max_iter=200)
+    except _DeadlinePassed:
+        return y, nu
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
         return y, nu
     x = np.clip(x0 + sol.x, lo, hi)
@@ -129,14 +149,33 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     return y_new, nu_new
 
 
+def _with_deadline(op: spla.LinearOperator, deadline: float) -> spla.LinearOperator:
+    """``op`` whose products raise ``_DeadlinePassed`` once ``deadline`` has passed."""
+    def matvec(x):
+        if _past(deadline):
+            raise _DeadlinePassed
+        return op.matvec(x)
+
+    def rmatvec(x):
+        if _past(deadline):
+            raise _DeadlinePassed
+        return op.rmatvec(x)
+
+    return spla.LinearOperator(op.shape, matvec=matvec, rmatvec=rmatvec, dtype=float)
+
+
 def _fit_operator(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
-                  HW: np.ndarray | None, rows: np.ndarray | None) -> spla.LinearOperator:
-    """:func:`refine_multipliers`' map (see :func:`_explicit_fit_matrix`) matrix-free."""
+                  HW: np.ndarray | None, rows: np.ndarray | None,
+                  deadline: float = np.inf) -> spla.LinearOperator:
+    """:func:`refine_multipliers`' map (see :func:`_explicit_fit_matrix`) matrix-free; its
+    products raise ``_DeadlinePassed`` once ``deadline`` has passed."""
     m = Z.shape[0]
     K = space.K if rows is not None else None
     n_var = fe.size + (HW is not None) + (rows.size if K is not None else 0)
 
     def matvec(x):
+        if _past(deadline):
+            raise _DeadlinePassed
         x = np.ravel(x)
         ye = np.zeros(m)
         ye[fe] = x[: fe.size]
@@ -297,8 +336,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      floor: float | None = None, n_eig: int | None = None,
                      n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
-                     target: float | None = None, mu0: float | None = None
-                     ) -> tuple[np.ndarray, EigenEstimate]:
+                     target: float | None = None, mu0: float | None = None,
+                     deadline: float = np.inf) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -334,7 +373,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     bound :math:`-\varphi^*((1-\theta)y + \theta y_0)`,
     :math:`\theta = -\lambda_{\min}/(\mu_0 - \lambda_{\min})`, reaches ``target``:
     the rest of the way to a PSD :math:`S` is not worth its rounds at large n (the
-    certificate is computed afterwards as for any other dual point). ``y`` is first
+    certificate is computed afterwards as for any other dual point), or once ``deadline``
+    (a :func:`time.perf_counter` value) has passed (after the first round's eigenpairs:
+    the pair returned always belongs to the multipliers returned). ``y`` is first
     clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
     solve's candidates already lie in it) and the caller's array is not modified.
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
@@ -390,7 +431,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]))
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
-        if lam[0] >= 0 or r == rounds \
+        if lam[0] >= 0 or r == rounds or _past(deadline) \
                 or (floor is not None and -pen.conjugate(y) - off < floor) \
                 or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):
             break
@@ -417,8 +458,8 @@ _RESTORE_MAX = 1e-3
 
 
 def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, *, tol: float,
-                        max_steps: int = 5, kink_tol: float = _KINK_TOL
-                        ) -> tuple[np.ndarray, float]:
+                        max_steps: int = 5, kink_tol: float = _KINK_TOL,
+                        deadline: float = np.inf) -> tuple[np.ndarray, float]:
     r"""Move a factor onto the distance equalities by Gauss–Newton steps.
 
     For ``"equality"`` the augmented-Lagrangian iterate violates
@@ -438,7 +479,9 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     bounds :math:`p^*` from above up to that residual (the certificate's other
     side). Stops at ``tol`` (relative,
     :math:`\|c\|/\|\bar D\|`), after ``max_steps``, or when a step does not reduce
-    the residual. Returns the best factor found and its relative residual.
+    the residual, or once ``deadline`` (a :func:`time.perf_counter` value) has passed
+    (a matrix-free step under way is abandoned). Returns the best factor found and its relative
+    residual.
 
     Constraints added by the user that are held at their bound (equalities, and
     inequalities violated or within ``kink_tol`` of their size of the bound) join the
@@ -513,6 +556,8 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
         m_e = Z.shape[0]
 
         def matvec(u):
+            if _past(deadline):
+                raise _DeadlinePassed
             U = u.reshape(V.shape)
             out = 2.0 * row_scale * np.einsum("ij,ij->i", Z, E @ U)
             if K is not None:
@@ -543,7 +588,7 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
     Z, c = resid(W)
     best = (W, measure(c))
     for _ in range(max_steps):
-        if best[1] <= tol:
+        if best[1] <= tol or _past(deadline):
             break
         J = _explicit_jacobian(space, E, Z, W, rows if K is not None else None)
         if isinstance(J, np.ndarray):    # small: the exact least-norm step
@@ -554,8 +599,11 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
             rhs[:t.size] *= row_scale
             if J is not None:
                 J = sp.diags(np.r_[row_scale, np.ones(c.size - t.size)]) @ J
-            step = spla.lsmr(J if J is not None else jacobian(Z, W), -rhs, atol=1e-6,
-                             btol=1e-6, maxiter=2000)[0]
+            try:
+                step = spla.lsmr(J if J is not None else jacobian(Z, W), -rhs, atol=1e-6,
+                                 btol=1e-6, maxiter=2000)[0]
+            except _DeadlinePassed:
+                break
         W_new = W + step.reshape(W.shape)
         Z_new, c_new = resid(W_new)
         r_new = measure(c_new)
@@ -567,7 +615,7 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
 
 
 def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts,
-                        cache: CertificateCache, p_best):
+                        cache: CertificateCache, p_best, deadline: float = np.inf):
     r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
 
     Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
@@ -578,11 +626,12 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     lose at least :math:`\beta - p_{\mathrm{best}}` in the lift, so candidates are
     ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
     The lift stops once the
-    shifted bound proves half of ``tol`` against ``p_best`` (its ``target``).
+    shifted bound proves half of ``tol`` against ``p_best`` (its ``target``), or at
+    ``deadline``; none is started after it.
     """
-    if (pen.mode != "interval" or space.Q is not None or space.dim > space.limits.lift
-            or (gap is not None and gap <= opts.tol) or certificate.lambda_min is None
-            or certificate.lambda_min >= 0):
+    if (_past(deadline) or pen.mode != "interval" or space.Q is not None
+            or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
+            or certificate.lambda_min is None or certificate.lambda_min >= 0):
         return None
     own = [-pen.conjugate(y_) - space.linear_offset(nu_) for y_, nu_ in candidates]
     k = int(np.argmax([min(b, 2.0 * p_best - b) for b in own]))
@@ -596,7 +645,8 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     # stop lifting once the shift proves half the gap tolerance (a margin for the check)
     y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound, eigenpairs=pairs,
                                 target=p_best - 0.5 * opts.tol * abs(p_best),
-                                mu0=-np.inf if cache.mu0 is None else cache.mu0)
+                                mu0=-np.inf if cache.mu0 is None else cache.mu0,
+                                deadline=deadline)
     cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
     cert.note = _LIFTED + cert.note
     return cert

@@ -71,6 +71,11 @@ class LowRankResult:
     max_abs_multiplier : list of float
         :math:`\\max_e |y_e|` after each outer iteration (multipliers growing without
         bound mark a dual optimum that is not attained).
+    stop_reason : str or None
+        Why the outer loop stopped: ``"certified"`` (the gap reached ``tol``),
+        ``"time_limit"``, ``"max_outer"`` or ``"diverged"`` (the factor grew without
+        bound); on a reduced basis the interior-point method's status; ``None`` where
+        no iteration ran (the boundedness test).
     """
 
     factor: np.ndarray
@@ -97,6 +102,7 @@ class LowRankResult:
     lambda_min_at_slack_weight: float | None = None
     timings: dict[str, float] = field(default_factory=dict)
     max_abs_multiplier: list[float] = field(default_factory=list)
+    stop_reason: str | None = None
 
     @property
     def rank(self) -> int:

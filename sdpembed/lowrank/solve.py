@@ -12,7 +12,7 @@ from ..exceptions import InputError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
 from .options import LowRankOptions
-from .outer import _OuterLoop
+from .outer import _OuterLoop, loop_deadline
 from .penalty import DistancePenalty
 from .reduced_ipm import _reduced_ipm
 from .result import LowRankResult, _SolveState
@@ -88,7 +88,6 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     space = FactorSpace(gp, basis, limits=opts.dense_limits)
     pen = DistancePenalty(gp)
     alm = _ALM(space, pen, opts)
-    alm.deadline = t0 + opts.time_limit
     state = _SolveState()
     unbounded = _unbounded_at_slack_weight(space, pen, opts)
     if unbounded is not None:
@@ -101,7 +100,8 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
             "use reduced_solver='alm' (or 'auto', which does)")
     if basis is not None and opts.reduced_solver != "alm" and space.K is None:
         if pen.mode == "interval":
-            done = _reduced_ipm(space, pen, alm, opts, t0, state)
+            done = _reduced_ipm(space, pen, alm, opts, t0, state,
+                                deadline=loop_deadline(t0, opts.time_limit))
             if done is not None:
                 return done
         elif opts.reduced_solver == "ipm":
