@@ -53,6 +53,25 @@ def test_judge_holds_an_inaccurate_result_to_its_stated_gap():
     assert _judge(_result(-1.00001, bound=-1.00002), ref, None)["agree"] == 1
 
 
+def test_judge_takes_an_optimal_reference_over_an_inaccurate_one():
+    """Seed 60092 of the 1,000-instance run: CLARABEL stopped 'optimal_inaccurate' at
+    0.0157115, 0.65 % above the optimum, while LOWRANK ('optimal', certified gap 1.1e-5)
+    and CSDP ('optimal') agree at 0.0156093 to 6e-10. CSDP's optimal point decides: LOWRANK
+    agrees, and nothing is counted against it. Were CSDP inaccurate too, CLARABEL's point
+    would stay the reference and the same LOWRANK result would be outside its gap."""
+    low = _result(0.015609298737, status="optimal", bound=0.015609123091)
+    clarabel = _result(0.015711528937)                    # optimal_inaccurate
+    csdp = _result(0.015609308974, status="optimal")
+    v = _judge(low, clarabel, csdp)
+    assert v["agree"] == 1 and v["reference_inaccurate"] == 1
+    assert v["disagree"] == v["outside_gap"] == v["far"] == 0
+    v = _judge(low, clarabel, _result(0.015609308974))    # both references inaccurate
+    assert v["agree"] == 0 and v["disagree"] == 1 and v["outside_gap"] == 1
+    # an optimal CLARABEL stays the reference, whatever the second says
+    v = _judge(low, _result(0.015609308974, status="optimal"), _result(0.0157))
+    assert v["agree"] == 1 and v["reference_inaccurate"] == 0
+
+
 def test_fast_slice_reports_nothing_untrue():
     total, bad = _run(range(100, 120), (12, 14), time_limit=3.0, max_outer=30)
     assert bad == [], bad
