@@ -223,6 +223,26 @@ def _dense_fits(rows: int, cols: int) -> bool:
     return rows * cols <= _FIT_DENSE and rows * cols * min(rows, cols) <= _FIT_DENSE_FLOPS
 
 
+def _edge_triplets(E, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""``(edge, entry, value)`` of the entries of :math:`\mathrm{vec}(E_e^TZ_e)` for each
+    edge :math:`e` (row-major ``vec`` of an n x k factor; ``E`` sparse incidence rows)."""
+    k = Z.shape[1]
+    coo = E.tocoo()
+    return (np.repeat(coo.row, k), (coo.col[:, None] * k + np.arange(k)).ravel(),
+            (coo.data[:, None] * Z[coo.row]).ravel())
+
+
+def _row_columns(space: FactorSpace, W: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
+    r""":math:`\mathrm{vec}(PA_kW)` for each added row :math:`k` in ``rows``."""
+    unit = np.zeros(space.K.p)
+    out = []
+    for r in rows:
+        unit[r] = 1.0
+        out.append(np.ravel(space.project(space.apply_K(W, unit))))
+        unit[r] = 0.0
+    return out
+
+
 def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: np.ndarray,
                          HW: np.ndarray | None, rows: np.ndarray | None):
     r"""The matrix of :func:`refine_multipliers`' map :math:`x \mapsto \mathrm{vec}(\sum_e
@@ -232,26 +252,18 @@ def _explicit_fit_matrix(space: FactorSpace, W: np.ndarray, Z: np.ndarray, fe: n
     columns would exceed ``_FIT_DENSE_COLUMNS`` entries (the caller keeps the matrix-free
     operator). Edge column :math:`e`: :math:`\mathrm{vec}(E_e^T Z_e)`, :math:`E_e` the
     edge's row of the incidence matrix and :math:`Z_e = E_eV` (row-major ``vec``)."""
-    k = W.shape[1]
     extra = []
     if HW is not None:
         extra.append(np.ravel(HW))
     if rows is not None and rows.size:
         if (rows.size + len(extra)) * W.size > _FIT_DENSE_COLUMNS:
             return None
-        unit = np.zeros(space.K.p)
-        for r in rows:
-            unit[r] = 1.0
-            extra.append(np.ravel(space.project(space.apply_K(W, unit))))
-            unit[r] = 0.0
+        extra += _row_columns(space, W, rows)
     Zf = Z[fe]
     n_var = fe.size + len(extra)
     E = space.E[fe]
     if sp.issparse(E):
-        coo = E.tocoo()
-        cols = np.repeat(coo.row, k)
-        idx = (coo.col[:, None] * k + np.arange(k)).ravel()
-        data = (coo.data[:, None] * Zf[coo.row]).ravel()
+        cols, idx, data = _edge_triplets(E, Zf)
         if _dense_fits(W.size, n_var):
             A = np.zeros((W.size, n_var))
             np.add.at(A, (idx, cols), data)
@@ -278,23 +290,16 @@ def _explicit_jacobian(space: FactorSpace, E, Z: np.ndarray, V: np.ndarray,
     (on centred steps the same map as the matrix-free operator). Dense when it has at
     most ``_FIT_DENSE`` entries, sparse otherwise, ``None`` when its added rows alone
     would exceed ``_FIT_DENSE_COLUMNS`` entries."""
-    k = V.shape[1]
     m_e = Z.shape[0]
     extra = []
     if rows is not None and rows.size:
         if rows.size * V.size > _FIT_DENSE_COLUMNS:
             return None
-        unit = np.zeros(space.K.p)
-        for r in rows:
-            unit[r] = 1.0
-            extra.append(2.0 * np.ravel(space.project(space.apply_K(V, unit))))
-            unit[r] = 0.0
+        extra += [2.0 * c for c in _row_columns(space, V, rows)]
     n_rows = m_e + len(extra)
     if sp.issparse(E):
-        coo = E.tocoo()
-        r_idx = np.repeat(coo.row, k)
-        c_idx = (coo.col[:, None] * k + np.arange(k)).ravel()
-        data = (2.0 * coo.data[:, None] * Z[coo.row]).ravel()
+        r_idx, c_idx, data = _edge_triplets(E, Z)
+        data = 2.0 * data
         if n_rows * V.size > _FIT_DENSE:
             J = sp.csr_matrix((data, (r_idx, c_idx)), shape=(m_e, V.size))
             return sp.vstack([J, sp.csr_matrix(np.vstack(extra))], format="csr") \
