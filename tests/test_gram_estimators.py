@@ -110,19 +110,21 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     X, y = load_digits(return_X_y=True)
     X, y = X[:100].astype(float), y[:100]
     yp = partial_labels(y, 0.8, random_state=0)
-    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out of 3 fits") as caught:
+    with pytest.warns(EmbeddingWorseThanInputWarning, match="held out of 5 fits") as caught:
         bad = DVU(n_neighbors=0, n_random=3, random_state=0).fit(X, yp)
     v = bad.validation_
-    assert v["warned"] and v["splits"] == 3 and len(v["folds"]) == 3
-    assert v["held_out"] == sum(f["held_out"] for f in v["folds"]) >= 40
+    assert v["warned"] and v["splits"] == 5 and len(v["folds"]) == 5
+    assert v["held_out"] == sum(f["held_out"] for f in v["folds"]) == 80   # every label once
     assert v["embedding_accuracy"] < v["input_accuracy"]
     b = sum(f["input_only"] for f in v["folds"])
     c = sum(f["embedding_only"] for f in v["folds"])
     assert v["difference"] == pytest.approx((c - b) / v["held_out"])
     assert v["difference"] == pytest.approx(v["embedding_accuracy"] - v["input_accuracy"])
-    assert 0.0 <= v["p_value"] < 0.01     # a loss of tens of points on 40+ rows
+    assert 0.0 <= v["p_value"] < 0.01     # a loss of tens of points on 80 rows
+    assert v["loss_bound"] >= 0.05 and v["loss_bound"] > -v["difference"]
     message = str(caught[0].message)
     assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
+    assert f"as large as {v['loss_bound']:.1%}" in message
     assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
         "skipped": "validation_fraction=None"}
     few = np.full_like(y, -1)
@@ -146,10 +148,11 @@ def test_held_out_warning_on_a_given_graph_advises_the_graph_not_the_defaults():
     yp = partial_labels(y, 0.8, random_state=0)
     graph = knn_graph(X, n_neighbors=0, n_random=3, random_state=0)   # random edges only
     with pytest.warns(EmbeddingWorseThanInputWarning) as caught:
-        est = DVU(graph=graph, random_state=0).fit(X, yp)
+        # two folds: the message's branch is tested, not the check's power
+        est = DVU(graph=graph, validation_splits=2, random_state=0).fit(X, yp)
     assert est.validation_["warned"]
     message = str(caught[0].message)
-    assert "the given graph does not follow the classes" in message
+    assert "the given graph may not follow the classes" in message
     assert "Try a graph that follows the classes better (graph=...)" in message
     assert "neighbours" not in message and "tangent" not in message
     assert _WHERE_DEFAULTS_LOSE not in message
@@ -175,8 +178,37 @@ def test_held_out_check_is_quiet_when_the_embedding_wins():
         # CLARABEL: an interior-point solve is quick at n = 60
         est = DVU(graph=graph, n_components=2, solver="CLARABEL", random_state=0).fit(X, yp)
     v = est.validation_
-    assert not v["warned"]
+    assert not v["warned"] and v["loss_bound"] < 0.05
     assert v["embedding_accuracy"] >= v["input_accuracy"] + 0.2
+
+
+def test_held_out_verdict_bounds_the_loss_and_warns_unless_it_is_ruled_out():
+    """held_out_verdict on paired counts: the difference (c - b) / m, its standard error
+    from the per-row differences in {-1, 0, 1}, the one-sided upper bound of the loss, and
+    the exact sign test; it warns exactly when the bound reaches the loss."""
+    from scipy.stats import binom, norm
+
+    from sdpembed.estimators.gram import held_out_verdict
+
+    v = held_out_verdict(30, 10, 160)                    # the inputs win 30 rows, lose 10
+    assert v["difference"] == pytest.approx(-20 / 160)
+    se = np.sqrt((41 / 160 - (20 / 160) ** 2) / 160)
+    assert v["standard_error"] == pytest.approx(se)
+    assert v["loss_bound"] == pytest.approx(20 / 160 + norm.ppf(0.9) * se)
+    assert v["p_value"] == pytest.approx(binom.sf(29, 40, 0.5)) and v["p_value"] < 0.01
+    assert v["warned"]
+    win = held_out_verdict(5, 30, 160)                   # the embedding wins by 15.6 points
+    assert not win["warned"] and win["loss_bound"] < 0 and win["p_value"] > 0.99
+    same = held_out_verdict(0, 0, 160)                   # the votes never disagree
+    assert not same["warned"] and 0 < same["standard_error"] < 0.01
+    assert same["p_value"] == 1.0
+    # a small loss estimated from few rows cannot rule out 5 points: a warning; from many
+    # rows it can
+    assert held_out_verdict(3, 2, 30)["warned"]
+    assert not held_out_verdict(30, 28, 3000)["warned"]
+    for b in range(0, 40):                               # warned iff the bound reaches 5 %
+        v = held_out_verdict(b, 20, 160, loss=0.05, alpha=0.2)
+        assert v["warned"] == (v["loss_bound"] >= 0.05)
 
 
 def test_held_out_folds_are_disjoint_stratified_and_keep_two_labels_a_class():

@@ -31,9 +31,9 @@ def test_dvu_verbose_prints_the_prefit_and_the_table(capsys):
     out = capsys.readouterr().out
     assert "DVU: held-out pre-fit" in out
     assert "DVU: held-out" in out and "accuracy" in out
-    # the outer loop's table, once per pre-fit (validation_splits=3) and for the full fit
-    assert out.count("DVU: held-out pre-fit") == 3
-    assert out.count(" outer | objective") == 4
+    # the outer loop's table, once per pre-fit (validation_splits=5) and for the full fit
+    assert out.count("DVU: held-out pre-fit") == 5
+    assert out.count(" outer | objective") == 6
     assert "DVU: LOWRANK optimal" in out
 
 
