@@ -124,7 +124,7 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert v["loss_bound"] >= 0.05 and v["loss_bound"] > -v["difference"]
     message = str(caught[0].message)
     assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
-    assert f"as large as {v['loss_bound']:.1%}" in message
+    assert f"as large as {100 * v['loss_bound']:.1f} points" in message
     assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
         "skipped": "validation_fraction=None"}
     few = np.full_like(y, -1)
