@@ -2,17 +2,18 @@
 
 Run::
 
-    sdpembed run dvu_defaults --jobs 2 --out results
-    .venv/bin/python -m problems.bench_dvu_check results/dvu_defaults [more folders]
-        [--margin 0.03] [--alpha 0.1] [--grid] [--json FILE] [--tuning]
+    sdpembed run problems/benchmarks/dvu_check.toml --out results
+    sdpembed run problems/benchmarks/dvu_check_300.toml --out results
+    .venv/bin/python -m problems.bench_dvu_check results/dvu_check results/dvu_check_300
+        [--splits 5] [--loss 0.05] [--alpha 0.1] [--grid] [--json FILE] [--tuning]
 
-reads the runner's ``rows.jsonl`` of each folder. Every DVU row is paired with the
-``raw`` row of the same dataset and seed (3-NN on the input features, the same hidden
-labels): its *loss* is raw minus DVU accuracy on the hidden labels, in points. Each DVU
-row keeps its held-out check whole (``validation``: every fold's counts), so the check's
-rule — warn when the pooled held-out difference (embedding minus inputs) is at most
-``-margin`` or the exact one-sided sign test on the rows the votes disagree on gives
-``p < alpha`` — is scored for the first 1, 2, ... folds of one run:
+(``dvu_defaults`` folders work too) reads the runner's ``rows.jsonl`` of each folder. Every
+DVU row is paired with the ``raw`` row of the same dataset and seed (3-NN on the input
+features, the same hidden labels): its *loss* is raw minus DVU accuracy on the hidden
+labels, in points. Each DVU row keeps its held-out check whole (``validation``: every
+fold's counts), so the check's rule — warn when the one-sided ``1 - alpha`` upper bound of
+the loss reaches ``loss`` (``sdpembed.estimators.gram.held_out_verdict``) — is scored for
+the first 1, 2, ... folds of one run:
 
 * *recall*: the share of fits losing >= 5 points on which it warns (goal >= 90 %), and of
   those whose loss is also beyond the hidden set's own noise (>= 1.28 standard errors of
@@ -20,8 +21,11 @@ rule — warn when the pooled held-out difference (embedding minus inputs) is at
 * *false alarms*: the share of the other fits (losing < 5 points) on which it warns
   (goal <= 10 %), and separately of the fits that do not lose at all.
 
-``--grid`` prints the same for a grid of (margin, alpha): a calibration aid — rules chosen
-on these rows are scored on the same rows, so their rates are optimistic.
+Then the per-setting agreement of the held-out estimate with the hidden-label loss, and a
+ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach against
+hidden labels as noisy as these. ``--grid`` also scores the previous rule (difference at
+most -3 points or sign test p < 0.1) and other (loss, alpha): a calibration aid — rules
+chosen on these rows are scored on the same rows, so their rates are optimistic.
 """
 
 from __future__ import annotations
