@@ -203,12 +203,14 @@ def test_held_out_verdict_bounds_the_loss_and_warns_unless_it_is_ruled_out():
     assert not same["warned"] and 0 < same["standard_error"] < 0.01
     assert same["p_value"] == 1.0
     # a small loss estimated from few rows cannot rule out 5 points: a warning; from many
-    # rows it can
+    # rows it can; a wide bound alone (the estimate favours the embedding) does not warn
     assert held_out_verdict(3, 2, 30)["warned"]
     assert not held_out_verdict(30, 28, 3000)["warned"]
-    for b in range(0, 40):                               # warned iff the bound reaches 5 %
+    wide = held_out_verdict(2, 3, 30)
+    assert wide["loss_bound"] >= 0.05 and not wide["warned"]
+    for b in range(0, 40):                 # warned iff a loss whose bound reaches 5 points
         v = held_out_verdict(b, 20, 160, loss=0.05, alpha=0.2)
-        assert v["warned"] == (v["loss_bound"] >= 0.05)
+        assert v["warned"] == (v["difference"] < 0 and v["loss_bound"] >= 0.05)
 
 
 def test_held_out_folds_are_disjoint_stratified_and_keep_two_labels_a_class():

@@ -74,8 +74,11 @@ def held_out_verdict(b: int, c: int, m: int, *, loss: float = _WARN_LOSS,
     give :math:`\hat\Delta = (c - b)/m` (embedding minus inputs) with standard error
     :math:`\hat s = \sqrt{((b + c + 1)/m - \hat\Delta^2)/m}` (the 1 keeps it positive when
     the votes never disagree). The one-sided :math:`(1-\alpha)` upper bound of the loss is
-    :math:`-\hat\Delta + z_{1-\alpha}\hat s`; the check warns when it reaches ``loss``: the
-    rows cannot rule out a loss of that size. ``p_value`` is the exact one-sided sign test of
+    :math:`-\hat\Delta + z_{1-\alpha}\hat s`; the check warns when the estimate is a loss
+    (:math:`\hat\Delta < 0`) and the bound reaches ``loss``: the rows cannot rule out a loss
+    of that size. (Without the first condition a handful of held-out rows on which both votes
+    are right would warn by the width of the bound alone.) ``p_value`` is the exact one-sided
+    sign test of
     "the embedding is not worse", :math:`P(\mathrm{Bin}(b + c, 1/2) \ge b)`, reported.
     """
     diff = (c - b) / m if m else 0.0
@@ -83,7 +86,7 @@ def held_out_verdict(b: int, c: int, m: int, *, loss: float = _WARN_LOSS,
     bound = -diff + float(norm.ppf(1.0 - alpha)) * se
     p_value = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
     return {"difference": diff, "standard_error": se, "loss_bound": bound,
-            "p_value": p_value, "warned": bool(bound >= loss)}
+            "p_value": p_value, "warned": bool(diff < 0 and bound >= loss)}
 
 
 class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -340,8 +343,9 @@ class DVU(_GramEmbedding):
         paired per-row results (``sdpembed.estimators.gram.held_out_verdict``) it forms the
         difference :math:`\hat\Delta` (embedding minus inputs), its standard error and the
         one-sided 90 % upper confidence bound of the loss, and warns
-        (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`) when that bound
-        reaches 5 points: the held-out rows do not rule out a loss of 5 points or more. The
+        (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`) when the estimate is
+        a loss and that bound reaches 5 points: the held-out rows do not rule out a loss of
+        5 points or more. The
         standard error is about :math:`\sqrt{r/m}` (:math:`r` the share of rows the two votes
         disagree on, :math:`m` the rows scored); on 200 rows with 160 labels, all held out
         once (the default), it was 2.2 points (median), so the check warns from an estimated
@@ -619,6 +623,8 @@ class DVU(_GramEmbedding):
                 "own (graph=...)")
             where = "" if self.graph is not None else _WHERE_DEFAULTS_LOSE + " "
             level = 1.0 - _WARN_ALPHA
+            expect = (f"Expect the unlabelled points to be classified worse than on the "
+                      f"inputs: {graph} may not follow the classes well enough. ")
             warn(
                 f"DVU: on {m} labels held out of {len(folds)} fits ({len(folds)} disjoint "
                 f"stratified folds of the labelled rows), {k}-NN on the embedding is right "
@@ -628,9 +634,8 @@ class DVU(_GramEmbedding):
                 f"the loss may be as large as {100 * verdict['loss_bound']:.1f} points, so a "
                 f"loss of {100 * _WARN_LOSS:g} points or more is not ruled out (one-sided "
                 f"sign test that the embedding is worse: p = "
-                f"{verdict['p_value']:.2g}). Expect the unlabelled points to be classified "
-                f"worse than on the inputs: {graph} may not follow the classes well enough. "
-                f"{where}{advice}; or classify the inputs directly. The check is "
+                f"{verdict['p_value']:.2g}). {expect}{where}{advice}; or classify the "
+                "inputs directly. The check is "
                 "validation_fraction / validation_splits (validation_fraction=None: off); "
                 "its numbers are in validation_.", EmbeddingWorseThanInputWarning)
         warm = {}
