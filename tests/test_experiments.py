@@ -721,3 +721,17 @@ def test_deduplicate_keeps_first_of_identical_rows():
     d["dataset"]["deduplicate"] = "yes"
     with pytest.raises(SpecError, match="deduplicate"):
         parse_spec(d)
+
+
+def test_a_table_valued_estimator_parameter_passes_validation():
+    """A TOML table (``metric_params = {shape = [8, 8]}``) reaches the estimator's own
+    checks as the dict the runner gives it, not as the spec's frozen map."""
+    d = _smoke_dict()
+    d["methods"]["dvu"]["metric"] = "tangent"
+    d["methods"]["dvu"]["metric_params"] = {"shape": [2, 2]}
+    spec = parse_spec(d)
+    (method,) = [m for m in spec.methods if m.label == "dvu"]
+    assert thaw(method.params["metric_params"]) == {"shape": [2, 2]}
+    d["methods"]["dvu"]["metric_params"] = [2, 2]  # not a table: the estimator's check
+    with pytest.raises(SpecError, match="^methods.dvu.metric_params: .*dict"):
+        parse_spec(d)

@@ -59,6 +59,7 @@ from .schema import (
     freeze,
     none_strings,
     read_table,
+    thaw,
 )
 from .tables import did_you_mean
 
@@ -363,7 +364,8 @@ def _validate_params(info: MethodInfo, params: Mapping, where: str) -> None:
         if isinstance(default, str) and isinstance(value, bool):
             fail(f"{where}.{key}", f"expected a string such as {default!r}; got {value!r}")
     try:
-        est = info.build(params)
+        # the estimator gets what the runner will give it: dicts and lists, not frozen maps
+        est = info.build(thaw(dict(params)))
         if getattr(est, "_parameter_constraints", None):
             est._validate_params()  # scikit-learn's declarative checks
         if hasattr(est, "_validate_params_common"):
