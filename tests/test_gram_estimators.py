@@ -285,3 +285,20 @@ def test_sklearn_output_checks(make, check):
 
     est = make()
     getattr(checks, check)(type(est).__name__, est)
+
+
+@pytest.mark.parametrize("cls", [DVU, MVU])
+def test_backend_options_with_auto_are_refused_before_any_solve(cls, monkeypatch):
+    """``solver_options`` under ``solver='auto'`` is the user's error (as in ``solve``):
+    refused before the graph is built or a held-out pre-fit runs, not after them."""
+    import sdpembed.estimators.gram as gram
+
+    def no_solve(*args, **kwargs):
+        raise AssertionError("a solve ran before the options were refused")
+
+    monkeypatch.setattr(gram, "solve", no_solve)
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.repeat([0, 1], 20)
+    est = cls(solver="auto", solver_options={"time_limit": 5})
+    with pytest.raises(InputError, match="solver='auto' picks the backend.*time_limit"):
+        est.fit(X, y)

@@ -135,6 +135,15 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
         if getattr(self, "verbose", 0):
             print(text, flush=True)
 
+    def _check_solver_options(self) -> None:
+        """Backend settings need a named backend (as in :func:`~sdpembed.solve`): refused
+        before the graph is built or any pre-fit runs."""
+        if self.solver_options and self.solver.lower() == "auto":
+            raise InputError(
+                f"solver='auto' picks the backend per problem; solver_options "
+                f"{sorted(self.solver_options)} are backend settings: name the backend, "
+                "e.g. solver='LOWRANK'")
+
     def _check_components(self, n: int) -> None:
         if self.n_components > n:
             raise InputError(f"n_components={self.n_components} exceeds the number of samples {n}")
@@ -492,6 +501,7 @@ class DVU(_GramEmbedding):
         y_int, classes, labeled = check_partial_labels(y, X.shape[0], min_classes=2,
                                                        min_per_class=2)
         self._check_components(X.shape[0])
+        self._check_solver_options()
         self.classes_, self.labeled_mask_ = classes, labeled
         self.graph_ = self._graph(X)
         basis_graph = self._basis_graph(X)
@@ -573,6 +583,8 @@ class DVU(_GramEmbedding):
             try:
                 rep = solve(fs, solver="LOWRANK" if start else self.solver,
                             verbose=bool(self.verbose), **{**options, **start})
+            except InputError:
+                raise  # the user's settings: the full fit would refuse them too
             except SdpEmbedError as exc:
                 per_fold.append({"skipped": f"{type(exc).__name__}: {exc}"})
                 continue
@@ -759,6 +771,7 @@ class MVU(_GramEmbedding):
         """Embed the rows of ``X`` (``y`` is ignored)."""
         X = validate_data(self, X, ensure_min_samples=3)
         self._check_components(X.shape[0])
+        self._check_solver_options()
         self.graph_ = self._graph(X)
         formulation = mvu(self.graph_, distances=self.distances, slack_weight=self.slack_weight,
                           normalize=self.normalize, reduce_face=self.reduce_face,
