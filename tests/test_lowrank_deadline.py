@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 from sklearn.datasets import load_digits
 
 import sdpembed.lowrank as lowrank
@@ -73,8 +75,6 @@ def test_refine_multipliers_abandons_a_fit_the_deadline_passes(near_optimal, mon
     """The deadline passes after an LSMR fit (matrix-free, or on the sparse explicit
     matrix) started (at the 6th check): the fit stops there and the input multipliers
     come back, not a half-fitted point."""
-    import scipy.sparse as sp
-
     _, res, space, pen, W, y_noisy = near_optimal
     explicit = repair._explicit_fit_matrix
     checks = []
@@ -86,9 +86,40 @@ def test_refine_multipliers_abandons_a_fit_the_deadline_passes(near_optimal, mon
     monkeypatch.setattr(repair, "_past", past)
     monkeypatch.setattr(repair, "_explicit_fit_matrix", (lambda *args: None) if
                         form == "matrix-free" else (lambda *args: sp.csr_array(explicit(*args))))
+    products = []
+    wrap = repair._with_deadline
+
+    def counting(op, deadline, every=None):
+        inner = spla.LinearOperator(op.shape, dtype=float,
+                                    matvec=lambda x: products.append(1) or op.matvec(x),
+                                    rmatvec=lambda x: products.append(1) or op.rmatvec(x))
+        return wrap(inner, deadline, every)
+
+    monkeypatch.setattr(repair, "_with_deadline", counting)
     y_out, _ = lowrank.refine_multipliers(space, pen, W, y_noisy, res.nu, deadline=0.0)
-    assert len(checks) == 6          # the pre-check, then one per product until it passed
+    # the pre-check, then the operator's checks until one found it passed: every product
+    # (matrix-free), or the first and every _DEADLINE_EVERY-th product (sparse)
+    assert len(checks) == 6
+    if form == "sparse":
+        assert len(products) == 4 * repair._DEADLINE_EVERY
     assert y_out is y_noisy
+
+
+def test_deadline_wrapper_reads_the_clock_every_few_products(monkeypatch):
+    """``_with_deadline``: the wrapped products unchanged, the clock read at the first
+    product and every ``every``-th after it, and the first product after a check that
+    found the deadline passed raises."""
+    A = sp.random_array((7, 5), density=0.5, random_state=0, format="csr")
+    x, r = np.arange(5.0), np.arange(7.0)
+    checks = []
+    monkeypatch.setattr(repair, "_past", lambda d: checks.append(d) or len(checks) > 2)
+    op = repair._with_deadline(spla.aslinearoperator(A), 1.0, every=4)
+    for k in range(8):                 # products 0..7: checks at 0 and 4
+        out = op.matvec(x) if k % 2 else op.rmatvec(r)
+        assert np.allclose(out, A @ x if k % 2 else A.T @ r)
+    assert checks == [1.0, 1.0]
+    with pytest.raises(repair._DeadlinePassed):   # product 8: the third check, passed
+        op.matvec(x)
 
 
 def test_restore_feasibility_takes_no_step_past_its_deadline(digits30):
