@@ -55,8 +55,8 @@ def test_rows_blocks_are_the_hessian_diagonal_blocks(seed):
 
 @pytest.fixture(scope="module")
 def linked():
-    """DVU on 40 digits with two must-link rows and one cannot-link row, its space and ALM."""
-    import cvxpy as cp
+    """DVU on 40 digits with two must-link rows, a cannot-link row and an equality, its space
+    and ALM."""
     from sklearn.datasets import load_digits
 
     from sdpembed.formulations import dvu
