@@ -129,3 +129,58 @@ def test_newton_preconditioner_blocks_include_the_added_rows(linked, monkeypatch
         np.testing.assert_allclose(M_a - shift * np.eye(r), H_a, rtol=1e-5,
                                    atol=1e-5 * np.abs(H_a).max())
     assert floored == 0
+
+
+def _links_problem(n: int, k: int, seed: int = 0):
+    """DVU on ``n`` scikit-learn digits (2-NN + 1 random edge, 80 % labelled) with ``k``
+    must-link rows (same class, squared distance at most the 20th percentile of the target
+    distances) and ``k`` cannot-link rows (different classes, at least the 80th), as in
+    ``dvu_scale``'s links row."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.formulations import dvu
+    from sdpembed.graphs import knn_graph
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(seed)
+    idx = np.sort(rng.permutation(y.size)[:n])
+    X, y = X[idx].astype(float), y[idx].copy()
+    y_obs = np.where(rng.random(n) < 0.8, y, -1)
+    f = dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=seed), y_obs,
+            centroids="eliminated")
+    low, high = np.percentile(f.current_problem().target, [20, 80])
+    lab = np.flatnonzero(y_obs >= 0)
+
+    def pairs(same: bool) -> np.ndarray:
+        out = []
+        while len(out) < k:
+            a, b = rng.choice(lab, 2, replace=False)
+            if (y_obs[a] == y_obs[b]) == same:
+                out.append((a, b))
+        return np.array(out)
+    G = f.expressions["gram"]
+
+    def sq(P):
+        return G[P[:, 0], P[:, 0]] + G[P[:, 1], P[:, 1]] - 2 * G[P[:, 0], P[:, 1]]
+    return f.with_constraints([sq(pairs(True)) <= low, sq(pairs(False)) >= high])
+
+
+def test_no_stall_rank_growth_while_added_rows_are_violated():
+    r"""While added rows are violated, the cheap gap stalls until the rows' multipliers have
+    grown (their penalty is raised for that), not for want of a dimension: the outer loop
+    must not grow the rank on a stalled gap then. Before, on ``dvu_scale``'s links row at
+    n = 2,500 the factor grew 14 -> 30 columns at outer iteration 3 while the rows were
+    violated by 8e-2, and every later inner iteration paid for it. The solve must still
+    certify (the rank it needs is reached by certificate attempts)."""
+    from sdpembed.lowrank.options import LowRankOptions
+    from sdpembed.solvers import solve
+
+    rep = solve(_links_problem(300, 20), solver="LOWRANK", tol=1e-4, blas_threads=1)
+    history = rep.extra["history"]
+    feas_tol = LowRankOptions().feas_tol
+    violated = [h for h in history if h["constraint_violation"] > feas_tol]
+    assert violated, "the instance must start with violated rows"
+    grown = [h["outer"] for h in violated if "stall_lambda_min" in h]
+    assert grown == [], f"rank grown on a stalled gap at outer iterations {grown}"
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert history[-1]["constraint_violation"] <= feas_tol
