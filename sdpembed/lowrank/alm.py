@@ -159,7 +159,10 @@ class _ALM:
             :math:`z_e`, the direction that changes its length: the blocks hold that
             anisotropy, which an isotropic (Laplacian) preconditioner cannot, and leave the
             soft directions to the objective's scale. Full space only (on a reduced basis
-            the coordinates are not points)."""
+            the coordinates are not points).
+            Added rows :math:`\langle A_k, G\rangle` enter the same way
+            (:func:`_rows_blocks`): their multipliers :math:`g_k` on the diagonal and
+            their Gauss-Newton term where they are active."""
             W = sp_.project(x.reshape(shape))
             Z = sp_.diffs(W)
             D = np.einsum("ij,ij->i", Z, Z)
@@ -172,6 +175,8 @@ class _ALM:
             diag = 2.0 * (sp_.C.diag + deg_g)
             outer = (4.0 * d2)[:, None] * np.einsum("ea,eb->eab", Z, Z).reshape(-1, k_ * k_)
             blocks = np.asarray(sp_.B_abs_T @ outer).reshape(n_, k_, k_)
+            if K is not None:
+                diag += 2.0 * _rows_blocks(K, W, k_multipliers(W), rho, blocks)
             floor = 1e-3 * max(float(np.mean(np.abs(diag))), 1e-300)
             blocks[:, np.arange(k_), np.arange(k_)] += np.maximum(diag, floor)[:, None]
             inv = np.linalg.inv(blocks)
@@ -221,6 +226,31 @@ class _ALM:
             gk = sp_.user_part(nu) + rho * (kv - sp_.K.rhs)
             nu_new[sp_.n_snr:] = np.where(sp_.K.equality, gk, np.maximum(gk, 0.0))
         return g, nu_new, quad, D, h, kv
+
+
+def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
+                 blocks: np.ndarray) -> np.ndarray:
+    r"""The added rows' part of the block-Jacobi preconditioner of Newton-CG (full space).
+
+    Point :math:`a`'s block of the Hessian of
+    :math:`\sum_k (g_k^2 - z_k^2)/(2\rho_k)` is
+    :math:`2\sum_k g_k(A_k)_{aa} I + 4\sum_k \rho_k' b_{ka}b_{ka}^T` with
+    :math:`b_{ka} = (A_kV)_a` and :math:`\rho_k' = \rho_k` where row :math:`k` is active
+    (equality, or :math:`g_k > 0`), else 0: a squared distance row is an edge. Adds the
+    second term to ``blocks`` (n x r x r) in place and returns the first term's scalar
+    per point, :math:`\sum_k g_k(A_k)_{aa}`, which the caller doubles like the edges' degrees."""
+    n_, k_ = W.shape
+    curv = np.where(K.equality | (gk > 0), rho * np.ones(K.p), 0.0)
+    on_diag = K.i == K.j
+    diag = np.bincount(K.i[on_diag], weights=K.value[on_diag] * gk[K.row[on_diag]],
+                       minlength=n_)
+    # b_{ka}: the triplets of row k at point a, summed
+    key, inv = np.unique(K.row.astype(np.int64) * n_ + K.i, return_inverse=True)
+    b = np.zeros((key.size, k_))
+    np.add.at(b, inv.ravel(), K.value[:, None] * W[K.j])
+    rows, points = key // n_, key % n_
+    np.add.at(blocks, points, (4.0 * curv[rows])[:, None, None] * b[:, :, None] * b[:, None, :])
+    return diag
 
 
 def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):

@@ -565,9 +565,14 @@ class _OuterLoop:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
         ``tol`` and ``_STALL_FLOOR``, and above ``_STALL_RATIO`` times the best of the two
         iterations before, at least ``_STALL_WINDOW`` outer iterations after the start or
-        the last rank growth (full space only, below ``max_rank``)."""
+        the last rank growth (full space only, below ``max_rank``), and never while added
+        rows are violated beyond ``feas_tol``."""
         if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
                 or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
+            return False
+        if self.k_viol > self.opts.feas_tol:
+            # violated added rows stall the gap until their multipliers have grown (their
+            # penalty's schedule), not for want of a dimension
             return False
         if not cheap_gap > max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR):
             return False
