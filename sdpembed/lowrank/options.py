@@ -116,8 +116,9 @@ class LowRankOptions:
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
         below 1e-2, then truncated Newton–CG with exact (generalized)
         Hessian-vector products, which reaches the accuracy a certificate
-        needs where L-BFGS stalls; ``"plbfgs"``: L-BFGS whose initial inverse
-        Hessian is a sparse-LU solve with the weighted graph Laplacian
+        needs where L-BFGS stalls (for ``distances="interval"`` with a factor of at most
+        1,000 entries, Newton–CG from the first subproblem); ``"plbfgs"``: L-BFGS whose
+        initial inverse Hessian is a sparse-LU solve with the weighted graph Laplacian
         :math:`\sum_e \omega_e a_ea_e^T`, :math:`\omega_e = 2\sigma\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
     time_limit : float

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .alm import _ALM, _escape
+from .alm import _ALM, _escape, extrapolated
 from .certificate import (
     _UNVERIFIED,
     Certificate,
@@ -80,6 +80,10 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
 #: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
+
+#: ``"interval"`` factors of at most this many entries get Newton-CG from the first
+#: subproblem (``inner="auto"``; docs/tuning.md, "Small interval instances")
+_NEWTON_ENTRIES = 1000
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -205,6 +209,7 @@ class _OuterLoop:
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = np.zeros(space.q)
+        self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -258,6 +263,18 @@ class _OuterLoop:
             _SIGMA_MAX_SHRINK if kind == "shrink" else _SIGMA_MAX)
         self.prev_res = np.inf
 
+    def _extrapolate(self, g: np.ndarray, gap: float) -> np.ndarray:
+        """Next multipliers: ``"interval"`` at its cap, ``g`` :func:`extrapolated` (restarted
+        below the cap and when the cheap gap ``gap`` rose); else ``g``."""
+        g_prev, self.g_prev = self.g_prev, g
+        rose, self.mom_gap = gap > self.mom_gap, gap
+        at_cap = 3.0 * self.sigma > (1 + 1e-9) * self.sigma_cap * self.sigma0
+        if self.pen.mode != "interval" or g_prev is None or not at_cap or rose:
+            self.mom = 0
+            return g
+        self.mom += 1
+        return extrapolated(g, g_prev, self.mom, self.pen.w)
+
     def _leave_kink(self, g: np.ndarray) -> np.ndarray:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
@@ -297,11 +314,13 @@ class _OuterLoop:
 
     def solve_subproblem(self):
         """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
-        cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
-        and whether the rank was trimmed."""
+        cheap gap is below 1e-2 or for a small ``"interval"`` factor); trims numerically null
+        columns. Returns the inner result and whether the rank was trimmed."""
         opts, W = self.opts, self.W
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
-        newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and (
+            self.cheap_prev < 1e-2 or (self.pen.mode == "interval"
+                                       and W.size <= _NEWTON_ENTRIES)))
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
@@ -330,6 +349,7 @@ class _OuterLoop:
         left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
             g = self._leave_kink(g)
+            self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
         self.y = g
         self.nu = nu_new
         self.max_abs_y.append(float(np.max(np.abs(g), initial=0.0)))
@@ -682,6 +702,7 @@ class _OuterLoop:
             self.gtol = max(self.gtol * 0.1, 1e-12)
         if not pen.splitting and self.space.H is None and not converged_primal:
             self.gtol = max(self.gtol * 0.1, 1e-10)
+        self.y = self._extrapolate(self.y, cheap_gap)
 
     # ------------------------------------------------------------------ the answer
     def final_point(self) -> tuple[np.ndarray, float]:
