@@ -1,7 +1,7 @@
 """Small ``distances="interval"`` instances that LOWRANK certified slowly or not at all
 (issue 40's differential run: seeds 50024, 50100, 50239, 50349, 60241, 60244 stopped at
 their 20 s limit uncertified), and the three changes that certify them: multipliers
-extrapolated at the penalty cap, Newton-CG from the first subproblem of a small factor, and
+extrapolated at the penalty cap, Newton-CG for a small factor once L-BFGS struggled, and
 the refined multipliers fixed at the box only where the given ones are.
 
 Outcomes only (no timing): a certified gap at most ``tol`` within a bounded number of

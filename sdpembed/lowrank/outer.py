@@ -81,9 +81,9 @@ def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
 
-#: ``"interval"`` factors of at most this many entries get Newton-CG from the first
-#: subproblem (``inner="auto"``; docs/tuning.md, "Small interval instances")
-_NEWTON_ENTRIES = 1000
+#: ``"interval"`` factors of at most this many entries get Newton-CG once a subproblem took
+#: L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval instances")
+_NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -209,7 +209,7 @@ class _OuterLoop:
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = np.zeros(space.q)
-        self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
+        self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -314,13 +314,12 @@ class _OuterLoop:
 
     def solve_subproblem(self):
         """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
-        cheap gap is below 1e-2 or for a small ``"interval"`` factor); trims numerically null
+        cheap gap is below 1e-2 or, small ``"interval"`` factor, L-BFGS struggled); trims null
         columns. Returns the inner result and whether the rank was trimmed."""
         opts, W = self.opts, self.W
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
         newton = opts.inner == "newton" or (opts.inner == "auto" and (
-            self.cheap_prev < 1e-2 or (self.pen.mode == "interval"
-                                       and W.size <= _NEWTON_ENTRIES)))
+            self.cheap_prev < 1e-2 or (self.lbfgs_hard and W.size <= _NEWTON_ENTRIES)))
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
@@ -329,6 +328,7 @@ class _OuterLoop:
             inner = "newton" if newton else None
         W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
                      opts.max_newton if newton else opts.max_inner, inner)
+        self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
         self.W = W if trimmed is None else trimmed
         return res, trimmed is not None
@@ -576,7 +576,7 @@ class _OuterLoop:
             self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
                              self.sigma_h, self.rho)
         entry["grew_rank"] = self.W.shape[1]
-        self.last_growth = self.it
+        self.last_growth, self.lbfgs_hard = self.it, False
         # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
         # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
         self.cheap_prev = np.inf
