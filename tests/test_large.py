@@ -962,11 +962,13 @@ def test_solve_without_certificate_attempt_returns_its_best_iterate():
     # feasible), certified by the last iterate's multipliers. On this instance the
     # objectives are not monotone; the solve is stopped at the first outer iteration whose
     # objective is above an earlier one (found by a longer run: the iterates are
-    # deterministic, so the stopped run repeats its first iterations). The Huber envelope:
-    # the kink envelope's iterates reach a certificate attempt before such an iterate
+    # deterministic, so the stopped run repeats its first iterations). The Huber envelope
+    # with L-BFGS subproblems: the kink envelope's iterates, and Newton-CG's (which
+    # inner="auto" gives this small factor once L-BFGS struggles), reach a certificate
+    # attempt before such an iterate
     _, _, y_obs, graph = _three_class_digits(120, seed=0)
     gp = dvu_problem(graph, y_obs)
-    opts = {"tol": 1e-9, "interval_envelope": "huber"}
+    opts = {"tol": 1e-9, "interval_envelope": "huber", "inner": "lbfgs"}
     longer = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(max_outer=20, **opts))
     path = [e["objective"] for e in longer.history]
     stop = next(i + 1 for i in range(1, len(path)) if path[i] > min(path[:i]))

@@ -253,6 +253,23 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
     return diag
 
 
+def extrapolated(g: np.ndarray, g_prev: np.ndarray, j: int, w: np.ndarray) -> np.ndarray:
+    r"""Multipliers ``g`` extrapolated along the last update,
+    :math:`\hat y = g + \beta_j(g - g_{\rm prev})`, :math:`\beta_j = (j-1)/(j+2)`, clipped
+    to the box :math:`|y_e| \le w_e`.
+
+    The multiplier update is a proximal step on the dual (Rockafellar 1976) whose length
+    the penalty sets. Where the dual optimum is far (a degenerate face: the kink's equality
+    problem, multipliers growing towards the box) the steps at the capped penalty creep
+    along one direction; Nesterov's extrapolation of the proximal point method (Güler 1992)
+    lengthens them without stiffening the subproblems. ``j`` counts the extrapolated steps
+    since the last restart (O'Donoghue & Candès 2015: restart when the gap rises). Every
+    multiplier is only a candidate: the certificate checks it.
+    """
+    beta = (j - 1) / (j + 2)
+    return np.clip(g + beta * (g - g_prev), -w, w)
+
+
 def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):
     r"""Append ``alpha * vec`` as a new column, ``alpha`` by exact line search on the AL.
 

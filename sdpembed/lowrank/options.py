@@ -89,7 +89,7 @@ class LowRankOptions:
         Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
         of the Barvinok–Pataki rank (at least 16) for MVU, at most ``n - 1``
         (grown as needed, see :func:`_initial_rank`; trimmed when a quarter of
-        its columns become numerically null, see :func:`_trim_rank`).
+        its columns become numerically null, see :func:`sdpembed.lowrank.space._trim_rank`).
     max_rank : int
         Largest rank the factor may grow to.
     warm_start : {None, "basis"} or ndarray
@@ -116,8 +116,10 @@ class LowRankOptions:
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
         below 1e-2, then truncated Newton–CG with exact (generalized)
         Hessian-vector products, which reaches the accuracy a certificate
-        needs where L-BFGS stalls; ``"plbfgs"``: L-BFGS whose initial inverse
-        Hessian is a sparse-LU solve with the weighted graph Laplacian
+        needs where L-BFGS stalls (for ``distances="interval"`` with a factor of at most
+        1,000 entries, also once a subproblem took 1,000 L-BFGS iterations); ``"plbfgs"``:
+        L-BFGS whose
+        initial inverse Hessian is a sparse-LU solve with the weighted graph Laplacian
         :math:`\sum_e \omega_e a_ea_e^T`, :math:`\omega_e = 2\sigma\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
     time_limit : float

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .alm import _ALM, _escape
+from .alm import _ALM, _escape, extrapolated
 from .certificate import (
     _UNVERIFIED,
     Certificate,
@@ -21,7 +21,7 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import LowRankResult, _SolveState
-from .space import FactorSpace
+from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
 
@@ -43,43 +43,14 @@ _SIGMA_MAX_INTERVAL = 27.0
 _SIGMA_KINK = 0.1
 
 
-def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
-    r"""Whether the factor has a numerically null column direction,
-    :math:`\sigma_{\min}(W) \le` ``rtol`` :math:`\sigma_{\max}(W)`.
-
-    A rank-deficient second-order critical point of the factorised problem is
-    a global optimum (Burer & Monteiro 2005), so a negative eigenvalue of
-    :math:`S(y)` there comes from inexact multipliers and inner solves, not
-    from a missing dimension: adding a column would only perturb a nearly
-    converged point. The default ``rtol`` leaves DVU's small but genuine singular
-    values (about 1e-4 of the largest and above) alone.
-    """
-    s = np.linalg.svd(W, compute_uv=False)
-    return bool(s[-1] <= rtol * s[0])
-
-
-def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
-    r"""The factor without its numerically null directions, or ``None`` to keep it.
-
-    With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up
-    to :math:`\sum_{i>k}\sigma_i^2 u_iu_i^T`, where :math:`k` counts the singular values
-    above ``rtol`` :math:`\sigma_{\max}` plus ``margin``, so that the trimmed factor
-    stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
-    trims only when at least a quarter of the columns go. Every inner iteration
-    costs in proportion to the rank, and null columns do not come back by themselves
-    (their gradient :math:`2S(y)w` vanishes with :math:`w`).
-    """
-    U, s, _ = np.linalg.svd(W, full_matrices=False)
-    k = int(np.sum(s > rtol * s[0])) + margin
-    if k > 0.75 * W.shape[1]:
-        return None
-    return U[:, :k] * s[:k]
-
-
 #: eigenpairs examined for more escape directions, and the share of the most negative
 #: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
+
+#: ``"interval"`` factors of at most this many entries get Newton-CG once a subproblem took
+#: L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval instances")
+_NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -205,6 +176,7 @@ class _OuterLoop:
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = np.zeros(space.q)
+        self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -258,6 +230,18 @@ class _OuterLoop:
             _SIGMA_MAX_SHRINK if kind == "shrink" else _SIGMA_MAX)
         self.prev_res = np.inf
 
+    def _extrapolate(self, g: np.ndarray, gap: float) -> np.ndarray:
+        """Next multipliers: ``"interval"`` at its cap, ``g`` :func:`extrapolated` (restarted
+        below the cap and when the cheap gap ``gap`` rose); else ``g``."""
+        g_prev, self.g_prev = self.g_prev, g
+        rose, self.mom_gap = gap > self.mom_gap, gap
+        at_cap = 3.0 * self.sigma > (1 + 1e-9) * self.sigma_cap * self.sigma0
+        if self.pen.mode != "interval" or g_prev is None or not at_cap or rose:
+            self.mom = 0
+            return g
+        self.mom += 1
+        return extrapolated(g, g_prev, self.mom, self.pen.w)
+
     def _leave_kink(self, g: np.ndarray) -> np.ndarray:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
@@ -297,11 +281,12 @@ class _OuterLoop:
 
     def solve_subproblem(self):
         """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
-        cheap gap is below 1e-2); trims numerically null columns. Returns the inner result
-        and whether the rank was trimmed."""
+        cheap gap is below 1e-2 or, small ``"interval"`` factor, L-BFGS struggled); trims null
+        columns. Returns the inner result and whether the rank was trimmed."""
         opts, W = self.opts, self.W
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
-        newton = opts.inner == "newton" or (opts.inner == "auto" and self.cheap_prev < 1e-2)
+        newton = opts.inner == "newton" or (opts.inner == "auto" and (
+            self.cheap_prev < 1e-2 or (self.lbfgs_hard and W.size <= _NEWTON_ENTRIES)))
         if opts.inner == "plbfgs":
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
@@ -310,6 +295,7 @@ class _OuterLoop:
             inner = "newton" if newton else None
         W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
                      opts.max_newton if newton else opts.max_inner, inner)
+        self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
         self.W = W if trimmed is None else trimmed
         return res, trimmed is not None
@@ -330,6 +316,7 @@ class _OuterLoop:
         left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
             g = self._leave_kink(g)
+            self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
         self.y = g
         self.nu = nu_new
         self.max_abs_y.append(float(np.max(np.abs(g), initial=0.0)))
@@ -556,7 +543,7 @@ class _OuterLoop:
             self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
                              self.sigma_h, self.rho)
         entry["grew_rank"] = self.W.shape[1]
-        self.last_growth = self.it
+        self.last_growth, self.lbfgs_hard = self.it, False
         # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
         # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
         self.cheap_prev = np.inf
@@ -687,6 +674,7 @@ class _OuterLoop:
             self.gtol = max(self.gtol * 0.1, 1e-12)
         if not pen.splitting and self.space.H is None and not converged_primal:
             self.gtol = max(self.gtol * 0.1, 1e-10)
+        self.y = self._extrapolate(self.y, cheap_gap)
 
     # ------------------------------------------------------------------ the answer
     def final_point(self) -> tuple[np.ndarray, float]:

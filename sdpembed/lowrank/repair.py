@@ -90,7 +90,11 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     m, k = Z.shape
     res = np.einsum("ij,ij->i", Z, Z) - pen.t
     if pen.mode == "interval":
-        free = np.abs(res) <= kink_tol * pen.t
+        # fixed at w_e sign(r_e): edges off the kink whose given multiplier is at that bound
+        # (the Huber envelope's linear pieces); one inside the box there has not settled
+        # which side it is on, and fixing it would give its whole weight to the fit
+        at_bound = (np.sign(y) == np.sign(res)) & (np.abs(y) >= pen.w * (1.0 - 1e-9))
+        free = (np.abs(res) <= kink_tol * pen.t) | ~at_bound
         y_fix = np.where(free, 0.0, pen.w * np.sign(res))
         lo, hi = -pen.w[free], pen.w[free]
     elif pen.mode == "shrink":

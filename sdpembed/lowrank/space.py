@@ -244,3 +244,36 @@ class FactorSpace:
         if self.K is not None:
             S = S + np.tensordot(self.user_part(nu), self.Kq, axes=1)
         return 0.5 * (S + S.T)
+
+
+def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
+    r"""Whether the factor has a numerically null column direction,
+    :math:`\sigma_{\min}(W) \le` ``rtol`` :math:`\sigma_{\max}(W)`.
+
+    A rank-deficient second-order critical point of the factorised problem is
+    a global optimum (Burer & Monteiro 2005), so a negative eigenvalue of
+    :math:`S(y)` there comes from inexact multipliers and inner solves, not
+    from a missing dimension: adding a column would only perturb a nearly
+    converged point. The default ``rtol`` leaves DVU's small but genuine singular
+    values (about 1e-4 of the largest and above) alone.
+    """
+    s = np.linalg.svd(W, compute_uv=False)
+    return bool(s[-1] <= rtol * s[0])
+
+
+def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
+    r"""The factor without its numerically null directions, or ``None`` to keep it.
+
+    With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up
+    to :math:`\sum_{i>k}\sigma_i^2 u_iu_i^T`, where :math:`k` counts the singular values
+    above ``rtol`` :math:`\sigma_{\max}` plus ``margin``, so that the trimmed factor
+    stays rank-deficient (and :func:`_rank_deficient` still refuses rank growth). It
+    trims only when at least a quarter of the columns go. Every inner iteration
+    costs in proportion to the rank, and null columns do not come back by themselves
+    (their gradient :math:`2S(y)w` vanishes with :math:`w`).
+    """
+    U, s, _ = np.linalg.svd(W, full_matrices=False)
+    k = int(np.sum(s > rtol * s[0])) + margin
+    if k > 0.75 * W.shape[1]:
+        return None
+    return U[:, :k] * s[:k]
