@@ -72,6 +72,25 @@ def test_judge_takes_an_optimal_reference_over_an_inaccurate_one():
     assert v["agree"] == 1 and v["reference_inaccurate"] == 0
 
 
+def test_judge_takes_the_more_nearly_feasible_of_two_inaccurate_references():
+    """Seed 50024 (37-point interval DVU): LOWRANK certified [-1.1128408, -1.1127133];
+    CLARABEL stopped 'optimal_inaccurate' at -1.1131878 with violation 5.9e-8, CSDP at
+    -1.1128280 with violation 1.6e-9 (SDPA: -1.1128166 at violation 0, SCS at eps 1e-10:
+    -1.1129818 at 2.9e-8). The nearly feasible points lie inside LOWRANK's interval; the
+    point that undercuts its bound buys it with a larger violation. The judge takes the
+    more nearly feasible reference: no untruth, a disagreement of two inaccurate results."""
+    low = _result(-1.1127132574, bound=-1.1128408466)
+    clarabel = {**_result(-1.1131877945), "violation": 5.876e-8}
+    csdp = {**_result(-1.1128280088), "violation": 1.59e-9}
+    v = _judge(low, clarabel, csdp)
+    assert v["outside_gap"] == v["disagree"] == v["far"] == 0
+    assert v["disagree_inaccurate"] == 1
+    # with the violations the other way round CLARABEL's point decides, and the same
+    # LOWRANK bound lies above it: counted
+    v = _judge(low, {**clarabel, "violation": 1e-10}, csdp)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1
+
+
 def test_fast_slice_reports_nothing_untrue():
     total, bad = _run(range(100, 120), (12, 14), time_limit=3.0, max_outer=30)
     assert bad == [], bad
