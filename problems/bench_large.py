@@ -199,8 +199,25 @@ def _formulation(spec, run, X, y_obs, graph):
                 distances=run.get("distances", "interval"), basis_rank=basis_rank,
                 basis_graph=basis_graph, **run.get("dvu", {}))
         return _with_links(f, y_obs, run["links"]) if run.get("links") else f
-    return mvu(graph, distances=run.get("distances", "equality"), slack_weight=lam,
-               basis_rank=basis_rank, basis_graph=basis_graph)
+    f = mvu(graph, distances=run.get("distances", "equality"), slack_weight=lam,
+            basis_rank=basis_rank, basis_graph=basis_graph)
+    return _with_alignment(f, y_obs, run["alignment"]) if run.get("alignment") else f
+
+
+def _with_alignment(f, y_obs, weight: float):
+    r"""Colored MVU as user code: ``f`` with the label-kernel alignment
+    :math:`-w\langle K_y, G\rangle` added by ``f.with_objective`` (maximised, hence the
+    sign), :math:`K_y = YY^T` with :math:`Y_{ic} = 1/\sqrt{n_c}` for a labelled point
+    ``i`` of class ``c`` (``n_c`` labelled points in it) and 0 on unlabelled rows, so
+    :math:`\langle K_y, G\rangle = \sum_c n_c\|\bar z_c\|^2` is the between-class
+    scatter of the labelled points, on the scale of the trace. Passed by its factor
+    (:func:`~sdpembed.formulations.objective.gram_inner`): ``K_y`` is never formed."""
+    from sdpembed.formulations.objective import gram_inner
+
+    classes = np.unique(y_obs[y_obs >= 0])
+    Y = (y_obs[:, None] == classes[None, :]).astype(float)
+    Y /= np.sqrt(Y.sum(axis=0))
+    return f.with_objective(-float(weight) * gram_inner(f.expressions["gram"], Y))
 
 
 def _with_links(f, y_obs, links: dict):
@@ -279,7 +296,9 @@ def _child(spec, run, backend, queue):
     except BaseException as exc:  # noqa: BLE001 - recorded in the table
         out["status"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         out.setdefault("wall_s", None)
-    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["peak_mb"] = usage.ru_maxrss / 1024
+    out["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole child: data, graph, solve
     for k, v in list(out.items()):
         if isinstance(v, np.generic):
             out[k] = v.item()
@@ -333,6 +352,8 @@ def _variant(run, backend, spec=None) -> str:
         text = ", ".join(filter(None, [run["name"], text]))
     if run.get("sweep"):
         text = ", ".join(filter(None, [f"sweep of slack {run['sweep']}", text]))
+    if run.get("alignment"):
+        text = ", ".join(filter(None, [f"label alignment {run['alignment']:g}", text]))
     if run.get("links"):
         lk = run["links"]
         text = ", ".join(filter(None, [f"{lk['must_link']} must-link <= q{lk['low']}, "
