@@ -1067,3 +1067,19 @@ def test_mvu_verification_is_dense_below_the_limit_and_sparse_above(digits, fact
         assert rep.extra["certificate_check"] == check, rep.extra["certificate"]
         assert rep.certified_gap is not None
         assert rep.extra["lower_bound"] <= ref.objective + BOUND_SLACK * abs(ref.objective)
+
+
+def test_solution_coordinates_in_an_orthonormal_basis_are_the_least_squares_ones():
+    """LOWRANK writes G = F F^T into Y of G = B Y B^T with P = B^T F where B has orthonormal
+    columns (the builders' bases: Householder centring, Laplacian eigenvectors) and a
+    least-squares solve otherwise; both give lstsq's coordinates (to rounding)."""
+    from sdpembed.formulations.gram_problem import centering_basis
+    from sdpembed.lowrank.backend import _coordinates
+
+    rng = np.random.default_rng(3)
+    F = rng.standard_normal((40, 5))
+    F -= F.mean(axis=0)
+    for B in (centering_basis(40), np.linalg.qr(rng.standard_normal((40, 12)))[0],
+              rng.standard_normal((40, 12))):          # the last: not orthonormal
+        P = _coordinates(B, F)
+        assert np.allclose(P, np.linalg.lstsq(B, F, rcond=None)[0], atol=1e-12)
