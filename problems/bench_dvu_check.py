@@ -35,7 +35,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import binom
 
 from problems.tuning import add_tuning_argument, command_line, write_section
 from sdpembed.estimators.gram import _WARN_ALPHA, _WARN_LOSS, held_out_verdict
@@ -89,13 +88,13 @@ def decide(folds: list[dict], splits: int, rule: tuple) -> tuple[bool, dict]:
     b = sum(f["input_only"] for f in use)
     c = sum(f["embedding_only"] for f in use)
     kind, level, alpha = rule
-    if kind == "bound":
-        v = held_out_verdict(b, c, m, loss=level, alpha=alpha)
-        return v["warned"], {"m": m, "diff": v["difference"], "p": v["p_value"],
-                             "bound": v["loss_bound"]}
-    p = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
-    diff = (c - b) / m if m else 0.0
-    return bool(diff <= -level or p < alpha), {"m": m, "diff": diff, "p": p, "bound": np.nan}
+    v = held_out_verdict(b, c, m, loss=level, alpha=alpha) if kind == "bound" \
+        else held_out_verdict(b, c, m)
+    warned = v["warned"] if kind == "bound" \
+        else bool(v["difference"] <= -level or v["p_value"] < alpha)
+    return warned, {"m": m, "diff": v["difference"], "p": v["p_value"],
+                    "se": v["standard_error"],
+                    "bound": v["loss_bound"] if kind == "bound" else np.nan}
 
 
 def rule_name(rule: tuple) -> str:
@@ -139,10 +138,8 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
         if len(r["folds"]) < splits:
             continue
         _, d = decide(r["folds"], splits, ("bound", _WARN_LOSS, _WARN_ALPHA))
-        b = sum(f["input_only"] for f in r["folds"][:splits])
-        c = sum(f["embedding_only"] for f in r["folds"][:splits])
         est.append(-100.0 * d["diff"])
-        s_c.append(100.0 * held_out_verdict(b, c, d["m"])["standard_error"])
+        s_c.append(100.0 * d["se"])
     s_t = float(np.median([r["loss_se"] for r in rows]))
     s_c_med = float(np.median(s_c))
     mu_bar = float(np.mean(est))
