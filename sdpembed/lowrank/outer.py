@@ -230,13 +230,17 @@ class _OuterLoop:
             _SIGMA_MAX_SHRINK if kind == "shrink" else _SIGMA_MAX)
         self.prev_res = np.inf
 
+    def _can_raise(self) -> bool:
+        """Whether tripling the penalty keeps it within its cap (``sigma_cap`` times its
+        start); otherwise it is at the cap."""
+        return 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
+
     def _extrapolate(self, g: np.ndarray, gap: float) -> np.ndarray:
         """Next multipliers: ``"interval"`` at its cap, ``g`` :func:`extrapolated` (restarted
         below the cap and when the cheap gap ``gap`` rose); else ``g``."""
         g_prev, self.g_prev = self.g_prev, g
         rose, self.mom_gap = gap > self.mom_gap, gap
-        at_cap = 3.0 * self.sigma > (1 + 1e-9) * self.sigma_cap * self.sigma0
-        if self.pen.mode != "interval" or g_prev is None or not at_cap or rose:
+        if self.pen.mode != "interval" or g_prev is None or self._can_raise() or rose:
             self.mom = 0
             return g
         self.mom += 1
@@ -650,8 +654,7 @@ class _OuterLoop:
             # the subproblems' conditioning, and restore_feasibility does the last of the
             # primal work)
             raise_sigma = (rnorm > max(0.25 * self.prev_res, opts.feas_tol)
-                           or self.stall_raise) \
-                and 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
+                           or self.stall_raise) and self._can_raise()
             self.stall_raise = False
             # the SNR penalty has its own schedule: its violation can stall while the
             # distance residual is fine
