@@ -4,6 +4,7 @@ the outer loop's penalty schedule while only the rows are violated."""
 import numpy as np
 import pytest
 
+from problems.bench_large import _with_links
 from sdpembed.formulations.constraints import AffineGramConstraints
 from sdpembed.lowrank.alm import _rows_blocks
 
@@ -134,8 +135,8 @@ def test_newton_preconditioner_blocks_include_the_added_rows(linked, monkeypatch
 def _links_problem(n: int, k: int, seed: int = 0):
     """DVU on ``n`` scikit-learn digits (2-NN + 1 random edge, 80 % labelled) with ``k``
     must-link rows (same class, squared distance at most the 20th percentile of the target
-    distances) and ``k`` cannot-link rows (different classes, at least the 80th), as in
-    ``dvu_scale``'s links row."""
+    distances) and ``k`` cannot-link rows (different classes, at least the 80th), drawn by
+    ``dvu_scale``'s links row's own code."""
     from sklearn.datasets import load_digits
 
     from sdpembed.formulations import dvu
@@ -148,21 +149,8 @@ def _links_problem(n: int, k: int, seed: int = 0):
     y_obs = np.where(rng.random(n) < 0.8, y, -1)
     f = dvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=seed), y_obs,
             centroids="eliminated")
-    low, high = np.percentile(f.current_problem().target, [20, 80])
-    lab = np.flatnonzero(y_obs >= 0)
-
-    def pairs(same: bool) -> np.ndarray:
-        out = []
-        while len(out) < k:
-            a, b = rng.choice(lab, 2, replace=False)
-            if (y_obs[a] == y_obs[b]) == same:
-                out.append((a, b))
-        return np.array(out)
-    G = f.expressions["gram"]
-
-    def sq(P):
-        return G[P[:, 0], P[:, 0]] + G[P[:, 1], P[:, 1]] - 2 * G[P[:, 0], P[:, 1]]
-    return f.with_constraints([sq(pairs(True)) <= low, sq(pairs(False)) >= high])
+    return _with_links(f, y_obs, {"must_link": k, "cannot_link": k, "low": 20, "high": 80,
+                                  "seed": seed})
 
 
 def test_no_stall_rank_growth_while_added_rows_are_violated():
