@@ -244,11 +244,10 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
     on_diag = K.i == K.j
     diag = np.bincount(K.i[on_diag], weights=K.value[on_diag] * gk[K.row[on_diag]],
                        minlength=n_)
-    # b_{ka}: the triplets of row k at point a, summed
-    key, inv = np.unique(K.row.astype(np.int64) * n_ + K.i, return_inverse=True)
-    b = np.zeros((key.size, k_))
-    np.add.at(b, inv.ravel(), K.value[:, None] * W[K.j])
-    rows, points = key // n_, key % n_
+    # b_{ka}: the triplets of row k at point a, summed (their pattern is built once per K)
+    slot, rows, points = K.row_points
+    b = np.zeros((rows.size, k_))
+    np.add.at(b, slot, K.value[:, None] * W[K.j])
     np.add.at(blocks, points, (4.0 * curv[rows])[:, None, None] * b[:, :, None] * b[:, None, :])
     return diag
 
