@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import cvxpy as cp
@@ -141,11 +141,7 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
     selection = None
     if isinstance(solver, str) and solver.lower() == "auto":
         solver, selection = choose_backend(formulation)
-        if options:
-            raise InputError(
-                f"solver='auto' chose {solver} ({selection}); the options "
-                f"{sorted(options)} are backend settings: name the backend, e.g. "
-                f"solve(f, solver={solver!r}, ...)")
+        refuse_options_under_auto(options, (solver, selection))
     chain = [solver, *_check_fallback(fallback)]
     _check_inputs(formulation)
     attempts: list[dict[str, Any]] = []
@@ -163,6 +159,21 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
         report.selection = selection
         return report
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def refuse_options_under_auto(options: Mapping[str, Any] | None,
+                              chosen: tuple[str, str] | None = None) -> None:
+    """``InputError`` when backend ``options`` come with ``solver="auto"``: they are one
+    backend's settings, so the backend must be named. ``chosen``: the backend ``"auto"``
+    picked and why (``None``: not picked yet, e.g. an estimator before its fit). Shared by
+    :func:`solve` and the estimators' ``solver_options``."""
+    if not options:
+        return
+    what = "picks the backend per problem" if chosen is None else \
+        f"picks the backend per problem and chose {chosen[0]} ({chosen[1]})"
+    example = "LOWRANK" if chosen is None else chosen[0]
+    raise InputError(f"solver='auto' {what}; the options {sorted(options)} are backend "
+                     f"settings: name the backend, e.g. solver={example!r}")
 
 
 def _check_fallback(fallback) -> list[str]:

@@ -300,5 +300,15 @@ def test_backend_options_with_auto_are_refused_before_any_solve(cls, monkeypatch
     X = np.random.default_rng(0).normal(size=(40, 3))
     y = np.repeat([0, 1], 20)
     est = cls(solver="auto", solver_options={"time_limit": 5})
-    with pytest.raises(InputError, match="solver='auto' picks the backend.*time_limit"):
+    with pytest.raises(InputError, match="solver='auto' picks the backend.*time_limit") as exc:
         est.fit(X, y)
+    # one rule, one wording: solve's refusal of the same options (it also names its pick)
+    from sdpembed.formulations import mvu
+    from sdpembed.solvers import solve
+
+    with pytest.raises(InputError) as exc_solve:
+        solve(mvu(knn_graph(X, n_neighbors=4, n_random=1, random_state=0)), time_limit=5)
+    head = "solver='auto' picks the backend per problem"
+    tail = "the options ['time_limit'] are backend settings: name the backend, e.g. solver="
+    for message in (str(exc.value), str(exc_solve.value)):
+        assert message.startswith(head) and tail in message, message

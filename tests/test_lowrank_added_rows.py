@@ -52,6 +52,10 @@ def test_rows_blocks_are_the_hessian_diagonal_blocks(seed):
         want = H[a * r:(a + 1) * r, a * r:(a + 1) * r]
         got = blocks[a] + 2.0 * diag[a] * np.eye(r)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # the triplets' (row, point) pattern is built once per rows object, not per build
+    pattern = K.row_points
+    _rows_blocks(K, 2.0 * W, gk, rho, np.zeros((n, r, r)))
+    assert K.row_points is pattern
 
 
 @pytest.fixture(scope="module")

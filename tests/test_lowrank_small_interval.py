@@ -103,11 +103,12 @@ def test_multipliers_are_extrapolated_only_at_the_cap_and_restart_when_the_gap_r
     assert np.all(np.abs(big) <= pen.w)
 
 
-def test_equality_multipliers_are_never_extrapolated():
-    # seed 50003 is an equality MVU: its multipliers are the proximal steps themselves
-    inst = make_instance(50003, (12, 60))
-    assert inst.description["distances"] != "interval"
-    loop, _ = _loop(50003)
+def test_quadratic_multipliers_are_never_extrapolated():
+    # seed 50006 is a quadratic-penalty DVU: no split constraints, nothing to extrapolate
+    # (equality multipliers are, at the cap: tests/test_lowrank_small_equality.py)
+    inst = make_instance(50006, (12, 60))
+    assert inst.description["distances"] == "quadratic"
+    loop, _ = _loop(50006)
     loop.sigma = loop.sigma_cap * loop.sigma0
     m = loop.y.size
     a, b, c = np.zeros(m), np.ones(m), 2 * np.ones(m)

@@ -39,7 +39,7 @@ from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
-from ..solvers import solve
+from ..solvers import refuse_options_under_auto, solve
 from ._validation import TypedParameterValidation
 
 __all__ = ["DVU", "MVU"]
@@ -138,11 +138,8 @@ class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, 
     def _check_solver_options(self) -> None:
         """Backend settings need a named backend (as in :func:`~sdpembed.solve`): refused
         before the graph is built or any pre-fit runs."""
-        if self.solver_options and self.solver.lower() == "auto":
-            raise InputError(
-                f"solver='auto' picks the backend per problem; solver_options "
-                f"{sorted(self.solver_options)} are backend settings: name the backend, "
-                "e.g. solver='LOWRANK'")
+        if self.solver.lower() == "auto":
+            refuse_options_under_auto(self.solver_options)
 
     def _check_components(self, n: int) -> None:
         if self.n_components > n:

@@ -127,6 +127,14 @@ class AffineGramConstraints:
         indptr = np.r_[0, np.cumsum(np.bincount(entries // self.n, minlength=self.n))]
         return slot.ravel(), entries % self.n, indptr
 
+    @cached_property
+    def row_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        r"""``(slot, rows, points)``: the distinct pairs (row :math:`k`, point :math:`a`) of
+        the triplets (the pattern of :math:`(A_kV)_a`, a row's triplets at one point summed)
+        and the slot of each triplet among them; built once, as :attr:`_pattern`."""
+        key, slot = np.unique(self.row.astype(np.int64) * self.n + self.i, return_inverse=True)
+        return slot.ravel(), key // self.n, key % self.n
+
     def operator(self, z: np.ndarray) -> sp.csr_matrix:
         r""":math:`\sum_k z_k A_k` as a sparse symmetric :math:`n\times n` matrix.
 

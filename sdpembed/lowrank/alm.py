@@ -244,11 +244,10 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
     on_diag = K.i == K.j
     diag = np.bincount(K.i[on_diag], weights=K.value[on_diag] * gk[K.row[on_diag]],
                        minlength=n_)
-    # b_{ka}: the triplets of row k at point a, summed
-    key, inv = np.unique(K.row.astype(np.int64) * n_ + K.i, return_inverse=True)
-    b = np.zeros((key.size, k_))
-    np.add.at(b, inv.ravel(), K.value[:, None] * W[K.j])
-    rows, points = key // n_, key % n_
+    # b_{ka}: the triplets of row k at point a, summed (their pattern is built once per K)
+    slot, rows, points = K.row_points
+    b = np.zeros((rows.size, k_))
+    np.add.at(b, slot, K.value[:, None] * W[K.j])
     np.add.at(blocks, points, (4.0 * curv[rows])[:, None, None] * b[:, :, None] * b[:, None, :])
     return diag
 
@@ -256,11 +255,12 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
 def extrapolated(g: np.ndarray, g_prev: np.ndarray, j: int, w: np.ndarray) -> np.ndarray:
     r"""Multipliers ``g`` extrapolated along the last update,
     :math:`\hat y = g + \beta_j(g - g_{\rm prev})`, :math:`\beta_j = (j-1)/(j+2)`, clipped
-    to the box :math:`|y_e| \le w_e`.
+    to the box :math:`|y_e| \le w_e` (``w = inf``: equality constraints, no box).
 
     The multiplier update is a proximal step on the dual (Rockafellar 1976) whose length
     the penalty sets. Where the dual optimum is far (a degenerate face: the kink's equality
-    problem, multipliers growing towards the box) the steps at the capped penalty creep
+    problem, multipliers growing towards the box; equality constraints whose linearisation
+    is nearly singular at the optimum) the steps at the capped penalty creep
     along one direction; Nesterov's extrapolation of the proximal point method (Güler 1992)
     lengthens them without stiffening the subproblems. ``j`` counts the extrapolated steps
     since the last restart (O'Donoghue & Candès 2015: restart when the gap rises). Every

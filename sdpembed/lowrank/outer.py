@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from ..solve_status import BOUND_TOLERANCE, bound_gap
 from .alm import _ALM, _escape, extrapolated
 from .certificate import (
     _UNVERIFIED,
@@ -153,8 +154,10 @@ class _OuterLoop:
     (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises
     the penalties and tightens the subproblem tolerance. Weak duality holds
     across iterations, so the loop keeps the lowest objective of any
-    certifiable iterate (``best_primal``) and the highest bound of any attempt
-    (``best_dual``), and stops once that pair proves ``tol``.
+    certifiable iterate (``best_primal``; on equality constraints the lowest objective
+    plus :math:`\|y\|\|\bar D\|` times the relative residual, the first-order cost of
+    that residual) and the highest bound of any attempt (``best_dual``), and stops once
+    that pair proves ``tol`` with the bound not above the objective.
     """
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
@@ -236,15 +239,18 @@ class _OuterLoop:
         return 3.0 * self.sigma <= (1 + 1e-9) * self.sigma_cap * self.sigma0
 
     def _extrapolate(self, g: np.ndarray, gap: float) -> np.ndarray:
-        """Next multipliers: ``"interval"`` at its cap, ``g`` :func:`extrapolated` (restarted
-        below the cap and when the cheap gap ``gap`` rose); else ``g``."""
+        """Next multipliers: ``"interval"`` (in its box) and ``"equality"`` at the cap, ``g``
+        :func:`extrapolated` (restarted below the cap and when the cheap gap ``gap`` rose);
+        else ``g``."""
         g_prev, self.g_prev = self.g_prev, g
         rose, self.mom_gap = gap > self.mom_gap, gap
-        if self.pen.mode != "interval" or g_prev is None or self._can_raise() or rose:
+        if self.pen.mode not in ("interval", "equality") or g_prev is None \
+                or self._can_raise() or rose:
             self.mom = 0
             return g
         self.mom += 1
-        return extrapolated(g, g_prev, self.mom, self.pen.w)
+        return extrapolated(g, g_prev, self.mom,
+                            self.pen.w if self.pen.mode == "interval" else np.inf)
 
     def _leave_kink(self, g: np.ndarray) -> np.ndarray:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
@@ -384,7 +390,12 @@ class _OuterLoop:
                 # coincidence, and the iterate's alone can match it while the restored
                 # point is lower (either way a futile lift)
                 gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
-        new_best = certifiable and (self.best_primal is None or p_c < self.best_primal[0])
+        # equality: compared by objective + |y| |t| residual, first order in the residual
+        # (a lower objective alone may only be a less feasible point)
+        slope = float(np.linalg.norm(self.y) * np.linalg.norm(pen.t)) \
+            if pen.mode == "equality" else 0.0
+        new_best = certifiable and (self.best_primal is None or p_c + slope * infeas_c
+                                    < self.best_primal[0] + slope * self.best_primal[2])
         if new_best:
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
@@ -526,7 +537,10 @@ class _OuterLoop:
         combined = _rel_gap(p_best, best.bound) if best is not None else None
         if combined is not None and gap is not None and combined < gap:
             entry["combined_gap"] = combined
-        if combined is not None and combined <= opts.tol:
+        # never a pair whose bound lies above its point's objective (solve_status refuses it):
+        # an equality point too infeasible for its objective to bound anything; iterate on
+        if combined is not None and combined <= opts.tol \
+                and bound_gap(p_best, best.bound) >= -BOUND_TOLERANCE:
             self.status = "optimal"
             self.W = self.best_primal[1]
             self.certificate, self.y, self.nu = best, best.y, best.nu
