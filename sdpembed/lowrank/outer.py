@@ -64,8 +64,12 @@ _LIFT_GAP = 100.0
 _STALL_WINDOW = 3
 _STALL_RATIO = 0.5
 #: ... and only above this cheap gap (where Newton-CG takes over and certificate attempts
-#: with their own rank growth are near)
+#: with their own rank growth are near), except where the bottom eigenpairs are dense
+#: (n <= ``DenseLimits.eig``): there down to ``_STALL_LOW`` times ``tol``, since between
+#: that and the floor no attempt, hence no growth, comes while the gap stalls
+#: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
+_STALL_LOW = 3.0
 #: rounds of :func:`restore_feasibility` for a ``"shrink"`` iterate, each over the edges
 #: then violated or on their bound
 _SHRINK_ROUNDS = 4
@@ -568,10 +572,11 @@ class _OuterLoop:
 
     def _stalled(self, cheap_gap: float) -> bool:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
-        ``tol`` and ``_STALL_FLOOR``, and above ``_STALL_RATIO`` times the best of the two
-        iterations before, at least ``_STALL_WINDOW`` outer iterations after the start or
-        the last rank growth (full space only, below ``max_rank``), and never while added
-        rows are violated beyond ``feas_tol``."""
+        ``tol`` and ``_STALL_FLOOR`` (where the bottom eigenpairs are dense, n <=
+        ``DenseLimits.eig``: above ``_STALL_LOW`` times ``tol``), and above ``_STALL_RATIO``
+        times the best of the two iterations before, at least ``_STALL_WINDOW`` outer
+        iterations after the start or the last rank growth (full space only, below
+        ``max_rank``), and never while added rows are violated beyond ``feas_tol``."""
         if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
                 or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
             return False
@@ -579,7 +584,9 @@ class _OuterLoop:
             # violated added rows stall the gap until their multipliers have grown (their
             # penalty's schedule), not for want of a dimension
             return False
-        if not cheap_gap > max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR):
+        floor = _STALL_LOW * self.opts.tol if self.space.dim <= self.space.limits.eig \
+            else max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR)
+        if not cheap_gap > floor:
             return False
         before = min(h["cheap_gap"] for h in self.history[-2:])
         return cheap_gap > _STALL_RATIO * before
