@@ -159,6 +159,30 @@ def test_farkas_certificate_proves_nothing_on_a_feasible_problem(digits16):
     assert farkas_certificate(gp, None, np.ones(gp.edges.shape[0]), np.array([z])) is None
 
 
+def test_contradictory_trace_rows_are_proved_infeasible_by_lowrank(digits16):
+    """tr G >= a and tr G <= b < a: the rows' multipliers cancel, S_0 = 0 up to rounding
+    (differential seed 73041 raised SolverFailedError there). Raising the PSD row's
+    multiplier makes S_0 definite at a cost of c b in the value."""
+    f = _f(digits16, distances="quadratic")
+    G = f.expressions["gram"]
+    bad = f.with_constraints([cp.trace(G) >= 12.0, cp.trace(G) <= 4.0])
+    with pytest.raises(InfeasibleError):
+        solve(bad, "CLARABEL")
+    with pytest.raises(InfeasibleError, match="Farkas certificate"):
+        solve(bad, "LOWRANK", max_outer=30)
+    gp = bad.current_problem()
+    y = np.zeros(gp.edges.shape[0])
+    # the ray as LOWRANK leaves it: equal weights, the upper row's slightly smaller
+    cert = farkas_certificate(gp, None, y, np.array([1.0, 1.0 - 1e-7]))
+    assert cert is not None and cert.lambda_min > 0 and cert.value < 0
+    # the same rows with b > a are feasible: no multipliers prove anything
+    ok = f.with_constraints([cp.trace(G) >= 4.0, cp.trace(G) <= 12.0])
+    gp = ok.current_problem()
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        assert farkas_certificate(gp, None, y, np.abs(rng.standard_normal(2))) is None
+
+
 # ------------------------------------------------------------------ 3. far from optimal
 @pytest.mark.parametrize("options", [{"max_outer": 2}, {"time_limit": 0.05}])
 def test_far_from_optimal_lowrank_is_an_error_carrying_point_and_bound(digits16, options):

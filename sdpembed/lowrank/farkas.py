@@ -17,7 +17,10 @@ prove it infeasible: for a feasible :math:`G`,
 feasibility its multipliers grow along such a ray; :func:`farkas_certificate` takes
 their direction, moves the edge multipliers by a multiple of the all-ones vector
 (:math:`\sum_e a_ea_e^T` is the graph Laplacian, positive definite on
-:math:`\mathbf 1^\perp` for a connected graph) when that makes :math:`S_0` definite, and
+:math:`\mathbf 1^\perp` for a connected graph) when that makes :math:`S_0` definite,
+then, if still needed, raises the multipliers of the inequality rows whose :math:`A_k`
+is diagonally dominant with a non-negative diagonal (PSD; e.g. :math:`\operatorname{tr}G
+\le b`) by a common multiple when their sum is definite on the space, and
 *verifies* both inequalities in floating point with rounding allowances: the smallest
 computed eigenvalue of the dense :math:`S_0` must exceed :math:`8 n \epsilon \|\,|S_0|\,\|_F`
 (backward stability of the symmetric eigensolver, and the rounding of forming
@@ -85,6 +88,22 @@ def _dense_parts(gp: GramProblem, Q: np.ndarray | None, y, nu0, z):
     return 0.5 * (S + S.T), S_abs
 
 
+def _dominant_rows(K) -> np.ndarray:
+    r"""Inequality rows whose :math:`A_k` is diagonally dominant with a non-negative
+    diagonal, hence positive semidefinite (Gershgorin): raising their multipliers keeps
+    :math:`z \ge 0` and adds a PSD term to :math:`S_0`. Repeated triplets of one entry
+    count in absolute value apart (conservative)."""
+    key = K.row.astype(np.int64) * K.n + K.i
+    keys, where = np.unique(key, return_inverse=True)
+    on = K.i == K.j
+    diag = np.bincount(where.ravel(), weights=np.where(on, K.value, 0.0), minlength=keys.size)
+    off = np.bincount(where.ravel(), weights=np.where(on, 0.0, np.abs(K.value)),
+                      minlength=keys.size)
+    ok = ~np.asarray(K.equality, dtype=bool)
+    ok[keys[(diag < off) | (diag < 0)] // K.n] = False
+    return ok
+
+
 def _check(gp, Q, y, nu0, z):
     """``(lambda_min, margin, value, value_margin)`` of multipliers ``(y, nu0, z)``."""
     S, S_abs = _dense_parts(gp, Q, y, nu0, z)
@@ -136,6 +155,16 @@ def farkas_certificate(gp: GramProblem, Q: np.ndarray | None, y: np.ndarray,
             c = 2.0 * (margin - lam) / lap + 1e-12
             y = y + c
             lam, margin, value, vmargin = _check(gp, Q, y, nu0, z)
+    if lam <= margin and z is not None:
+        # z + c d on inequality rows whose A_k is PSD (e.g. trace <= b beside trace >= a,
+        # whose multipliers cancel to S_0 = 0 up to rounding): adds c sum_k d_k A_k
+        d = _dominant_rows(K).astype(float)
+        if d.any():
+            dl, dl_margin, _, _ = _check(gp, Q, np.zeros_like(y), 0.0, d)
+            if dl > dl_margin:
+                c = 2.0 * (margin - lam) / dl + 1e-12
+                z = z + c * d
+                lam, margin, value, vmargin = _check(gp, Q, y, nu0, z)
     if lam > margin and value < -vmargin:
         nu_out = np.r_[[nu0] if n_snr else [], [] if z is None else z]
         return FarkasCertificate(y=y, nu=nu_out, lambda_min=lam, value=value)
