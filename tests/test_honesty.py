@@ -27,8 +27,10 @@ from sdpembed.exceptions import (
 )
 from sdpembed.formulations import dvu
 from sdpembed.formulations.dvu import min_bounded_slack_weight
-from sdpembed.lowrank.farkas import farkas_certificate
+from sdpembed.lowrank.farkas import RAY_EVERY, farkas_certificate
+from sdpembed.lowrank.options import LowRankOptions
 from sdpembed.lowrank.outer import _table_row
+from sdpembed.lowrank.solve import lowrank_solve
 from sdpembed.report import Backend, SolveReport
 from sdpembed.solve_status import (
     BOUND_TOLERANCE,
@@ -181,6 +183,24 @@ def test_contradictory_trace_rows_are_proved_infeasible_by_lowrank(digits16):
     rng = np.random.default_rng(1)
     for _ in range(20):
         assert farkas_certificate(gp, None, y, np.abs(rng.standard_normal(2))) is None
+
+
+def test_infeasible_problem_stops_at_the_first_verified_ray(digits16):
+    """The outer loop tries the Farkas certificate every RAY_EVERY iterations while its
+    point stays infeasible: the contradictory trace rows end at iteration RAY_EVERY (they
+    ran to max_outer = 200, or the time limit, before)."""
+    f = _f(digits16, distances="quadratic")
+    G = f.expressions["gram"]
+    bad = f.with_constraints([cp.trace(G) >= 12.0, cp.trace(G) <= 4.0])
+    res = lowrank_solve(bad.current_problem(), basis=bad.reduced_basis,
+                        options=LowRankOptions(max_outer=200))
+    assert res.status == "infeasible" and res.stop_reason == "infeasible"
+    assert res.iterations == RAY_EVERY
+    # a feasible problem is never stopped by it
+    ok = f.with_constraints([cp.trace(G) >= 4.0, cp.trace(G) <= 12.0])
+    res = lowrank_solve(ok.current_problem(), basis=ok.reduced_basis,
+                        options=LowRankOptions(max_outer=200))
+    assert res.stop_reason == "certified"
 
 
 # ------------------------------------------------------------------ 3. far from optimal

@@ -36,12 +36,16 @@ import numpy as np
 
 from ..formulations.gram import GramProblem, centering_basis
 
-__all__ = ["FarkasCertificate", "farkas_certificate", "MAX_DENSE"]
+__all__ = ["FarkasCertificate", "farkas_certificate", "MAX_DENSE", "stalled_ray_proves"]
 
 #: largest dimension of the space for which the certificate is checked (dense eigh)
 MAX_DENSE = 2500
 
 _EPS = np.finfo(float).eps
+
+#: the outer loop tries the certificate every this many outer iterations while its point
+#: stays this far from feasible (relative), on spaces up to ``DenseLimits.eig``
+RAY_EVERY, RAY_INFEAS = 10, 1e-2
 
 
 @dataclass
@@ -169,3 +173,18 @@ def farkas_certificate(gp: GramProblem, Q: np.ndarray | None, y: np.ndarray,
         nu_out = np.r_[[nu0] if n_snr else [], [] if z is None else z]
         return FarkasCertificate(y=y, nu=nu_out, lambda_min=lam, value=value)
     return None
+
+
+def stalled_ray_proves(space, y: np.ndarray, nu: np.ndarray, infeas: float, it: int) -> bool:
+    r"""Whether the outer loop, at outer iteration ``it`` with relative infeasibility
+    ``infeas`` and multipliers ``(y, nu)``, can stop: a verified
+    :func:`farkas_certificate` proves the problem infeasible. Tried every
+    :data:`RAY_EVERY` iterations while ``infeas`` exceeds :data:`RAY_INFEAS`, where the
+    space is small enough for a dense check (``space.limits.eig``): an infeasible problem
+    then ends in a few iterations, not at ``max_outer`` or the time limit."""
+    if it % RAY_EVERY or not infeas > RAY_INFEAS:
+        return False
+    dim = space.gp.n - 1 if space.Q is None else space.Q.shape[1]
+    if dim > space.limits.eig:
+        return False
+    return farkas_certificate(space.gp, space.Q, y, nu) is not None

@@ -18,6 +18,7 @@ from .certificate import (
     _rel_gap,
     verify_certificate,
 )
+from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
@@ -281,6 +282,9 @@ class _OuterLoop:
                 break
             if self._late():
                 self.stop_reason = "time_limit"
+                break
+            if stalled_ray_proves(self.space, self.y, self.nu, self.infeas, it):
+                self.status = self.stop_reason = "infeasible"
                 break
             self.schedule(**step)
             # divergence: the factor grows without bound -> unbounded

@@ -73,9 +73,10 @@ class LowRankResult:
         bound mark a dual optimum that is not attained).
     stop_reason : str or None
         Why the outer loop stopped: ``"certified"`` (the gap reached ``tol``),
-        ``"time_limit"``, ``"max_outer"`` or ``"diverged"`` (the factor grew without
-        bound); on a reduced basis the interior-point method's status; ``None`` where
-        no iteration ran (the boundedness test).
+        ``"time_limit"``, ``"max_outer"``, ``"diverged"`` (the factor grew without
+        bound) or ``"infeasible"`` (a verified Farkas certificate from the
+        multipliers); on a reduced basis the interior-point method's status; ``None``
+        where no iteration ran (the boundedness test).
     """
 
     factor: np.ndarray
