@@ -31,10 +31,14 @@ spaces up to :data:`MAX_DENSE` only.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..formulations.gram import GramProblem, centering_basis
+
+if TYPE_CHECKING:
+    from .space import FactorSpace
 
 __all__ = ["FarkasCertificate", "farkas_certificate", "MAX_DENSE", "stalled_ray_proves"]
 
@@ -175,7 +179,8 @@ def farkas_certificate(gp: GramProblem, Q: np.ndarray | None, y: np.ndarray,
     return None
 
 
-def stalled_ray_proves(space, y: np.ndarray, nu: np.ndarray, infeas: float, it: int) -> bool:
+def stalled_ray_proves(space: FactorSpace, y: np.ndarray, nu: np.ndarray, infeas: float,
+                       it: int) -> bool:
     r"""Whether the outer loop, at outer iteration ``it`` with relative infeasibility
     ``infeas`` and multipliers ``(y, nu)``, can stop: a verified
     :func:`farkas_certificate` proves the problem infeasible. Tried every
