@@ -38,3 +38,30 @@ def usps_small():
     y_partial = ys.copy()
     y_partial[hidden] = -1
     return Xs, ys, y_partial, hidden
+
+
+@pytest.fixture
+def outer_loop():
+    """A factory: formulation ``f`` -> ``(_OuterLoop, DistancePenalty)`` of LOWRANK at its
+    start (default options, a random rank-4 factor), for tests of the loop's rules."""
+    import time
+
+    from sdpembed.lowrank.alm import _ALM
+    from sdpembed.lowrank.backend import _formulation_problem
+    from sdpembed.lowrank.options import LowRankOptions
+    from sdpembed.lowrank.outer import _OuterLoop
+    from sdpembed.lowrank.penalty import DistancePenalty
+    from sdpembed.lowrank.result import _SolveState
+    from sdpembed.lowrank.space import FactorSpace
+
+    def make(f):
+        gp, basis, _ = _formulation_problem(f)
+        space = FactorSpace(gp, basis)
+        pen = DistancePenalty(gp)
+        opts = LowRankOptions()
+        W = space.project(np.random.default_rng(0).standard_normal((space.dim, 4)))
+        loop = _OuterLoop(space, pen, _ALM(space, pen, opts), opts, _SolveState(),
+                          time.perf_counter(), W)
+        return loop, pen
+
+    return make

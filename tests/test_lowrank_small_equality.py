@@ -17,19 +17,11 @@ the loop.
 Outcomes only (no timing); the reference objective is CLARABEL's on the same problem.
 """
 
-import time
 
 import numpy as np
 import pytest
 
 from problems.differential import make_instance
-from sdpembed.lowrank.alm import _ALM
-from sdpembed.lowrank.backend import _formulation_problem
-from sdpembed.lowrank.options import LowRankOptions
-from sdpembed.lowrank.outer import _OuterLoop
-from sdpembed.lowrank.penalty import DistancePenalty
-from sdpembed.lowrank.result import _SolveState
-from sdpembed.lowrank.space import FactorSpace
 from sdpembed.solve_status import BOUND_TOLERANCE, bound_gap
 from sdpembed.solvers import solve
 
@@ -60,18 +52,8 @@ def test_degenerate_equality_instance_is_solved_not_refused(seed):
     assert abs(rep.objective - ref.objective) <= 1e-4 * abs(ref.objective)
 
 
-def _loop(seed: int):
-    gp, basis, _ = _formulation_problem(_instance(seed))
-    space = FactorSpace(gp, basis)
-    pen = DistancePenalty(gp)
-    opts = LowRankOptions()
-    alm = _ALM(space, pen, opts)
-    W = space.project(np.random.default_rng(0).standard_normal((space.dim, 4)))
-    return _OuterLoop(space, pen, alm, opts, _SolveState(), time.perf_counter(), W), pen
-
-
-def test_equality_multipliers_are_extrapolated_at_the_cap_without_a_box():
-    loop, pen = _loop(70252)
+def test_equality_multipliers_are_extrapolated_at_the_cap_without_a_box(outer_loop):
+    loop, pen = outer_loop(_instance(70252))
     assert pen.mode == "equality"
     m = loop.y.size
     a, b, c = np.zeros(m), np.ones(m), 3 * np.ones(m)

@@ -8,19 +8,14 @@ Outcomes only (no timing): a certified gap at most ``tol`` within a bounded numb
 outer iterations (the certificate is a proof, so no second solver is needed to trust it).
 """
 
-import time
 
 import numpy as np
 import pytest
 
 from problems.differential import make_instance
-from sdpembed.lowrank.alm import _ALM
 from sdpembed.lowrank.backend import _formulation_problem
-from sdpembed.lowrank.options import LowRankOptions
-from sdpembed.lowrank.outer import _OuterLoop
 from sdpembed.lowrank.penalty import DistancePenalty
 from sdpembed.lowrank.repair import refine_multipliers
-from sdpembed.lowrank.result import _SolveState
 from sdpembed.lowrank.space import FactorSpace
 from sdpembed.solvers import solve
 
@@ -74,18 +69,9 @@ def test_refinement_fixes_only_multipliers_at_the_box():
     np.testing.assert_array_equal(y_fix[off], y_at[off])
 
 
-def _loop(seed: int):
-    gp, basis, _ = _formulation_problem(_instance(seed))
-    space = FactorSpace(gp, basis)
-    pen = DistancePenalty(gp)
-    opts = LowRankOptions()
-    alm = _ALM(space, pen, opts)
-    W = space.project(np.random.default_rng(0).standard_normal((space.dim, 4)))
-    return _OuterLoop(space, pen, alm, opts, _SolveState(), time.perf_counter(), W), pen
-
-
-def test_multipliers_are_extrapolated_only_at_the_cap_and_restart_when_the_gap_rises():
-    loop, pen = _loop(50024)
+def test_multipliers_are_extrapolated_only_at_the_cap_and_restart_when_the_gap_rises(
+        outer_loop):
+    loop, pen = outer_loop(_instance(50024))
     rng = np.random.default_rng(1)
     g = [0.1 * pen.w * rng.uniform(-1, 1, pen.w.size) for _ in range(6)]
     # below the cap: the update itself
@@ -103,12 +89,12 @@ def test_multipliers_are_extrapolated_only_at_the_cap_and_restart_when_the_gap_r
     assert np.all(np.abs(big) <= pen.w)
 
 
-def test_quadratic_multipliers_are_never_extrapolated():
+def test_quadratic_multipliers_are_never_extrapolated(outer_loop):
     # seed 50006 is a quadratic-penalty DVU: no split constraints, nothing to extrapolate
     # (equality multipliers are, at the cap: tests/test_lowrank_small_equality.py)
     inst = make_instance(50006, (12, 60))
     assert inst.description["distances"] == "quadratic"
-    loop, _ = _loop(50006)
+    loop, _ = outer_loop(_instance(50006))
     loop.sigma = loop.sigma_cap * loop.sigma0
     m = loop.y.size
     a, b, c = np.zeros(m), np.ones(m), 2 * np.ones(m)
