@@ -101,14 +101,12 @@ def _dominant_rows(K) -> np.ndarray:
     diagonal, hence positive semidefinite (Gershgorin): raising their multipliers keeps
     :math:`z \ge 0` and adds a PSD term to :math:`S_0`. Repeated triplets of one entry
     count in absolute value apart (conservative)."""
-    key = K.row.astype(np.int64) * K.n + K.i
-    keys, where = np.unique(key, return_inverse=True)
+    slot, rows, _ = K.row_points   # the (row k, point a) pairs: one row of A_k each
     on = K.i == K.j
-    diag = np.bincount(where.ravel(), weights=np.where(on, K.value, 0.0), minlength=keys.size)
-    off = np.bincount(where.ravel(), weights=np.where(on, 0.0, np.abs(K.value)),
-                      minlength=keys.size)
+    diag = np.bincount(slot, weights=np.where(on, K.value, 0.0), minlength=rows.size)
+    off = np.bincount(slot, weights=np.where(on, 0.0, np.abs(K.value)), minlength=rows.size)
     ok = ~np.asarray(K.equality, dtype=bool)
-    ok[keys[(diag < off) | (diag < 0)] // K.n] = False
+    ok[rows[(diag < off) | (diag < 0)]] = False
     return ok
 
 
@@ -189,7 +187,6 @@ def stalled_ray_proves(space: FactorSpace, y: np.ndarray, nu: np.ndarray, infeas
     then ends in a few iterations, not at ``max_outer`` or the time limit."""
     if it % RAY_EVERY or not infeas > RAY_INFEAS:
         return False
-    dim = space.gp.n - 1 if space.Q is None else space.Q.shape[1]
-    if dim > space.limits.eig:
+    if space.dim > space.limits.eig:
         return False
     return farkas_certificate(space.gp, space.Q, y, nu) is not None
