@@ -42,8 +42,9 @@ def usps_small():
 
 @pytest.fixture
 def outer_loop():
-    """A factory: formulation ``f`` -> ``(_OuterLoop, DistancePenalty)`` of LOWRANK at its
-    start (default options, a random rank-4 factor), for tests of the loop's rules."""
+    """A factory: formulation ``f`` (``options``: a ``LowRankOptions``, default ones if
+    ``None``; ``rank``: of the random start factor) -> ``(_OuterLoop, DistancePenalty)`` of
+    LOWRANK at its start, for tests of the loop's rules."""
     import time
 
     from sdpembed.lowrank.alm import _ALM
@@ -54,12 +55,12 @@ def outer_loop():
     from sdpembed.lowrank.result import _SolveState
     from sdpembed.lowrank.space import FactorSpace
 
-    def make(f):
+    def make(f, options=None, rank=4):
         gp, basis, _ = _formulation_problem(f)
-        space = FactorSpace(gp, basis)
+        opts = LowRankOptions() if options is None else options
+        space = FactorSpace(gp, basis, limits=opts.dense_limits)
         pen = DistancePenalty(gp)
-        opts = LowRankOptions()
-        W = space.project(np.random.default_rng(0).standard_normal((space.dim, 4)))
+        W = space.project(np.random.default_rng(0).standard_normal((space.dim, rank)))
         loop = _OuterLoop(space, pen, _ALM(space, pen, opts), opts, _SolveState(),
                           time.perf_counter(), W)
         return loop, pen

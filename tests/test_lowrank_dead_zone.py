@@ -2,7 +2,6 @@
 (docs/tuning.md, "Moons and ionosphere: the band between tol and the stall floor").
 """
 
-import time
 
 import numpy as np
 from sklearn.datasets import make_moons
@@ -10,25 +9,15 @@ from sklearn.datasets import make_moons
 from problems.differential import make_instance
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
-from sdpembed.lowrank.alm import _ALM
-from sdpembed.lowrank.backend import _formulation_problem
 from sdpembed.lowrank.options import DenseLimits, LowRankOptions
-from sdpembed.lowrank.outer import _STALL_LOW, _OuterLoop
-from sdpembed.lowrank.penalty import DistancePenalty
-from sdpembed.lowrank.result import _SolveState
-from sdpembed.lowrank.space import FactorSpace
+from sdpembed.lowrank.outer import _STALL_LOW
 from sdpembed.solvers import solve
 
 
-def _loop(seed: int, limits: DenseLimits | None = None, tol: float = 1e-4):
+def _loop(outer_loop, seed: int, limits: DenseLimits | None = None, tol: float = 1e-4):
     f, _ = make_instance(seed, (12, 60)).build()
-    gp, basis, _ = _formulation_problem(f)
     opts = LowRankOptions(tol=tol, **({} if limits is None else {"dense_limits": limits}))
-    space = FactorSpace(gp, basis, limits=opts.dense_limits)
-    pen = DistancePenalty(gp)
-    W = space.project(np.random.default_rng(0).standard_normal((space.dim, 3)))
-    return _OuterLoop(space, pen, _ALM(space, pen, opts), opts, _SolveState(),
-                      time.perf_counter(), W)
+    return outer_loop(f, opts, rank=3)[0]
 
 
 def _with_history(loop, gaps):
@@ -37,16 +26,16 @@ def _with_history(loop, gaps):
     return loop
 
 
-def test_a_gap_stalled_between_tol_and_the_floor_counts_as_stalled_where_dense():
+def test_a_gap_stalled_between_tol_and_the_floor_counts_as_stalled_where_dense(outer_loop):
     # the moons / ionosphere pattern: the cheap gap hovers at a few 1e-3 for iterations,
     # below the old floor of 1e-2 (no growth) and above tol (no certificate attempt)
-    loop = _with_history(_loop(50024), [4e-3, 3e-3])
+    loop = _with_history(_loop(outer_loop, 50024), [4e-3, 3e-3])
     assert loop.space.dim <= loop.space.limits.eig
     assert loop._stalled(2.9e-3)
     assert not loop._stalled(1.4e-3)                 # halved: progress, not a stall
     assert not loop._stalled(0.9 * _STALL_LOW * 1e-4)  # near tol: the attempts' business
     # above the dense size the floor stays (a shift-invert block per test there)
-    sparse = _with_history(_loop(50024, DenseLimits(eig=5)), [4e-3, 3e-3])
+    sparse = _with_history(_loop(outer_loop, 50024, DenseLimits(eig=5)), [4e-3, 3e-3])
     assert not sparse._stalled(2.9e-3)
     assert _with_history(sparse, [4e-2, 3e-2])._stalled(2.9e-2)   # above it, as before
 
