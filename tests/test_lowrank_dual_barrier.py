@@ -12,7 +12,7 @@ from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank.backend import _formulation_problem
 from sdpembed.lowrank.certificate import certify
-from sdpembed.lowrank.dual_barrier import dual_barrier, dual_barrier_fits
+from sdpembed.lowrank.dual_barrier import DualOptimum, dual_barrier, dual_barrier_fits
 from sdpembed.lowrank.options import DenseLimits
 from sdpembed.lowrank.penalty import DistancePenalty
 from sdpembed.lowrank.space import FactorSpace
@@ -65,3 +65,21 @@ def test_small_moons_certify_through_the_dual_optimum():
     assert rep.certified_gap <= 1e-4
     cert = rep.extra["certificate"]
     assert "dual-feasible" in cert, cert
+
+
+def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension():
+    # wine-std-k5: at rank 7 the augmented Lagrangian's pair agrees (cheap gap 1.9e-3) while
+    # the iterate is 2.1e-2 above the dual optimum: the rank grows there, as the refined
+    # multipliers' certificate attempt used to make it
+    f = _moons(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    dual = DualOptimum(space, pen, 1e-4)
+    assert not dual.rank_short(1.9e-3, 2.1e-2, 5)        # no dual optimum yet
+    assert dual.candidate(np.inf) is None                 # first pass: the refinement
+    y, nu = dual.candidate(np.inf)                        # second: the barrier's multipliers
+    assert np.all(np.abs(y) < pen.w) and nu.shape == (0,)
+    assert dual.rank_short(1.9e-3, 2.1e-2, 5)
+    assert not dual.rank_short(1.9e-3, 2.1e-2, 1)         # just after a growth
+    assert not dual.rank_short(1.9e-3, 1.5e-2, 5)         # within 10x the cheap gap
+    assert not dual.rank_short(1e-6, 9e-5, 5)             # within tol: an attempt's business

@@ -198,6 +198,12 @@ _BARRIER_AFTER = 2
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
 
+#: :meth:`DualOptimum.rank_short`: the gap to the dual optimum must exceed the augmented
+#: Lagrangian's own (cheap) gap by this factor, at least this many outer iterations after
+#: the last rank growth
+_SHORT_RATIO = 10.0
+_SHORT_WINDOW = 2
+
 
 class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
@@ -212,6 +218,18 @@ class DualOptimum:
         self.fits = dual_barrier_fits(space, pen)
         self.passes = 0
         self.result: DualBarrierResult | None = None
+
+    def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
+        """Whether the iterate looks stationary for a factor of too low a rank: the dual
+        optimum is known, the iterate's gap ``gap`` to it is above ``tol`` and
+        ``_SHORT_RATIO`` times the cheap gap of the augmented Lagrangian's own multipliers
+        (which agree with the iterate: the subproblem converged), ``_SHORT_WINDOW`` outer
+        iterations or more after the last growth. The refinement's certificate attempt
+        used to find the missing dimension there (its negative eigenvalue); the barrier's
+        multipliers, being PSD, cannot, so the caller grows the rank along the negative
+        eigenvalues of :math:`S` at the current multipliers instead."""
+        return (self.result is not None and since_growth >= _SHORT_WINDOW
+                and gap > self.tol and gap > _SHORT_RATIO * cheap_gap)
 
     def candidate(self, deadline: float, *, final: bool = False):
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.

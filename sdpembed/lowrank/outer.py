@@ -189,8 +189,7 @@ class _OuterLoop:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
-        self.envelope = None if pen.mode != "interval" else (
-            "kink" if alm.on_kink else "huber")
+        self.envelope = None if pen.mode != "interval" else ("kink" if alm.on_kink else "huber")
         self._start_penalty()
         self.obj_scale = max(abs(quad), 1e-12)
         self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
@@ -422,7 +421,8 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self._stalled(cheap_gap):
+        elif not self._late() and (self._stalled(cheap_gap) or self.dual.rank_short(
+                cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
             self.timings["certificates"] += time.perf_counter() - t_cert
