@@ -231,7 +231,8 @@ class DualOptimum:
         return (self.result is not None and since_growth >= _SHORT_WINDOW
                 and gap > self.tol and gap > _SHORT_RATIO * cheap_gap)
 
-    def candidate(self, deadline: float, *, final: bool = False):
+    def candidate(self, deadline: float, *,
+                  final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.
         ``final``: the last certificate of a stopped solve (no pass counted)."""
         if not self.fits:
