@@ -65,6 +65,8 @@ def test_small_moons_certify_through_the_dual_optimum():
     assert rep.certified_gap <= 1e-4
     cert = rep.extra["certificate"]
     assert "dual-feasible" in cert, cert
+    # the note names the candidate that certified: the barrier's, not "refined" ones
+    assert "barrier multipliers" in cert and "refined multipliers" not in cert, cert
 
 
 def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension():
@@ -76,9 +78,11 @@ def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension():
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     dual = DualOptimum(space, pen, 1e-4)
     assert not dual.rank_short(1.9e-3, 2.1e-2, 5)        # no dual optimum yet
+    assert dual.label == "refined multipliers; "
     assert dual.candidate(np.inf) is None                 # first pass: the refinement
     y, nu = dual.candidate(np.inf)                        # second: the barrier's multipliers
     assert np.all(np.abs(y) < pen.w) and nu.shape == (0,)
+    assert dual.label == "barrier multipliers; "
     assert dual.rank_short(1.9e-3, 2.1e-2, 5)
     assert not dual.rank_short(1.9e-3, 2.1e-2, 1)         # just after a growth
     assert not dual.rank_short(1.9e-3, 1.5e-2, 5)         # within 10x the cheap gap

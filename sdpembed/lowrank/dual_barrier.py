@@ -231,6 +231,13 @@ class DualOptimum:
         return (self.result is not None and since_growth >= _SHORT_WINDOW
                 and gap > self.tol and gap > _SHORT_RATIO * cheap_gap)
 
+    @property
+    def label(self) -> str:
+        """The certificate note's prefix for the second candidate: the barrier's multipliers
+        once they replace the refinement (:meth:`candidate`), else the refined ones."""
+        usable = self.result is not None and self.result.status != "no interior point"
+        return "barrier multipliers; " if usable else "refined multipliers; "
+
     def candidate(self, deadline: float, *,
                   final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.

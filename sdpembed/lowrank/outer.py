@@ -520,7 +520,7 @@ class _OuterLoop:
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
-            deadline=self.deadline)
+            deadline=self.deadline, label=self.dual.label)
         certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate
@@ -731,7 +731,7 @@ class _OuterLoop:
                 space, pen, W, [(self.y, self.nu), self.dual.candidate(
                     self.refine_deadline, final=True) or refine_multipliers(
                     space, pen, W, self.y, self.nu, deadline=self.refine_deadline)],
-                opts, self.cache, target=p, deadline=self.deadline)
+                opts, self.cache, target=p, deadline=self.deadline, label=self.dual.label)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
         if status != "optimal" and best_dual is not None:
             self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
