@@ -105,12 +105,15 @@ def _compare(name: str, fresh: dict, recorded: dict) -> None:
 def test_every_case_is_recorded(recorded):
     assert sorted(recorded["cases"]) == sorted(CASES)
     # the cases exercise what they are meant to: certified, several outer iterations,
-    # the dense eigenvalue path (n <= 800), and the lift and the kink restoration
+    # the dense eigenvalue path (n <= 800), the lift, the barrier and the kink restoration
     for name, fp in recorded["cases"].items():
         assert fp["certificate_check"] == "dense", name
         assert fp["outer_iterations"] >= 3, name
         assert fp["status"] == "optimal", name
-    assert any("lifted_gap" in e for e in recorded["cases"]["dvu_interval"]["history"])
+    # the lift where the dual barrier does not apply (the SNR constraint), the barrier's
+    # strictly feasible multipliers where it does (dvu_interval's last attempt)
+    assert any("lifted_gap" in e for e in recorded["cases"]["dvu_snr"]["history"])
+    assert recorded["cases"]["dvu_interval"]["history"][-1]["lambda_min"] >= 0
     assert any("restored_residual" in e for e in recorded["cases"]["mvu"]["history"])
     # the reduced augmented Lagrangian grows its rank on the basis before it certifies
     assert any("grew_rank" in e for e in recorded["cases"]["dvu_basis_alm"]["history"])

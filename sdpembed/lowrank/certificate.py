@@ -257,7 +257,7 @@ def verify_certificate(space: FactorSpace, pen: DistancePenalty, cert: Certifica
     cache = CertificateCache() if cache is None else cache
     out = _certificate_from_eig(space, pen, cert.y, space.duals(cert.nu), cert.eig, cache,
                                 eig_tol, True)
-    for prefix in ("refined multipliers; ", _LIFTED):
+    for prefix in ("refined multipliers; ", "barrier multipliers; ", _LIFTED):
         if cert.note.startswith(prefix):
             out.note = prefix + out.note
     return out
@@ -414,12 +414,14 @@ def _lift_start(space: FactorSpace, pen: DistancePenalty, candidates: list,
 
 
 def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
-                      deadline=np.inf, lift_from: float | None = None):
+                      deadline=np.inf, label="refined multipliers; ",
+                      lift_from: float | None = None):
     r"""The certificate with the highest bound over candidate dual points (it carries its
-    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`). Past ``deadline``
-    (a :func:`time.perf_counter` value) only the first candidate is certified, without
-    the ``target`` re-run and the shifted certificate's nearer anchors: one certificate is
-    always made.
+    ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`; ``label``: the
+    note's prefix for a candidate after the first, naming where it came from). Past
+    ``deadline`` (a :func:`time.perf_counter` value) only the first candidate is
+    certified, without the ``target`` re-run and the shifted certificate's nearer
+    anchors: one certificate is always made.
 
     Where :math:`\lambda_{\min}` comes from a shift-invert block (:func:`_block_certificate`)
     a candidate's block holds ``_CANDIDATE_BLOCK`` eigenpairs, except, given ``lift_from``
@@ -442,7 +444,7 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
                        target=None if late else target, anchors=not late,
                        block=None if k == full else _CANDIDATE_BLOCK)
         if k > 0:
-            cert.note = "refined multipliers; " + cert.note
+            cert.note = label + cert.note
         if best is None or (cert.bound is not None
                             and (best.bound is None or cert.bound > best.bound)):
             best = cert

@@ -75,7 +75,10 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     :math:`M`-inner product, whose count follows the spectrum of :math:`M^{-1}H`); a
     non-positive curvature at the first step then falls back to :math:`-M^{-1}g`, still
     a descent direction. Memory is a few vectors, unlike Krylov trust-region solvers
-    that keep their whole basis.
+    that keep their whole basis. Stops at ``gtol``, ``maxiter``, the ``deadline``, when
+    no descent step is found, or when an accepted step lowers neither :math:`f` nor
+    :math:`\|g\|` (the rounding floor: Armijo accepts :math:`f_{k+1} = f_k` once
+    :math:`c_1 t\,g^Td` is below the spacing of doubles at :math:`f_k`).
     """
     x = x0.copy()
     f, g = fun(x)
@@ -116,8 +119,13 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
         found = _armijo(fun, x, f, d, slope)
         if found is None:
             break
+        gn_new = float(np.linalg.norm(found[2]))
+        if found[1] >= f and gn_new >= gn:
+            # at the rounding floor: the accepted step lowered neither f nor |g|, and
+            # every further iteration would repeat it
+            break
         x, f, g = found
-        gn = float(np.linalg.norm(g))
+        gn = gn_new
         progress(it, f"{ncg:6d} Hessian products", f, g)
     return _LBFGSResult(x, it, gn)
 

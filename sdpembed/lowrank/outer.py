@@ -18,6 +18,7 @@ from .certificate import (
     _rel_gap,
     verify_certificate,
 )
+from .dual_barrier import DualOptimum
 from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -174,13 +175,12 @@ class _OuterLoop:
         # restoration are made (final_point).
         self.deadline = t0 + opts.time_limit
         self.loop_deadline = loop_deadline(t0, opts.time_limit)
-        # the final refinement stops halfway into the final share: the certificate after
-        # it needs the rest
+        # the final refinement stops halfway into the final share (the certificate needs the rest)
         self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
         alm.deadline = self.loop_deadline
-        # LowRankResult.stop_reason
-        self.stop_reason = "max_outer"
+        self.stop_reason = "max_outer"  # LowRankResult.stop_reason
         self.cache = state.certificates
+        self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
         self.W = W
         self.y = np.zeros(pen.t.shape[0])
         self.nu = np.zeros(space.q)
@@ -189,8 +189,7 @@ class _OuterLoop:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
-        self.envelope = None if pen.mode != "interval" else (
-            "kink" if alm.on_kink else "huber")
+        self.envelope = None if pen.mode != "interval" else ("kink" if alm.on_kink else "huber")
         self._start_penalty()
         self.obj_scale = max(abs(quad), 1e-12)
         self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
@@ -412,8 +411,8 @@ class _OuterLoop:
         # comparable that way
         if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
-            y_ref, nu_ref = refine_multipliers(space, pen, W, self.y, self.nu,
-                                               deadline=self.deadline)
+            y_ref, nu_ref = self.dual.candidate(self.deadline) or refine_multipliers(
+                space, pen, W, self.y, self.nu, deadline=self.deadline)
             refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
@@ -422,7 +421,8 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self._stalled(cheap_gap):
+        elif not self._late() and (self._stalled(cheap_gap) or self.dual.rank_short(
+                cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
             self.timings["certificates"] += time.perf_counter() - t_cert
@@ -520,7 +520,7 @@ class _OuterLoop:
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
-            deadline=self.deadline, lift_from=p_best)
+            deadline=self.deadline, label=self.dual.label, lift_from=p_best)
         certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate
@@ -728,10 +728,10 @@ class _OuterLoop:
             p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
-                space, pen, W, [(self.y, self.nu),
-                                refine_multipliers(space, pen, W, self.y, self.nu,
-                                                   deadline=self.refine_deadline)],
-                opts, self.cache, target=p, deadline=self.deadline)
+                space, pen, W, [(self.y, self.nu), self.dual.candidate(
+                    self.refine_deadline, final=True) or refine_multipliers(
+                    space, pen, W, self.y, self.nu, deadline=self.refine_deadline)],
+                opts, self.cache, target=p, deadline=self.deadline, label=self.dual.label)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
         if status != "optimal" and best_dual is not None:
             self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu

@@ -1,0 +1,255 @@
+"""The dual optimum of a small ``"interval"`` problem by a barrier method on the multipliers."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+from threadpoolctl import threadpool_limits
+
+from .penalty import DistancePenalty
+from .space import FactorSpace
+from .spectrum import _dense_shifted, _gershgorin
+
+__all__ = ["DualBarrierResult", "dual_barrier", "dual_barrier_fits"]
+
+
+#: largest number of edges for which :func:`dual_barrier` runs: a Newton step factors an
+#: m x m matrix (m³/3 flops)
+_BARRIER_EDGES = 1500
+
+#: the barrier parameter's reduction once a point is centred, and the Newton decrement
+#: below which it counts as centred
+_MU_FACTOR = 0.2
+_CENTRED = 0.5
+#: a Newton step goes at most this share of the way to the box's boundary
+_TO_BOUNDARY = 0.99
+
+
+def _cholesky_ridged(H: np.ndarray):
+    """``cho_factor`` of ``H``, with a ridge of 1e-14, then 1e-12 times its largest diagonal
+    entry where rounding made it indefinite; ``None`` if that fails too."""
+    for ridge in (0.0, 1e-14, 1e-12):
+        try:
+            return sla.cho_factor(H + ridge * float(np.max(np.diag(H))) * np.eye(H.shape[0])
+                                  if ridge else H, check_finite=False)
+        except sla.LinAlgError:
+            continue
+    return None
+
+
+@dataclass
+class DualBarrierResult:
+    """Outcome of :func:`dual_barrier`: strictly feasible multipliers ``y``, their dual value
+    ``bound`` :math:`= -\\bar D^Ty`, the barrier parameter's gap estimate ``gap``
+    (:math:`\\mu\\nu`, an upper bound on the distance to the dual optimum at a centred
+    point), and how it ended."""
+
+    y: np.ndarray
+    bound: float
+    gap: float
+    status: str   # "converged", "max_iter", "deadline", "stalled", "numerical failure",
+    #               "no interior point"
+    iterations: int
+    seconds: float
+
+
+def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
+    """Whether :func:`dual_barrier` applies: ``"interval"`` distances in the full space,
+    without an SNR constraint or added rows, n <= ``DenseLimits.eig`` (dense n x n
+    matrices) and at most ``_BARRIER_EDGES`` edges."""
+    return (pen.mode == "interval" and space.Q is None and space.H is None
+            and space.K is None and space.dim <= space.limits.eig
+            and pen.t.size <= _BARRIER_EDGES)
+
+
+def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
+                 deadline: float = np.inf, max_iter: int = 300) -> DualBarrierResult:
+    r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
+
+    The dual of the ``"interval"`` Gram SDP is
+
+    .. math::
+
+        \max_y\ -\bar D^Ty\quad\text{s.t.}\quad S(y) = \tilde C + E^T\mathrm{diag}(y)E
+        \succeq 0 \text{ on } \mathbf 1^\perp,\quad |y_e|\le w_e .
+
+    Its logarithmic barrier
+    :math:`f_\mu(y) = \bar D^Ty - \mu\,(\log\det S(y) + \sum_e\log(w_e - y_e)
+    + \log(w_e + y_e))` is self-concordant after division by :math:`\mu`, so damped Newton
+    steps :math:`y \leftarrow y + \Delta y/(1 + \delta)` (:math:`\delta` the Newton
+    decrement) stay strictly feasible and centre the point whatever the conditioning of
+    the feasible set (Nesterov & Nemirovskii 1994); :math:`\mu` is then reduced by
+    ``_MU_FACTOR``. The gradient is :math:`\bar D - \mu(\mathrm{diag}(ES^{-1}E^T)
+    - 1/(w - y) + 1/(w + y))`, the Hessian :math:`\mu((ES^{-1}E^T)^{\circ 2}
+    + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with :math:`S^{-1}` the inverse on
+    :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf 1\mathbf 1^T/n`): an n x n inverse
+    and an m x m Cholesky factorisation per step. At a centred point
+    :math:`\mu S(y)^{-1}` is primal feasible up to the centring error and the duality gap
+    is :math:`\mu\nu`, :math:`\nu = n - 1 + 2m`; the iteration stops once that is below
+    ``rel_gap`` times :math:`|\bar D^Ty|`. The first multipliers are
+    :math:`(1-\epsilon)w` (:math:`S(w)` is the largest slack over the box), with
+    :math:`\epsilon` halved until :math:`S` is positive definite there.
+
+    This replaces the first-order multipliers of the augmented Lagrangian where they stall
+    (docs/tuning.md, "Moons: the dual optimum by a barrier method"); the result is only a
+    candidate, certified like any other dual point. ``deadline``: a
+    :func:`time.perf_counter` value after which the last strictly feasible point is
+    returned (status ``"deadline"``). Only where :func:`dual_barrier_fits`.
+    """
+    t0 = time.perf_counter()
+    n, m = space.dim, pen.t.size
+    w, t = pen.w, pen.t
+    nu0 = space.duals(None)
+    nu_bar = n - 1 + 2 * m
+    scale = _gershgorin(space, w, nu0) + 1.0
+    i_e, j_e = space.gp.edges.T
+
+    def factor(y):
+        """The Cholesky factor of S(y) on 1-perp (plus 11^T/n times ``scale``) and its log
+        det, or None where S(y) is not positive definite."""
+        M, _ = _dense_shifted(space, y, nu0, scale)
+        try:
+            L = sla.cholesky(M, lower=True, check_finite=False, overwrite_a=True)
+        except sla.LinAlgError:
+            return None
+        return L, 2.0 * float(np.sum(np.log(np.diag(L))))
+
+    def inverse(L):
+        Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
+        return Li.T @ Li
+
+    def barrier(y, logdet, mu):
+        """:math:`f_\\mu(y)` at strictly feasible ``y`` (``logdet`` of S there)."""
+        return float(t @ y) - mu * (logdet + float(np.sum(np.log(w - y)) + np.sum(np.log(w + y))))
+
+    def edge_products(N):
+        """:math:`E N E^T` (m x m) for the incidence rows a_e = e_i - e_j."""
+        R = N[i_e] - N[j_e]                         # m x n
+        return R[:, i_e] - R[:, j_e]
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        eps, y, inv = 1e-2, None, None
+        for _ in range(60):
+            y = (1.0 - eps) * w
+            inv = factor(y)
+            if inv is not None:
+                break
+            eps *= 0.5
+        if inv is None:
+            return DualBarrierResult(w.copy(), -float(t @ w), np.inf, "no interior point", 0,
+                                     time.perf_counter() - t0)
+        # a barrier weight of the size of the objective per barrier term
+        mu = max(abs(float(t @ y)), 1e-300) / nu_bar
+        status, it = "max_iter", 0
+        while it < max_iter:
+            if time.perf_counter() >= deadline:
+                status = "deadline"
+                break
+            it += 1
+            P = edge_products(inverse(inv[0]))
+            up, lo = w - y, w + y
+            grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
+            Hm = P * P
+            Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
+            Hm *= mu
+            cf = _cholesky_ridged(Hm)
+            if cf is None:
+                status = "numerical failure"
+                break
+            dy = -sla.cho_solve(cf, grad, check_finite=False)
+            slope = float(grad @ dy)
+            dec = float(np.sqrt(max(-slope, 0.0) / mu))
+            # the largest step inside the box, a share _TO_BOUNDARY of the way there,
+            # then halved until S stays positive definite and f_mu falls (Armijo)
+            with np.errstate(divide="ignore"):
+                to_box = np.min(np.where(dy > 0, up / dy, np.where(dy < 0, -lo / dy, np.inf)))
+            step = min(1.0, _TO_BOUNDARY * float(to_box))
+            f_y = barrier(y, inv[1], mu)
+            for _ in range(40):
+                y_new = y + step * dy
+                inv_new = factor(y_new)
+                # within the quadratic convergence region (decrement below 1/4) a full
+                # Newton step decreases f_mu (self-concordance): there the test would only
+                # compare roundings
+                if inv_new is not None and (dec < 0.25 or barrier(y_new, inv_new[1], mu)
+                                            <= f_y + 1e-4 * step * slope):
+                    break
+                step *= 0.5
+            else:
+                status = "stalled"
+                break
+            y, inv = y_new, inv_new
+            if dec < _CENTRED:
+                if mu * nu_bar <= rel_gap * abs(float(t @ y)):
+                    status = "converged"
+                    break
+                mu *= _MU_FACTOR
+    return DualBarrierResult(y, -float(t @ y), mu * nu_bar, status, it,
+                             time.perf_counter() - t0)
+
+
+#: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
+#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
+_BARRIER_AFTER = 2
+
+#: the barrier's stopping gap, relative to ``tol``
+_BARRIER_GAP = 0.1
+
+#: :meth:`DualOptimum.rank_short`: the gap to the dual optimum must exceed the augmented
+#: Lagrangian's own (cheap) gap by this factor, at least this many outer iterations after
+#: the last rank growth
+_SHORT_RATIO = 10.0
+_SHORT_WINDOW = 2
+
+
+class DualOptimum:
+    """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
+    (the dual optimum does not depend on the iterate) where it fits
+    (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate; from then on its multipliers
+    replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
+    method")."""
+
+    def __init__(self, space: FactorSpace, pen: DistancePenalty, tol: float):
+        self.space, self.pen, self.tol = space, pen, tol
+        self.fits = dual_barrier_fits(space, pen)
+        self.passes = 0
+        self.result: DualBarrierResult | None = None
+
+    def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
+        """Whether the iterate looks stationary for a factor of too low a rank: the dual
+        optimum is known, the iterate's gap ``gap`` to it is above ``tol`` and
+        ``_SHORT_RATIO`` times the cheap gap of the augmented Lagrangian's own multipliers
+        (which agree with the iterate: the subproblem converged), ``_SHORT_WINDOW`` outer
+        iterations or more after the last growth. The refinement's certificate attempt
+        used to find the missing dimension there (its negative eigenvalue); the barrier's
+        multipliers, being PSD, cannot, so the caller grows the rank along the negative
+        eigenvalues of :math:`S` at the current multipliers instead."""
+        return (self.result is not None and since_growth >= _SHORT_WINDOW
+                and gap > self.tol and gap > _SHORT_RATIO * cheap_gap)
+
+    @property
+    def label(self) -> str:
+        """The certificate note's prefix for the second candidate: the barrier's multipliers
+        once they replace the refinement (:meth:`candidate`), else the refined ones."""
+        usable = self.result is not None and self.result.status != "no interior point"
+        return "barrier multipliers; " if usable else "refined multipliers; "
+
+    def candidate(self, deadline: float, *,
+                  final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.
+        ``final``: the last certificate of a stopped solve (no pass counted)."""
+        if not self.fits:
+            return None
+        self.passes += 0 if final else 1
+        if self.result is None and (final or self.passes >= _BARRIER_AFTER):
+            if time.perf_counter() >= deadline:
+                return None
+            self.result = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                                       deadline=deadline)
+        if self.result is None or self.result.status == "no interior point":
+            return None     # (no strictly feasible point: the refinement as before)
+        return self.result.y, self.space.duals(None)

@@ -1,0 +1,89 @@
+"""The dual optimum of small ``"interval"`` problems by a barrier method on the multipliers
+(docs/tuning.md, "Moons: the dual optimum by a barrier method").
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+
+from sdpembed.formulations.dvu import dvu
+from sdpembed.graphs import knn_graph
+from sdpembed.lowrank.backend import _formulation_problem
+from sdpembed.lowrank.certificate import certify
+from sdpembed.lowrank.dual_barrier import DualOptimum, dual_barrier, dual_barrier_fits
+from sdpembed.lowrank.options import DenseLimits
+from sdpembed.lowrank.penalty import DistancePenalty
+from sdpembed.lowrank.space import FactorSpace
+from sdpembed.solvers import solve
+
+
+def _moons(n: int, seed: int):
+    # two moons, 5-NN without random partners, 80 % labelled: few edges join the moons,
+    # so the dual feasible set is thin (lambda_min of S is small over the whole box)
+    X, y = make_moons(n, noise=0.1, random_state=seed)
+    y = np.where(np.random.default_rng(seed).random(n) < 0.8, y, -1)
+    return dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
+
+
+def test_the_barrier_reaches_the_dual_optimum_clarabel_finds():
+    f = _moons(40, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # CLARABEL's optimal_inaccurate
+        ref = solve(f, solver="CLARABEL")
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    assert dual_barrier_fits(space, pen)
+    res = dual_barrier(space, pen, rel_gap=1e-6)
+    assert res.status == "converged" and res.gap <= 1e-6 * abs(res.bound)
+    assert np.all(np.abs(res.y) < pen.w)                  # strictly inside the box
+    cert = certify(space, pen, res.y, None)
+    # strictly feasible: S(y) >= 0 checked by a dense eigendecomposition, so the bound is
+    # the dual function itself
+    assert cert.method == "dual-feasible" and cert.check == "dense"
+    assert cert.lambda_min >= 0 and cert.bound == pytest.approx(res.bound, rel=1e-12)
+    # CLARABEL's optimum (optimal_inaccurate here: about 6e-6 relative, the tolerance's
+    # limit) on both sides: weak duality and the barrier's stopping gap
+    assert cert.bound == pytest.approx(ref.objective, rel=2e-5)
+
+
+def test_the_barrier_is_refused_outside_its_domain():
+    f = _moons(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    pen = DistancePenalty(gp)
+    assert not dual_barrier_fits(FactorSpace(gp, limits=DenseLimits(eig=20)), pen)
+
+
+def test_small_moons_certify_through_the_dual_optimum():
+    # 60 points of two moons, seed 3: the first-order multipliers, refined or not, kept
+    # S(y) indefinite and the certified gap open until outer iteration 24 (time to rank
+    # 13); the barrier's strictly feasible multipliers certify the primal at 17
+    f = _moons(60, 3)
+    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=20)
+    assert rep.status == "optimal", (rep.status, rep.certified_gap)
+    assert rep.certified_gap <= 1e-4
+    cert = rep.extra["certificate"]
+    assert "dual-feasible" in cert, cert
+    # the note names the candidate that certified: the barrier's, not "refined" ones
+    assert "barrier multipliers" in cert and "refined multipliers" not in cert, cert
+
+
+def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension():
+    # wine-std-k5: at rank 7 the augmented Lagrangian's pair agrees (cheap gap 1.9e-3) while
+    # the iterate is 2.1e-2 above the dual optimum: the rank grows there, as the refined
+    # multipliers' certificate attempt used to make it
+    f = _moons(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    dual = DualOptimum(space, pen, 1e-4)
+    assert not dual.rank_short(1.9e-3, 2.1e-2, 5)        # no dual optimum yet
+    assert dual.label == "refined multipliers; "
+    assert dual.candidate(np.inf) is None                 # first pass: the refinement
+    y, nu = dual.candidate(np.inf)                        # second: the barrier's multipliers
+    assert np.all(np.abs(y) < pen.w) and nu.shape == (0,)
+    assert dual.label == "barrier multipliers; "
+    assert dual.rank_short(1.9e-3, 2.1e-2, 5)
+    assert not dual.rank_short(1.9e-3, 2.1e-2, 1)         # just after a growth
+    assert not dual.rank_short(1.9e-3, 1.5e-2, 5)         # within 10x the cheap gap
+    assert not dual.rank_short(1e-6, 9e-5, 5)             # within tol: an attempt's business
