@@ -923,6 +923,44 @@ def test_interval_certificate_above_the_dense_limit_uses_shift_invert(digits):
         lowrank.lift_multipliers(space, pen, y_noisy, res.nu, eigenpairs=(lam[:3], X[:, :3]))
 
 
+def test_certificate_attempt_computes_a_full_block_only_where_the_lift_starts(digits):
+    """Above the dense limit (here n = 36, limit 5) an attempt's candidates get blocks of
+    _CANDIDATE_BLOCK eigenpairs, except the one the lift starts from (_lift_start), which
+    gets limits.block: the same lambda_min and bounds (to rounding) as full blocks, and the
+    lift from the kept block returns the same multipliers (to rounding) as from its own;
+    without lift_from (no lift follows) every block is small."""
+    _, _, y_obs, graph = digits
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5, block=30))
+    y_far = np.clip(res.y + 10 * (y_noisy - res.y), -pen.w, pen.w)
+    candidates = [(y_far, res.nu), (y_noisy, res.nu)]
+    p_best = float(res.objective)
+    start = lowrank.repair._lift_start(space, pen, candidates, p_best)
+    opts = lowrank.LowRankOptions()
+    cache = lowrank.CertificateCache()
+    for k in range(2):   # each candidate's certificate with its full block
+        full = lowrank.certify(space, pen, *candidates[k], factor=res.factor, cache=cache)
+        small = lowrank.certify(space, pen, *candidates[k], factor=res.factor,
+                                block=lowrank.certificate._CANDIDATE_BLOCK)
+        assert small.lambda_min == pytest.approx(full.lambda_min, abs=1e-12)
+        assert small.bound == pytest.approx(full.bound, rel=1e-12)
+    cache = lowrank.CertificateCache()
+    lowrank.certificate._best_certificate(space, pen, res.factor, candidates, opts, cache,
+                                          lift_from=p_best)
+    sizes = [lam.size for _, _, lam, _ in cache.eigenpairs]
+    assert sizes == [30 if k == start else lowrank.certificate._CANDIDATE_BLOCK
+                     for k in range(2)]
+    _, _, lam, X = cache.eigenpairs[start]
+    y_a, _ = lowrank.lift_multipliers(space, pen, candidates[start][0], res.nu,
+                                      eigenpairs=(lam, X))
+    y_b, _ = lowrank.lift_multipliers(space, pen, candidates[start][0], res.nu)
+    # the kept block was shifted below the other candidate's lambda_min: rounding differs
+    np.testing.assert_allclose(y_a, y_b, rtol=0, atol=1e-12 * np.abs(y_b).max())
+    cache = lowrank.CertificateCache()
+    lowrank.certificate._best_certificate(space, pen, res.factor, candidates, opts, cache)
+    assert [lam.size for _, _, lam, _ in cache.eigenpairs] == [16, 16]
+
+
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs, distances="equality")

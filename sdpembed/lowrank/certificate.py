@@ -98,8 +98,9 @@ class CertificateCache:
         The last Lanczos eigenvector: the next call starts there (the multipliers change
         little between calls).
     eigenpairs : list of (y, nu, eigenvalues, eigenvectors)
-        The bottom eigenpairs of the last two interval certificates (n > ``DenseLimits.eig``),
-        which the lift reuses for its first round.
+        The bottom eigenpairs of the last two interval certificates (n > ``DenseLimits.eig``;
+        ``limits.block`` of them where a lift may start, else ``_CANDIDATE_BLOCK``), which
+        the lift reuses for its first round.
     lambda_guess : float or None
         The last :math:`\\lambda_{\\min}` estimate, below which the next shift-invert starts.
     verify_checks : list of SparseCheck or PSDCheck
@@ -180,7 +181,8 @@ def _block_certificate(space: FactorSpace, pen: DistancePenalty) -> bool:
 def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float | np.ndarray | None,
             *, factor: np.ndarray | None = None, eig_tol: float = 1e-6,
             cache: CertificateCache | None = None, verify: bool = False,
-            target: float | None = None, anchors: bool = True) -> Certificate:
+            target: float | None = None, anchors: bool = True,
+            block: int | None = None) -> Certificate:
     """Lower bound on the optimum (of the problem on ``space``) from multipliers ``(y, nu)``.
 
     ``factor`` (the current :math:`V`) is only used to deflate the Lanczos
@@ -197,7 +199,10 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     yet nearly annihilate the factor's range; the undeflated run is slower (it must
     resolve lambda_min just below the cluster of the factor's near-zero eigenvalues),
     hence only on demand. ``anchors=False`` leaves out the shifted certificate's nearer
-    anchors (three more eigenvalue computations; a solve past its deadline).
+    anchors (three more eigenvalue computations; a solve past its deadline). ``block``: the
+    eigenpairs of the shift-invert block (default ``limits.block``, what a lift from these
+    multipliers needs; :math:`\\lambda_{\\min}` and the escape directions need only
+    ``_CANDIDATE_BLOCK``); the bound does not depend on it.
     """
     cache = CertificateCache() if cache is None else cache
     nu = space.duals(nu)
@@ -205,10 +210,10 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)
     if _block_certificate(space, pen):
-        lam, X = _bottom(space, y, nu, min(space.limits.block, space.dim - 2),
-                         guess=cache.lambda_guess)
+        k = space.limits.block if block is None else block
+        lam, X = _bottom(space, y, nu, max(1, min(k, space.dim - 2)), guess=cache.lambda_guess)
         cache.lambda_guess = float(lam[0])
-        # the last two candidates' eigenpairs (8 n x 200 bytes each) for the lift
+        # the last two candidates' eigenpairs (8 n x k bytes each) for the lift
         cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),
                                                         lam, X)]
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "shift-invert")
@@ -392,21 +397,52 @@ def _rel_gap(p, lb):
     return abs(p - lb) / max(abs(p), abs(lb), 1e-300)
 
 
+#: eigenpairs of a candidate's shift-invert block (n > ``DenseLimits.eig``, ``"interval"``)
+#: unless a lift starts from it: :math:`\lambda_{\min}` and the escape directions
+#: (``outer._ESCAPE_BLOCK``) need no more
+_CANDIDATE_BLOCK = 16
+
+
+def _lift_start(space: FactorSpace, pen: DistancePenalty, candidates: list,
+                p_best: float) -> int:
+    r"""The candidate :func:`~sdpembed.lowrank.repair._lifted_certificate` lifts: the highest
+    :math:`\min(\beta, 2p_{\mathrm{best}} - \beta)`, :math:`\beta = -\varphi^*(y) - z^Tb` its
+    own bound (a candidate above ``p_best`` loses at least the excess in the lift); no
+    eigenvalue needed."""
+    own = [-pen.conjugate(y_) - space.linear_offset(nu_) for y_, nu_ in candidates]
+    return int(np.argmax([min(b, 2.0 * p_best - b) for b in own]))
+
+
 def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
-                      deadline=np.inf, label="refined multipliers; "):
-    """The certificate with the highest bound over candidate dual points (it carries its
+                      deadline=np.inf, label="refined multipliers; ",
+                      lift_from: float | None = None):
+    r"""The certificate with the highest bound over candidate dual points (it carries its
     ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`; ``label``: the
     note's prefix for a candidate after the first, naming where it came from). Past
     ``deadline`` (a :func:`time.perf_counter` value) only the first candidate is
     certified, without the ``target`` re-run and the shifted certificate's nearer
-    anchors: one certificate is always made."""
+    anchors: one certificate is always made.
+
+    Where :math:`\lambda_{\min}` comes from a shift-invert block (:func:`_block_certificate`)
+    a candidate's block holds ``_CANDIDATE_BLOCK`` eigenpairs, except, given ``lift_from``
+    (the best objective, where a lift may follow: ``n <= limits.lift``), the candidate a
+    lift would start from (:func:`_lift_start`, if inside the box :math:`|y|\le w`), which
+    gets the lift's ``limits.block``. The bounds are those of full blocks; the solves a
+    fraction."""
+    full = None
+    if lift_from is not None and _block_certificate(space, pen) \
+            and space.dim <= space.limits.lift:
+        full = _lift_start(space, pen, candidates, lift_from)
+        if np.any(np.abs(candidates[full][0]) > pen.w):
+            full = None    # the lift clips y into the box first: other eigenpairs
     best = None
     for k, (y, nu) in enumerate(candidates):
         late = time.perf_counter() >= deadline
         if k > 0 and late:
             break
         cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
-                       target=None if late else target, anchors=not late)
+                       target=None if late else target, anchors=not late,
+                       block=None if k == full else _CANDIDATE_BLOCK)
         if k > 0:
             cert.note = label + cert.note
         if best is None or (cert.bound is not None

@@ -520,7 +520,7 @@ class _OuterLoop:
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
-            deadline=self.deadline, label=self.dual.label)
+            deadline=self.deadline, label=self.dual.label, lift_from=p_best)
         certificate = self._verified_if_closing(certificate, p_c)
         gap = _rel_gap(p_c, certificate.bound)
         self.certificate = certificate

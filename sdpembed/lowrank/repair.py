@@ -15,6 +15,7 @@ from .certificate import (
     _LIFTED,
     CertificateCache,
     _certificate_from_eig,
+    _lift_start,
     _shift_theta,
 )
 from .lmi_lp import rank_one_lmi_lp
@@ -658,13 +659,15 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
             or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
             or certificate.lambda_min is None or certificate.lambda_min >= 0):
         return None
-    own = [-pen.conjugate(y_) - space.linear_offset(nu_) for y_, nu_ in candidates]
-    k = int(np.argmax([min(b, 2.0 * p_best - b) for b in own]))
-    if best_bound is not None and not own[k] > best_bound:
-        return None
+    k = _lift_start(space, pen, candidates, p_best)
     y_s, nu_s = candidates[k]
+    if best_bound is not None and not -pen.conjugate(y_s) - space.linear_offset(nu_s) \
+            > best_bound:
+        return None
+    k_all = min(space.limits.block, space.dim - 2)
     pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
-                  if np.array_equal(nu_c, nu_s) and np.array_equal(y_c, y_s)), None)
+                  if np.array_equal(nu_c, space.duals(nu_s)) and np.array_equal(y_c, y_s)
+                  and lam.size >= k_all), None)
     if pairs is not None and np.any(np.abs(y_s) > pen.w):
         pairs = None  # the lift clips y into the box first: other eigenpairs
     # stop lifting once the shift proves half the gap tolerance (a margin for the check)
