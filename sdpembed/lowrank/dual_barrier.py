@@ -218,6 +218,7 @@ class DualOptimum:
         self.fits = dual_barrier_fits(space, pen)
         self.passes = 0
         self.result: DualBarrierResult | None = None
+        self.adopted = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -230,6 +231,17 @@ class DualOptimum:
         eigenvalues of :math:`S` at the current multipliers instead."""
         return (self.result is not None and since_growth >= _SHORT_WINDOW
                 and gap > self.tol and gap > _SHORT_RATIO * cheap_gap)
+
+    def adopt(self) -> tuple[np.ndarray, np.ndarray] | None:
+        r"""The barrier's multipliers for the augmented Lagrangian to continue from, once,
+        when the barrier has converged; else ``None``. At the dual optimum
+        :math:`y^\star` the subproblem's minimiser is a primal optimum (strong duality),
+        which first-order updates at a capped penalty approach only by a creep of the
+        multipliers (docs/tuning.md, "Moons: the dual optimum by a barrier method")."""
+        if self.adopted or self.result is None or self.result.status != "converged":
+            return None
+        self.adopted = True
+        return self.result.y.copy(), self.space.duals(None)
 
     @property
     def label(self) -> str:

@@ -178,12 +178,10 @@ class _OuterLoop:
         # the final refinement stops halfway into the final share (the certificate needs the rest)
         self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
         alm.deadline = self.loop_deadline
-        self.stop_reason = "max_outer"  # LowRankResult.stop_reason
-        self.cache = state.certificates
+        self.stop_reason, self.cache = "max_outer", state.certificates  # LowRankResult's
         self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
         self.W = W
-        self.y = np.zeros(pen.t.shape[0])
-        self.nu = np.zeros(space.q)
+        self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
@@ -703,6 +701,8 @@ class _OuterLoop:
         if not pen.splitting and self.space.H is None and not converged_primal:
             self.gtol = max(self.gtol * 0.1, 1e-10)
         self.y = self._extrapolate(self.y, cheap_gap)
+        if (pair := self.dual.adopt()) is not None:  # the dual optimum: the ALM goes on from it
+            (self.y, self.nu), self.g_prev, self.mom, self.mom_gap = pair, None, 0, np.inf
 
     # ------------------------------------------------------------------ the answer
     def final_point(self) -> tuple[np.ndarray, float]:
