@@ -9,6 +9,7 @@ from sklearn.datasets import make_moons
 from problems.differential import make_instance
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
+from sdpembed.lowrank import dual_barrier
 from sdpembed.lowrank.options import DenseLimits, LowRankOptions
 from sdpembed.lowrank.outer import _STALL_LOW
 from sdpembed.solvers import solve
@@ -40,7 +41,7 @@ def test_a_gap_stalled_between_tol_and_the_floor_counts_as_stalled_where_dense(o
     assert _with_history(sparse, [4e-2, 3e-2])._stalled(2.9e-2)   # above it, as before
 
 
-def test_two_moons_grow_their_rank_in_the_band_and_certify_sooner():
+def test_two_moons_grow_their_rank_in_the_band_and_certify_sooner(monkeypatch):
     # 80 points of two moons, 5-NN without random partners (the battery's moons200-k5 at
     # a test's size): main stayed at rank 8 from outer iteration 6 to 19 with the cheap
     # gap between 2.7e-4 and 8e-3 and certified at iteration 20; the band's growth at
@@ -48,6 +49,12 @@ def test_two_moons_grow_their_rank_in_the_band_and_certify_sooner():
     X, y = make_moons(80, noise=0.1, random_state=0)
     y = np.where(np.random.default_rng(0).random(80) < 0.8, y, -1)
     f = dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
+    # with the dual barrier (its domain includes this instance) the loop continues from
+    # the dual optimum and certifies without needing the band's growth
+    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=14)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4, rep.certified_gap
+    # the band's rule alone: the barrier switched off (as for problems outside its domain)
+    monkeypatch.setattr(dual_barrier, "dual_barrier_fits", lambda space, pen: False)
     rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=14)
     assert rep.status == "optimal", (rep.status, rep.certified_gap)
     assert rep.certified_gap <= 1e-4
