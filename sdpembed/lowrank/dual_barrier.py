@@ -244,11 +244,16 @@ class DualOptimum:
         return self.result.y.copy(), self.space.duals(None)
 
     @property
+    def _usable(self) -> bool:
+        """Whether the barrier has run and found a strictly feasible point (its multipliers
+        then replace the refinement)."""
+        return self.result is not None and self.result.status != "no interior point"
+
+    @property
     def label(self) -> str:
         """The certificate note's prefix for the second candidate: the barrier's multipliers
         once they replace the refinement (:meth:`candidate`), else the refined ones."""
-        usable = self.result is not None and self.result.status != "no interior point"
-        return "barrier multipliers; " if usable else "refined multipliers; "
+        return "barrier multipliers; " if self._usable else "refined multipliers; "
 
     def candidate(self, deadline: float, *,
                   final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
@@ -262,6 +267,6 @@ class DualOptimum:
                 return None
             self.result = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
                                        deadline=deadline)
-        if self.result is None or self.result.status == "no interior point":
-            return None     # (no strictly feasible point: the refinement as before)
+        if not self._usable:
+            return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
