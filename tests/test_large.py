@@ -961,6 +961,58 @@ def test_certificate_attempt_computes_a_full_block_only_where_the_lift_starts(di
     assert [lam.size for _, _, lam, _ in cache.eigenpairs] == [16, 16]
 
 
+def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
+    """Above the dense limit (here n = 36, limit 5) a lift round after the first shifts its
+    shift-invert block just below the previous round's lambda_min, a lower bound on the new
+    one (the lift only adds PSD terms: Weyl), and blocks raise their shift towards the
+    spectrum while the pivots stay positive: each block's eigenpairs are the dense ones of
+    its S, and the lifted multipliers and returned lambda_min are those of main's shifts
+    (to rounding): the shifts change the path, not the pairs."""
+    _, _, y_obs, graph = digits
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5, block=30))
+    y_far = np.clip(res.y + 10 * (y_noisy - res.y), -pen.w, pen.w)
+    calls, shifts = [], []
+    bottom, sparse_bottom = lowrank.repair._bottom, lowrank.spectrum.sparse_bottom
+
+    def spy(space_, y, nu, k, **kw):
+        lam, X = bottom(space_, y, nu, k, **kw)
+        calls.append((kw, np.array(y), lam, X))
+        return lam, X
+
+    def spy_sparse(*args, **kw):
+        out = sparse_bottom(*args, **kw)
+        shifts.append((kw["sigma"], out[2]))
+        return out
+    monkeypatch.setattr(lowrank.repair, "_bottom", spy)
+    monkeypatch.setattr(lowrank.spectrum, "sparse_bottom", spy_sparse)
+    y_w, eig_w = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
+    assert len(calls) >= 2      # the test needs a round after the first
+    assert calls[0][0].get("lower") is None
+    Hb = centering_basis(gp.n)
+    for (kw, y, lam, X), (_, _, lam_prev, _), (asked, used) in zip(calls[1:], calls[:-1],
+                                                                   shifts[1:]):
+        assert kw["lower"] == lam_prev[0]
+        SH = space.apply_S(Hb, y, res.nu)
+        dense = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))
+        scale = np.abs(dense).max()
+        assert lam[0] >= lam_prev[0] - 1e-12 * scale      # Weyl
+        assert asked <= used < dense[0]                   # raised, still below
+        np.testing.assert_allclose(lam, dense[:lam.size], rtol=0, atol=1e-9 * scale)
+        SX = space.apply_S(X, y, res.nu)
+        assert np.linalg.norm(SX - SX.mean(axis=0) - X * lam) <= 1e-6 * scale
+    assert any(used > asked for asked, used in shifts)   # some shift was raised
+    monkeypatch.setattr(lowrank.repair, "_WEYL_SHIFT", False)
+    monkeypatch.setattr(lowrank.spectrum, "_RAISE", False)
+    calls.clear()
+    shifts.clear()
+    y_c, eig_c = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
+    assert all(kw.get("lower") is None for kw, *_ in calls)
+    assert all(used == asked for asked, used in shifts)
+    np.testing.assert_allclose(y_w, y_c, rtol=0, atol=1e-9 * np.abs(y_c).max())
+    assert eig_w.value == pytest.approx(eig_c.value, abs=1e-10)
+
+
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs, distances="equality")

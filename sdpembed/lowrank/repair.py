@@ -343,6 +343,10 @@ def _explicit_jacobian(space: FactorSpace, E, Z: np.ndarray, V: np.ndarray,
 #: certificate is computed and verified like any other.
 _LIFT_MARGIN = 1e-10
 
+#: a lift round after the first shifts its block just below the last round's lambda_min
+#: (docs/tuning.md, "LOWRANK at scale: block shifts nearer the spectrum")
+_WEYL_SHIFT = True
+
 
 def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
                    offset: float = 0.0) -> float:
@@ -454,7 +458,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
         else:
-            lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]))
+            # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl)
+            lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
+                             lower=float(lam[0]) if r > 0 and _WEYL_SHIFT else None)
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
         if lam[0] >= 0 or r == rounds or _past(deadline) \

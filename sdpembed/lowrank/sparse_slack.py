@@ -563,16 +563,27 @@ def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | 
     return solve, bool(np.all(fac.pivots() > 0))
 
 
+#: halvings of a block's shift towards the spectrum (:func:`sparse_bottom`)
+_RAISE_STEPS = 3
+
+
 def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
                   sigma: float,
-                  tol: float = 1e-10, parts: SlackParts | None = None
+                  tol: float = 1e-10, parts: SlackParts | None = None,
+                  raise_to: float | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
     by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (``eigsh``), with Rayleigh
     quotients for the values; the shift is lowered (times 10) until the factorisation has
     only positive pivots, i.e. :math:`\sigma` lies below the spectrum. Returns
     ``(lam, X, sigma)`` with the shift used. Meant for ``"full"`` coordinates (the
-    constant vector an eigenvector of :math:`S`)."""
+    constant vector an eigenvector of :math:`S`). Given ``raise_to`` (< 0), a shift below
+    the spectrum is then halved towards zero, at most ``_RAISE_STEPS`` times and not above
+    ``raise_to``, while the pivots stay positive: Lanczos on the inverse separates the
+    block's last pair from the next by about
+    :math:`(\lambda_{k+1} - \lambda_k)/(\lambda_k - \sigma)` relative to the spectrum's
+    width, so a shift nearer :math:`\lambda_{\min}` needs fewer restarts where the
+    bottom is crowded, for one factorisation per step."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     n = space.dim
     for _ in range(30):
@@ -582,6 +593,14 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
         sigma = 10.0 * sigma if sigma < 0 else -1e-12 - 10.0 * abs(sigma)
     else:
         raise RuntimeError("no shift below the spectrum found")
+    for _ in range(_RAISE_STEPS if raise_to is not None else 0):
+        nearer = 0.5 * sigma
+        if not nearer <= raise_to:
+            break
+        solve_n, positive = factor_at_shift(space, y, nu, nearer, parts=parts)
+        if solve_n is None or not positive:
+            break
+        sigma, solve = nearer, solve_n
 
     def op(b):
         b = b.reshape(n, -1)

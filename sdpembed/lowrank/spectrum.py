@@ -223,8 +223,16 @@ def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.nda
     return lam, X
 
 
-def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None
-            ) -> tuple[np.ndarray, np.ndarray]:
+#: the shift below a known lower bound on lambda_min, relative to it (:func:`_bottom`)
+_LOWER_MARGIN = 0.1
+
+#: blocks (k > 1) raise their shift towards the spectrum (``sparse_bottom(raise_to=...)``;
+#: docs/tuning.md, "LOWRANK at scale: block shifts nearer the spectrum")
+_RAISE = True
+
+
+def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
+            lower: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs of :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (full
     space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
     Lanczos on a sparse factorisation
@@ -232,19 +240,27 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None
     estimate of :math:`\\lambda_{\\min}`, e.g. the last one; without one, a coarse Lanczos
     estimate, so that the first factorisation lies below the spectrum instead of a
     sequence of shifts lowered tenfold) or a small fraction of a bound on
-    :math:`\\|S\\|` below zero. Values are Rayleigh quotients (unverified above
+    :math:`\\|S\\|` below zero; given ``lower``, a known lower bound on
+    :math:`\\lambda_{\\min}` (e.g. that of an :math:`S` which has since only grown by a PSD
+    term, Weyl's inequality), just below it instead (a shift nearer the bottom separates
+    the bottom eigenvalues of the inverse better); a block (``k > 1``) then raises its
+    shift towards the spectrum while the pivots stay positive, not above ``-floor``
+    (``sparse_bottom(raise_to=...)``). Values are Rayleigh quotients (unverified above
     ``limits.eig``)."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
     floor = 1e-9 * scale
-    if guess is None or not np.isfinite(guess):
+    if lower is not None and np.isfinite(lower):
+        sigma = min(lower, 0.0) - max(_LOWER_MARGIN * abs(lower), floor)
+    elif guess is None or not np.isfinite(guess):
         # Ritz value minus residual: below lambda_min unless Lanczos missed it
         low = min(_lambda_min(space, y, nu, tol=1e-3).value, 0.0)
         sigma = low - max(0.1 * abs(low), floor)
     else:
         sigma = min(guess, 0.0) - max(abs(guess), floor)
-    lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma)
+    lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma,
+                              raise_to=-floor if k > 1 and _RAISE else None)
     return lam, X
 
 
