@@ -116,3 +116,27 @@ def test_lowrank_reports_an_interval_that_contains_the_optimum_on_seed_383():
     assert np.abs(U.T @ f.factor).max() <= 1e-12
     # the variables hold the restored point: cvxpy's objective is the reported one
     assert f.problem.objective.value == pytest.approx(rep.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [71038, 70117])
+def test_added_rows_and_snr_are_restored_on_the_face_too(seed):
+    """71038: 24 points, a 5-clique exposing a face, an added row G[15, 15] <= b; before,
+    'optimal' at -2.2988797, below its own certified bound -2.2988738 (within the bound
+    tolerance, through a residual of 7e-7). 70117: 13 points, SNR constraint, a 4-clique
+    exposing a face. Now both points lie on the face, feasible to rounding, and above
+    their bounds, which stay below CLARABEL's optimum (1e-6: CLARABEL's accuracy on a
+    problem without a strictly feasible point)."""
+    f, _ = make_instance(seed, (12, 60)).build()
+    _ = f.problem
+    gp = f.meta["gram_problem"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+        ref = solve(make_instance(seed, (12, 60)).build()[0], solver="CLARABEL")
+    assert rep.extra["face"]["restored"]
+    U, _ = exposing_vectors(gp)
+    assert np.abs(U.T @ f.factor).max() <= 1e-10
+    assert rep.primal_infeasibility <= 1e-9
+    assert rep.objective >= rep.bound
+    assert rep.bound <= ref.objective + 1e-6 * abs(ref.objective)
+    assert rep.objective >= ref.objective - 1e-6 * abs(ref.objective)

@@ -192,7 +192,7 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     """The result moved onto the face that rank-deficient equality cliques expose
     (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
     where no clique exposes one, or where added rows or an SNR constraint would have to be
-    restored too (``extra["face"]`` says so)."""
+    restored on a Jacobian too large to factor densely (``extra["face"]`` says so)."""
     U, cliques = exposing_vectors(gp)
     if U is None:
         return result
@@ -200,10 +200,11 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     off = float(np.linalg.norm(U.T @ F) / max(np.linalg.norm(F), 1e-300))
     extra["face"] = {"exposing_vectors": U.shape[1], "cliques": len(cliques),
                      "off_face": off, "objective_before": float(result.objective)}
-    if (gp.constraints is not None and gp.constraints.p > 0) or gp.snr is not None:
+    restored = restore_on_face(gp, F, U)
+    if restored is None:
         extra["face"]["restored"] = False
         return result
-    V, infeas = restore_on_face(gp, F, U)
+    V, infeas = restored
     space = FactorSpace(gp)
     p = float(np.sum(V * space.apply_C(V)))
     gap = None if result.bound is None else _rel_gap(p, result.bound)

@@ -27,6 +27,7 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
 
@@ -87,21 +88,36 @@ def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[lis
 
 
 def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: int = 50
-                    ) -> tuple[np.ndarray, float]:
-    r"""A factor on the face :math:`\{GU = 0\}` near ``F``, with the distances restored.
+                    ) -> tuple[np.ndarray, float] | None:
+    r"""A factor on the face :math:`\{GU = 0\}` near ``F``, with the constraints restored.
 
-    Gauss-Newton with least-norm steps (halved until the residual falls) on
-    :math:`\min_F \|D(PF) - \bar D\|^2`, :math:`P = I - UU^T`, from :math:`PF`, at most
-    ``max_iter`` steps; returns the factor (on the face: :math:`U^TV = 0`) and its relative
-    residual :math:`\|D - \bar D\| / \|\bar D\|`.
+    Gauss-Newton with least-norm steps (halved until the residual falls) on the
+    relative residuals of :math:`G = PFF^TP`, :math:`P = I - UU^T`: the distances
+    :math:`(D - \bar D)/\|\bar D\|`, the added rows' violations over their sizes
+    (:meth:`FactorSpace.K_scale`; an inequality's only where it is violated) and the SNR
+    constraint's :math:`\max(0, \langle H, G\rangle)` over the first point's
+    :math:`|\langle C, G\rangle|`, from :math:`PF`, at most ``max_iter`` steps. Returns the
+    factor (on the face: :math:`U^TV = 0`) and its infeasibility as the solver measures it
+    (the largest of the three relative violations), or ``None`` where the Jacobian would be
+    too large to factor densely and there are rows besides the distances.
     """
+    from .space import FactorSpace
+
+    space = FactorSpace(gp)
+    K, H = space.K, space.H
     n, k = F.shape
     edges = np.asarray(gp.edges)
     m = edges.shape[0]
+    dense = m * n * k <= DENSE_JACOBIAN
+    if not dense and (K is not None or H is not None):
+        return None
     t = np.asarray(gp.target, dtype=float)
+    t_norm = max(float(np.linalg.norm(t)), 1e-300)
     rows = np.r_[np.arange(m), np.arange(m)]
     E = sp.csr_matrix((np.r_[np.ones(m), -np.ones(m)], (rows, edges.T.ravel())), shape=(m, n))
     EU = E @ U                                            # m x q, nonzero near the cliques
+    k_scale = space.K_scale() if K is not None else None
+    A = ([K.operator(np.eye(K.p)[a]) for a in range(K.p)] if K is not None else [])
 
     def project(V):
         return V - U @ (U.T @ V)
@@ -109,38 +125,70 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     def diffs(V):
         return E @ V - EU @ (U.T @ V)                     # E P V
 
-    def residual(V):
+    PF = project(F)
+    h_scale = max(abs(float(np.sum(PF * space.apply_C(PF)))), 1e-300)
+
+    def parts(V):
+        """(distance residuals, added rows' residuals, SNR residual), each relative."""
         Z = diffs(V)
-        return np.einsum("ij,ij->i", Z, Z) - t
+        PV = project(V)
+        d = (np.einsum("ij,ij->i", Z, Z) - t) / t_norm
+        rk = np.zeros(0)
+        if K is not None:
+            v = K.values_of_factor(PV) - K.rhs
+            rk = np.where(K.equality, v, np.maximum(v, 0.0)) / k_scale
+        rh = np.zeros(0)
+        if H is not None:
+            rh = np.array([max(0.0, float(np.sum(PV * space.apply_H(PV)))) / h_scale])
+        return d, rk, rh
+
+    def residual(V):
+        return np.concatenate(parts(V))
 
     def step(V, r):
-        # the least-norm Gauss-Newton step min |J d + r|, J the Jacobian of the distances
-        # of PV: dense, or LSMR on J as an operator
+        # the least-norm Gauss-Newton step min |J d + r|: J dense, or LSMR on J as an
+        # operator (distances only)
         Z = diffs(V)
-        if m * n * k <= DENSE_JACOBIAN:
+        if dense:
             EP = E.toarray() - EU @ U.T                   # m x n
-            J = 2.0 * (EP[:, :, None] * Z[:, None, :]).reshape(m, n * k)
-            return np.linalg.lstsq(J, -r, rcond=None)[0].reshape(n, k)
+            J = [2.0 * (EP[:, :, None] * Z[:, None, :]).reshape(m, n * k) / t_norm]
+            PV = project(V)
+            _, rk, rh = parts(V)
+            for a in range(len(A)):
+                active = K.equality[a] or rk[a] > 0
+                J.append((2.0 * project(A[a] @ PV) / k_scale[a] * active).reshape(1, -1))
+            if H is not None:
+                J.append((2.0 * project(space.apply_H(PV)) / h_scale * (rh[0] > 0))
+                         .reshape(1, -1))
+            return np.linalg.lstsq(np.vstack(J), -r, rcond=None)[0].reshape(n, k)
         op = spla.LinearOperator(
             (m, n * k), dtype=float,
-            matvec=lambda d: 2.0 * np.einsum("ij,ij->i", Z, diffs(np.reshape(d, (n, k)))),
-            rmatvec=lambda w: project(E.T @ (2.0 * w[:, None] * Z)).ravel())
+            matvec=lambda d: 2.0 * np.einsum("ij,ij->i", Z, diffs(np.reshape(d, (n, k))))
+            / t_norm,
+            rmatvec=lambda w: project(E.T @ (2.0 * w[:, None] * Z)).ravel() / t_norm)
         return spla.lsmr(op, -r, atol=1e-14, btol=1e-14, maxiter=10 * m)[0].reshape(n, k)
 
-    scale = max(float(np.linalg.norm(t)), 1e-300)
-    V = project(F)
-    r = residual(V)
-    for _ in range(max_iter):
-        if np.linalg.norm(r) <= 1e-14 * scale:
-            break
-        d = project(step(V, r))
-        for _ in range(30):                               # halve until the residual falls
-            V_new = V + d
-            r_new = residual(V_new)
-            if np.linalg.norm(r_new) < np.linalg.norm(r):
+    with threadpool_limits(limits=1, user_api="blas"):    # small dense factorisations
+        V = PF
+        r = residual(V)
+        for _ in range(max_iter):
+            if np.linalg.norm(r) <= 1e-14:
                 break
-            d = d / 2
-        else:
-            break
-        V, r = V_new, r_new
-    return V, float(np.linalg.norm(r) / scale)
+            d = project(step(V, r))
+            for _ in range(30):                               # halve until the residual falls
+                V_new = V + d
+                r_new = residual(V_new)
+                if np.linalg.norm(r_new) < np.linalg.norm(r):
+                    break
+                d = d / 2
+            else:
+                break
+            V, r = V_new, r_new
+    d, rk, rh = parts(V)
+    infeas = float(np.linalg.norm(d))
+    if K is not None:
+        infeas = max(infeas, float(np.max(np.abs(rk), initial=0.0)))
+    if H is not None:
+        quad = abs(float(np.sum(V * space.apply_C(V))))
+        infeas = max(infeas, float(rh[0]) * h_scale / max(quad, 1e-300))
+    return V, infeas
