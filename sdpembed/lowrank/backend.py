@@ -207,8 +207,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     V, infeas = restored
     space = FactorSpace(gp)
     p = float(np.sum(V * space.apply_C(V)))
-    gap = None if result.bound is None else _rel_gap(p, result.bound)
-    status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
+    certified = result.certified_gap is not None and result.bound is not None
+    gap = _rel_gap(p, result.bound) if certified else None
+    status = ("optimal" if certified and gap <= opts.tol and infeas <= opts.feas_tol
               else "optimal_inaccurate")
     extra["face"].update(restored=True, infeasibility=infeas, objective=p)
     logger.info("LOWRANK: %d clique(s) expose a face; the point, %.2g off it, restored "
@@ -216,7 +217,7 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
                 result.objective, p, infeas)
     return dataclasses.replace(
         result, factor=V, objective=p, infeasibility=infeas, status=status,
-        certified_gap=gap if result.certified_gap is not None else None,
+        certified_gap=gap,
         estimated_gap=(None if result.estimated_bound is None
                        else _rel_gap(p, result.estimated_bound)))
 
