@@ -140,3 +140,17 @@ def test_added_rows_and_snr_are_restored_on_the_face_too(seed):
     assert rep.objective >= rep.bound
     assert rep.bound <= ref.objective + 1e-6 * abs(ref.objective)
     assert rep.objective >= ref.objective - 1e-6 * abs(ref.objective)
+
+
+def test_a_clique_whose_targets_no_points_realise_exposes_no_face():
+    """Lengthening edge (0, 7), shared by both of seed 383's 6-cliques, threefold: their
+    target Gram blocks get a negative eigenvalue (the problem is infeasible, which is the
+    Farkas certificate's business), so neither clique is taken for a face."""
+    import dataclasses
+
+    gp = _seed383().meta["gram_problem"]
+    edges = [tuple(sorted(e)) for e in np.asarray(gp.edges).tolist()]
+    t = np.array(gp.target, dtype=float)
+    t[edges.index((0, 7))] *= 9.0
+    U, cliques = exposing_vectors(dataclasses.replace(gp, target=t))
+    assert U is None and cliques == []

@@ -69,12 +69,13 @@ def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[lis
                 D[a, b] = D[b, a] = graph.edges[K[a], K[b]]["t"]
         J = np.eye(k) - 1.0 / k
         ev, vec = np.linalg.eigh(-0.5 * J @ D @ J)
-        rank = int(np.sum(ev > RANK_RTOL * max(float(np.abs(ev).max()), 1e-300)))
-        if rank >= k - 1:
-            continue
+        tol = RANK_RTOL * max(float(np.abs(ev).max()), 1e-300)
+        rank = int(np.sum(ev > tol))
+        if rank >= k - 1 or np.any(ev < -tol):
+            continue    # full rank, or targets no points realise (infeasible: not a face)
         found.append((K, rank))
         # the null space of the block, less the constant vector (J's own null vector)
-        null = vec[:, : k - rank]
+        null = vec[:, np.abs(ev) <= tol]
         null = null - null.mean(axis=0)
         q, s, _ = np.linalg.svd(null, full_matrices=False)
         for c in q[:, s > 1e-8 * max(s.max(), 1e-300)].T:
