@@ -136,6 +136,28 @@ def test_iteration_limit_is_inaccurate_near_the_optimum_and_an_error_far_from_it
     assert solve(_formulation(), solver="CSDP").status == "optimal"
 
 
+@pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
+def test_csdp_success_with_a_real_gap_beyond_the_limit_is_inaccurate(monkeypatch):
+    """Differential seed 383 (equality DVU, 19 points; no strictly feasible point, see
+    tests/test_face.py): csdp says "Success" by its gap tr(XZ) = 7.8e-9, while its primal
+    objective -0.4420412 lies below its dual one -0.4418695 (real relative gap -9.1e-5) and
+    0.1 % below the optimum -0.4416096 of the facially reduced problem. Before: status
+    'optimal'."""
+    monkeypatch.delenv(_csdp.ENV_VAR, raising=False)
+    with pytest.warns(InaccurateSolutionWarning, match=r"real relative gap -9\.\d+e-05"):
+        rep = solve(_seed383(), solver="CSDP")
+    assert rep.status == "optimal_inaccurate"
+    assert abs(rep.gap) > _csdp.REAL_GAP_LIMIT
+    assert rep.objective < -0.4416096 - 1e-4     # the reason: below the optimum
+
+
+def _seed383():
+    from problems.differential import make_instance
+
+    f, _ = make_instance(383, (12, 40)).build()
+    return f
+
+
 def test_clarabel_iteration_limit_is_an_error_naming_the_limit():
     """Clarabel's point at max_iter is not offered as a solution (its own gap and residuals
     do not bound its distance from the optimum); the error says which limit stopped it."""

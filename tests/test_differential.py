@@ -91,6 +91,34 @@ def test_judge_takes_the_more_nearly_feasible_of_two_inaccurate_references():
     assert v["outside_gap"] == 1 and v["disagree"] == 1
 
 
+def test_judge_takes_the_reference_nearer_optimality_by_its_own_gap():
+    """Seed 383 (equality DVU, 19 points, no strictly feasible point): the facially reduced
+    problem's optimum is -0.4416096 (tests/test_face.py). CLARABEL stopped
+    'optimal_inaccurate' at -0.4416107 (violation 6.2e-10, gap 2.3e-8), CSDP at -0.4420412
+    (violation 2.4e-10, real relative gap -9.1e-5: its objective below its dual one). By
+    violation alone CSDP's point decided; by the larger of violation and gap CLARABEL's
+    does. LOWRANK's report (optimal at -0.4434143 with bound -0.4434567) lies outside its
+    stated gap either way; a report whose interval contains the optimum does not."""
+    clarabel = {**_result(-0.4416106580, status="optimal_inaccurate"), "violation": 6.21e-10,
+                "gap": 2.27e-8}
+    csdp = {**_result(-0.4420412440, status="optimal_inaccurate"), "violation": 2.37e-10,
+            "gap": -9.12e-5}
+    low = {**_result(-0.4434142566, status="optimal", bound=-0.4434566674),
+           "violation": 2.47e-8}
+    v = _judge(low, clarabel, csdp)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1
+    # the interval [bound, objective] of an honest report contains the optimum
+    honest = _result(-0.4415, status="optimal_inaccurate", bound=-0.4434566674)
+    v = _judge(honest, clarabel, csdp)
+    assert v["outside_gap"] == v["disagree"] == v["far"] == 0
+    assert v["disagree_inaccurate"] == 1
+    # CLARABEL's objective, not CSDP's, is the optimum: a bound between the two (a true
+    # one) is not counted as lying above the optimum
+    tight = _result(-0.44155, status="optimal_inaccurate", bound=-0.4419)
+    assert _judge(tight, clarabel, csdp)["outside_gap"] == 0
+    assert _judge(tight, clarabel, {**csdp, "gap": 0.0})["outside_gap"] == 1
+
+
 def test_fast_slice_reports_nothing_untrue():
     total, bad = _run(range(100, 120), (12, 14), time_limit=3.0, max_outer=30)
     assert bad == [], bad

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import sys
 import time
@@ -16,11 +17,16 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
+from .certificate import _rel_gap
+from .face import exposing_vectors, restore_on_face
 from .farkas import farkas_certificate
 from .options import LowRankOptions
 from .solve import lowrank_solve
+from .space import FactorSpace
 
 BACKEND_NAME = "LOWRANK"
+
+logger = logging.getLogger(__name__)
 
 
 def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, bool]:
@@ -139,6 +145,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
                         {"y": np.asarray(result.y), "nu": np.asarray(result.nu)}),
     }
     _classify_infeasible(gp, basis, result, opts, formulation)
+    if result.status in ("optimal", "optimal_inaccurate") and basis is None:
+        result = _on_exposed_face(gp, result, opts, extra)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -178,6 +186,40 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         certified_gap=result.certified_gap,
         bound=result.bound if result.certified_gap is not None else None,
         primal_infeasibility=result.infeasibility, extra=extra)
+
+
+def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict):
+    """The result moved onto the face that rank-deficient equality cliques expose
+    (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
+    where no clique exposes one, or where added rows or an SNR constraint would have to be
+    restored on a Jacobian too large to factor densely (``extra["face"]`` says so)."""
+    U, cliques = exposing_vectors(gp)
+    if U is None:
+        return result
+    F = result.factor
+    off = float(np.linalg.norm(U.T @ F) / max(np.linalg.norm(F), 1e-300))
+    extra["face"] = {"exposing_vectors": U.shape[1], "cliques": len(cliques),
+                     "off_face": off, "objective_before": float(result.objective)}
+    restored = restore_on_face(gp, F, U)
+    if restored is None:
+        extra["face"]["restored"] = False
+        return result
+    V, infeas = restored
+    space = FactorSpace(gp)
+    p = float(np.sum(V * space.apply_C(V)))
+    certified = result.certified_gap is not None and result.bound is not None
+    gap = _rel_gap(p, result.bound) if certified else None
+    status = ("optimal" if certified and gap <= opts.tol and infeas <= opts.feas_tol
+              else "optimal_inaccurate")
+    extra["face"].update(restored=True, infeasibility=infeas, objective=p)
+    logger.info("LOWRANK: %d clique(s) expose a face; the point, %.2g off it, restored "
+                "onto it: objective %.8g -> %.8g, infeasibility %.2g", len(cliques), off,
+                result.objective, p, infeas)
+    return dataclasses.replace(
+        result, factor=V, objective=p, infeasibility=infeas, status=status,
+        certified_gap=gap,
+        estimated_gap=(None if result.estimated_bound is None
+                       else _rel_gap(p, result.estimated_bound)))
 
 
 def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,

@@ -1,0 +1,156 @@
+"""Equality distances whose cliques leave no strictly feasible point (sdpembed/lowrank/face.py).
+
+Differential seed 383 (equality DVU, 19 points of 4-dimensional data, 79 edges): the
+cliques {0, 2, 7, 13, 15, 17} and {0, 6, 7, 13, 15, 17} have 6 points in R^4, so their
+targets fix Gram blocks of rank 4 < 5; every feasible G has GU = 0 for their two exposing
+vectors, and the problem has no positive definite point. A point within 2.5e-8 of the
+equalities could then lie 0.4 % below the optimum: LOWRANK reported ``optimal`` at
+-0.4434143 (bound -0.4434567), CSDP ``optimal`` at -0.4420412, while the optimum, that
+of the facially reduced problem (which has a strictly feasible point: max t with
+Z - tI PSD is 1.3e-4), is -0.4416096 (CLARABEL -0.44160959131, CVXOPT -0.44160959568,
+SCS at eps 1e-10 -0.44160957242 on it).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from problems.differential import make_instance
+from sdpembed.exceptions import InaccurateSolutionWarning
+from sdpembed.lowrank.face import exposing_vectors, restore_on_face
+from sdpembed.solvers import solve
+
+#: the optimum of seed 383, solved on its face (module docstring; solvers agree to 1e-8)
+FACE_OPTIMUM = -0.4416096
+
+
+def _seed383():
+    f, _ = make_instance(383, (12, 40)).build()
+    _ = f.problem
+    return f
+
+
+def _face_optimum(f, U) -> float:
+    """CLARABEL on G = Q Z Q^T, Q an orthonormal basis of [1, U]'s complement, with the
+    distance rows made independent (the cliques' rows are dependent on the face)."""
+    gp = f.meta["gram_problem"]
+    n = gp.n
+    M = np.column_stack([np.ones(n) / np.sqrt(n), U])
+    Q = np.linalg.svd(M, full_matrices=True)[0][:, M.shape[1]:]
+    i, j = np.asarray(gp.edges).T
+    EQ = Q[i] - Q[j]                                       # rows (e_i - e_j)^T Q
+    rows = np.array([np.outer(a, a)[np.triu_indices(Q.shape[1])] *
+                     np.where(np.eye(Q.shape[1])[np.triu_indices(Q.shape[1])] > 0, 1, 2)
+                     for a in EQ])
+    Uu, s, _ = np.linalg.svd(rows, full_matrices=False)
+    keep = Uu[:, s > 1e-9 * s[0]]
+    r = Q.shape[1]
+    Z = cp.Variable((r, r), PSD=True)
+    z = cp.hstack([Z[a, b] for a, b in zip(*np.triu_indices(r))])
+    C = _objective_matrix(f)
+    prob = cp.Problem(cp.Minimize(cp.trace(Q.T @ C @ Q @ Z)),
+                      [keep.T @ (rows @ z) == keep.T @ np.asarray(gp.target, dtype=float)])
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    return float(prob.value)
+
+
+def _objective_matrix(f):
+    """The symmetric C with objective <C, G> (the formulation's objective is linear in G)."""
+    gp = f.meta["gram_problem"]
+    C = gp.full_objective().dense()
+    return (C + C.T) / 2
+
+
+def test_seed_383_cliques_expose_the_face_every_feasible_point_lies_in():
+    f = _seed383()
+    U, cliques = exposing_vectors(f.meta["gram_problem"])
+    assert sorted(cliques) == [([0, 2, 7, 13, 15, 17], 4), ([0, 6, 7, 13, 15, 17], 4)]
+    assert U.shape == (19, 2)
+    np.testing.assert_allclose(U.T @ U, np.eye(2), atol=1e-12)
+    np.testing.assert_allclose(U.T @ np.ones(19), 0.0, atol=1e-12)
+    # an interior-point method's point (relative interior of the optimal face) lies on it
+    solve(f, solver="CLARABEL")
+    G = f.value("gram")
+    assert np.abs(U.T @ G @ U).max() <= 1e-6 * np.trace(G)
+    # the face's optimum, by facial reduction (independent of LOWRANK)
+    assert _face_optimum(f, U) == pytest.approx(FACE_OPTIMUM, abs=1e-6)
+
+
+def test_restore_on_face_returns_a_feasible_point_on_the_face():
+    f = _seed383()
+    gp = f.meta["gram_problem"]
+    U, _ = exposing_vectors(gp)
+    solve(f, solver="CLARABEL")
+    w, V = np.linalg.eigh(f.value("gram"))
+    F = V[:, -6:] * np.sqrt(np.maximum(w[-6:], 0.0))
+    off = F + 0.05 * np.outer(U[:, 0], np.ones(6))          # 0.05 off the face
+    R, infeas = restore_on_face(gp, off, U)
+    assert np.abs(U.T @ R).max() <= 1e-12
+    assert infeas <= 1e-12
+    D = gp.distances_of_factor(R)
+    np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
+
+
+def test_lowrank_reports_an_interval_that_contains_the_optimum_on_seed_383():
+    """Before (time_limit 30): 'optimal' at -0.4434143 with bound -0.4434567, both below
+    the optimum -0.4416096 (the point's residual 2.5e-8 bought 0.4 %); at max_outer = 10
+    the point's objective is -0.4433962, as far below. Now the point is restored onto the
+    face (exactly feasible, residual ~1e-15) and the interval [bound, objective] holds the
+    optimum: its stated gap is true. The bound is LOWRANK's own, certified by dense
+    eigenvalues; 1e-7 is the face optimum's accuracy."""
+    f = _seed383()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", max_outer=10, time_limit=120.0)
+    assert rep.bound <= FACE_OPTIMUM + 1e-7
+    assert rep.objective >= FACE_OPTIMUM - 1e-7
+    assert rep.primal_infeasibility <= 1e-12
+    face = rep.extra["face"]
+    assert face["restored"] and face["exposing_vectors"] == 2
+    U, _ = exposing_vectors(f.meta["gram_problem"])
+    assert np.abs(U.T @ f.factor).max() <= 1e-12
+    # the variables hold the restored point: cvxpy's objective is the reported one
+    assert f.problem.objective.value == pytest.approx(rep.objective, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [71038, 70117])
+def test_added_rows_and_snr_are_restored_on_the_face_too(seed):
+    """71038: 24 points, a 5-clique exposing a face, an added row G[15, 15] <= b; before,
+    'optimal' at -2.2988797, below its own certified bound -2.2988738 (within the bound
+    tolerance, through a residual of 7e-7). 70117: 13 points, SNR constraint, a 4-clique
+    exposing a face. Now both points lie on the face, feasible to rounding, and above
+    their bounds, which stay below CLARABEL's optimum (1e-6: CLARABEL's accuracy on a
+    problem without a strictly feasible point)."""
+    f, _ = make_instance(seed, (12, 60)).build()
+    _ = f.problem
+    gp = f.meta["gram_problem"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+        ref = solve(make_instance(seed, (12, 60)).build()[0], solver="CLARABEL")
+    assert rep.extra["face"]["restored"]
+    U, _ = exposing_vectors(gp)
+    assert np.abs(U.T @ f.factor).max() <= 1e-10
+    assert rep.primal_infeasibility <= 1e-9
+    assert rep.objective >= rep.bound
+    assert rep.bound <= ref.objective + 1e-6 * abs(ref.objective)
+    assert rep.objective >= ref.objective - 1e-6 * abs(ref.objective)
+
+
+def test_a_clique_whose_targets_no_points_realise_exposes_no_face():
+    """Lengthening edge (0, 7), shared by both of seed 383's 6-cliques, threefold: their
+    target Gram blocks get a negative eigenvalue (the problem is infeasible, which is the
+    Farkas certificate's business), so neither clique is taken for a face."""
+    import dataclasses
+
+    gp = _seed383().meta["gram_problem"]
+    edges = [tuple(sorted(e)) for e in np.asarray(gp.edges).tolist()]
+    t = np.array(gp.target, dtype=float)
+    t[edges.index((0, 7))] *= 9.0
+    U, cliques = exposing_vectors(dataclasses.replace(gp, target=t))
+    assert U is None and cliques == []
