@@ -18,7 +18,7 @@ __all__ = ["DualBarrierResult", "dual_barrier", "dual_barrier_fits"]
 
 #: largest number of edges for which :func:`dual_barrier` runs: a Newton step factors an
 #: m x m matrix (m³/3 flops)
-_BARRIER_EDGES = 1500
+_BARRIER_EDGES = 2000
 
 #: the barrier parameter's reduction once a point is centred, and the Newton decrement
 #: below which it counts as centred
@@ -26,6 +26,9 @@ _MU_FACTOR = 0.2
 _CENTRED = 0.5
 #: a Newton step goes at most this share of the way to the box's boundary
 _TO_BOUNDARY = 0.99
+#: Newton steps a run is expected to take (55-141 on the battery's rows): a run whose first
+#: step says it cannot finish before its deadline stops there (status ``"no time"``)
+_STEPS_EXPECTED = 60
 
 
 def _cholesky_ridged(H: np.ndarray):
@@ -43,15 +46,15 @@ def _cholesky_ridged(H: np.ndarray):
 @dataclass
 class DualBarrierResult:
     """Outcome of :func:`dual_barrier`: strictly feasible multipliers ``y``, their dual value
-    ``bound`` :math:`= -\\bar D^Ty`, the barrier parameter's gap estimate ``gap``
-    (:math:`\\mu\\nu`, an upper bound on the distance to the dual optimum at a centred
-    point), and how it ended."""
+    ``bound`` :math:`= -\\bar D^Ty`, the duality gap ``gap`` to the smallest primal
+    objective of its primal estimates (weak duality: the optimum lies in
+    ``[bound, bound + gap]``; ``inf`` before the first step), and how it ended."""
 
     y: np.ndarray
     bound: float
     gap: float
-    status: str   # "converged", "max_iter", "deadline", "stalled", "numerical failure",
-    #               "no interior point"
+    status: str   # "converged", "max_iter", "deadline", "no time", "stalled",
+    #               "numerical failure", "no interior point"
     iterations: int
     seconds: float
 
@@ -86,10 +89,18 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     - 1/(w - y) + 1/(w + y))`, the Hessian :math:`\mu((ES^{-1}E^T)^{\circ 2}
     + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with :math:`S^{-1}` the inverse on
     :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf 1\mathbf 1^T/n`): an n x n inverse
-    and an m x m Cholesky factorisation per step. At a centred point
-    :math:`\mu S(y)^{-1}` is primal feasible up to the centring error and the duality gap
-    is :math:`\mu\nu`, :math:`\nu = n - 1 + 2m`; the iteration stops once that is below
-    ``rel_gap`` times :math:`|\bar D^Ty|`. The first multipliers are
+    and an m x m Cholesky factorisation per step.
+
+    Every :math:`X \succeq 0` is primal feasible (the distances are penalised, not
+    constrained), so each step also yields a primal value: of the dual-scaling estimate
+    :math:`X = \mu S^{-1}(S - \Delta S)S^{-1}` (Benson, Ye & Zhang 2000;
+    :math:`\Delta S = E^T\mathrm{diag}(\Delta y)E`, positive semidefinite where
+    :math:`S(y - \Delta y) \succeq 0`) or of :math:`\mu S^{-1}`, both from
+    :math:`ES^{-1}E^T` and the Hessian at no m x m cost. The smallest so far, minus
+    :math:`-\bar D^Ty`, is a verified duality gap: the iteration stops once it is below
+    ``rel_gap`` times :math:`|\bar D^Ty|`, and a centred point's next :math:`\mu` is at
+    most that gap over :math:`\nu = n - 1 + 2m` (the central point for :math:`\mu` is
+    within :math:`\mu\nu` of the optimum). The first multipliers are
     :math:`(1-\epsilon)w` (:math:`S(w)` is the largest slack over the box), with
     :math:`\epsilon` halved until :math:`S` is positive definite there.
 
@@ -97,7 +108,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     (docs/tuning.md, "Moons: the dual optimum by a barrier method"); the result is only a
     candidate, certified like any other dual point. ``deadline``: a
     :func:`time.perf_counter` value after which the last strictly feasible point is
-    returned (status ``"deadline"``). Only where :func:`dual_barrier_fits`.
+    returned (status ``"deadline"``); where the first step shows that
+    ``_STEPS_EXPECTED`` steps would pass it, the run stops there (status ``"no time"``).
+    Only where :func:`dual_barrier_fits`.
     """
     t0 = time.perf_counter()
     n, m = space.dim, pen.t.size
@@ -130,6 +143,24 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         R = N[i_e] - N[j_e]                         # m x n
         return R[:, i_e] - R[:, j_e]
 
+    def dual(y):
+        return -float(t @ y)
+
+    def primal_value(y, dy, diagP, Hm, up, lo, mu):
+        """The primal objective of the dual-scaling estimate
+        :math:`X = \\mu S^{-1}(S - \\Delta S)S^{-1}` (:math:`\\Delta S = E^T\\mathrm{diag}(dy)E`)
+        where :math:`S(y - dy) \\succeq 0`, else of :math:`\\mu S^{-1}`, the smaller: every
+        :math:`X \\succeq 0` is primal feasible (the distances are penalised), so each is an
+        upper bound on the optimum."""
+        def value(trace_SX, r):
+            return dual(y) + trace_SX + float(np.sum(w * np.abs(r - t) - y * (r - t)))
+        out = value(mu * (n - 1), mu * diagP)
+        if factor(y - dy) is not None:
+            PPdy = Hm @ dy - (1.0 / up**2 + 1.0 / lo**2) * dy
+            out = min(out, value(mu * (n - 1 - float(dy @ diagP)), mu * (diagP - PPdy)))
+        return out
+
+    best = np.inf
     with threadpool_limits(limits=1, user_api="blas"):
         eps, y, inv = 1e-2, None, None
         for _ in range(60):
@@ -152,16 +183,20 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             P = edge_products(inverse(inv[0]))
             up, lo = w - y, w + y
             grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
-            Hm = P * P
+            Hm = P * P                       # the Hessian of f_mu, divided by mu
             Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
-            Hm *= mu
             cf = _cholesky_ridged(Hm)
             if cf is None:
                 status = "numerical failure"
                 break
-            dy = -sla.cho_solve(cf, grad, check_finite=False)
+            dy = -sla.cho_solve(cf, grad, check_finite=False) / mu
             slope = float(grad @ dy)
             dec = float(np.sqrt(max(-slope, 0.0) / mu))
+            diagP = np.diag(P)
+            best = min(best, primal_value(y, dy, diagP, Hm, up, lo, mu))
+            if best - dual(y) <= rel_gap * abs(dual(y)):
+                status = "converged"
+                break
             # the largest step inside the box, a share _TO_BOUNDARY of the way there,
             # then halved until S stays positive definite and f_mu falls (Armijo)
             with np.errstate(divide="ignore"):
@@ -182,12 +217,14 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                 status = "stalled"
                 break
             y, inv = y_new, inv_new
+            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > deadline - t0:
+                status = "no time"      # (the caller's fallback runs instead)
+                break
             if dec < _CENTRED:
-                if mu * nu_bar <= rel_gap * abs(float(t @ y)):
-                    status = "converged"
-                    break
-                mu *= _MU_FACTOR
-    return DualBarrierResult(y, -float(t @ y), mu * nu_bar, status, it,
+                # at the centre for mu the gap is at most mu nu: a weight no larger than the
+                # verified gap over nu aims below it
+                mu = min(_MU_FACTOR * mu, (best - dual(y)) / nu_bar)
+    return DualBarrierResult(y, dual(y), best - dual(y), status, it,
                              time.perf_counter() - t0)
 
 
@@ -265,8 +302,11 @@ class DualOptimum:
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
             if time.perf_counter() >= deadline:
                 return None
-            self.result = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                                       deadline=deadline)
+            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                               deadline=deadline)
+            # a run that could not finish in time is not kept: the refinement stands in,
+            # and a later pass may try again
+            self.result = None if res.status == "no time" else res
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
