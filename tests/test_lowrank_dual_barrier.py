@@ -85,9 +85,14 @@ def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkey
     assert dual.candidate(deadline) is None                # first pass: the refinement
     assert dual.candidate(deadline) is None                # the barrier: no time
     assert dual.result is None and dual.label == "refined multipliers; "
-    monkeypatch.setattr(db, "_STEPS_EXPECTED", 60)
+    monkeypatch.undo()
     y, _ = dual.candidate(deadline)                        # time enough: it runs
     assert dual.result.status == "converged" and np.all(np.abs(y) < pen.w)
+    # a run its deadline stopped (an interior point, but anywhere on the way) leaves the
+    # certificate to the refinement as well, whose shifted bound is the better one there
+    dual.result = db.DualBarrierResult(y, res.bound, np.inf, "deadline", 3, 0.0)
+    assert dual.candidate(deadline) is None and dual.candidate(deadline, final=True) is None
+    assert dual.label == "refined multipliers; " and dual.adopt() is None
 
 
 def test_small_moons_certify_through_the_dual_optimum():
