@@ -118,7 +118,6 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     nu0 = space.duals(None)
     nu_bar = n - 1 + 2 * m
     scale = _gershgorin(space, w, nu0) + 1.0
-    i_e, j_e = space.gp.edges.T
 
     def factor(y):
         """The Cholesky factor of S(y) on 1-perp (plus 11^T/n times ``scale``) and its log
@@ -139,9 +138,10 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         return float(t @ y) - mu * (logdet + float(np.sum(np.log(w - y)) + np.sum(np.log(w + y))))
 
     def edge_products(N):
-        """:math:`E N E^T` (m x m) for the incidence rows a_e = e_i - e_j."""
-        R = N[i_e] - N[j_e]                         # m x n
-        return R[:, i_e] - R[:, j_e]
+        """:math:`E N E^T` (m x m, ``N`` symmetric) for the incidence rows
+        a_e = e_i - e_j: two sparse-dense products (two nonzeros a row), a third of the
+        time of gathering the columns of the m x n product."""
+        return np.asarray(space.E @ (space.E @ N).T)
 
     def dual(y):
         return -float(t @ y)
