@@ -69,7 +69,8 @@ def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
 
 
 def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
-                 deadline: float = np.inf, max_iter: int = 300) -> DualBarrierResult:
+                 deadline: float = np.inf, budget: float = np.inf,
+                 max_iter: int = 300) -> DualBarrierResult:
     r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
 
     The dual of the ``"interval"`` Gram SDP is
@@ -109,7 +110,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     candidate, certified like any other dual point. ``deadline``: a
     :func:`time.perf_counter` value after which the last strictly feasible point is
     returned (status ``"deadline"``); where the first step shows that
-    ``_STEPS_EXPECTED`` steps would pass it, the run stops there (status ``"no time"``).
+    ``_STEPS_EXPECTED`` steps would pass it, or take longer than ``budget`` seconds, the
+    run stops there (status ``"no time"``).
     Only where :func:`dual_barrier_fits`.
     """
     t0 = time.perf_counter()
@@ -217,7 +219,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                 status = "stalled"
                 break
             y, inv = y_new, inv_new
-            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > deadline - t0:
+            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > min(deadline - t0,
+                                                                             budget):
                 status = "no time"      # (the caller's fallback runs instead)
                 break
             if dec < _CENTRED:
@@ -231,6 +234,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
 #: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
 _BARRIER_AFTER = 2
+
+#: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the solve
+#: has already spent as long as the run is predicted to take (``budget``): the refinement,
+#: far cheaper there, certifies many such rows by itself
+_BARRIER_CHEAP_EDGES = 1500
 
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
@@ -246,7 +254,9 @@ class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
-    at ``_BARRIER_AFTER - 1`` passes of the refinement gate; from then on its multipliers
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
+    ``_BARRIER_CHEAP_EDGES`` edges, once the solve has spent as long as the barrier is
+    predicted to take); from then on its multipliers
     replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
     method")."""
 
@@ -256,6 +266,7 @@ class DualOptimum:
         self.passes = 0
         self.result: DualBarrierResult | None = None
         self.adopted = False
+        self.t0 = time.perf_counter()      # the solve's start, for the budget of large runs
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -305,8 +316,10 @@ class DualOptimum:
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
             if time.perf_counter() >= deadline:
                 return None
+            large = self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
             res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline)
+                               deadline=deadline,
+                               budget=time.perf_counter() - self.t0 if large else np.inf)
             # a run that could not finish in time is not kept: the refinement stands in,
             # and a later pass may try again
             self.result = None if res.status == "no time" else res
