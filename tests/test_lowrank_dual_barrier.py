@@ -2,6 +2,7 @@
 (docs/tuning.md, "Moons: the dual optimum by a barrier method").
 """
 
+import time
 import warnings
 
 import numpy as np
@@ -46,6 +47,14 @@ def test_the_barrier_reaches_the_dual_optimum_clarabel_finds():
     # CLARABEL's optimum (optimal_inaccurate here: about 6e-6 relative, the tolerance's
     # limit) on both sides: weak duality and the barrier's stopping gap
     assert cert.bound == pytest.approx(ref.objective, rel=2e-5)
+    # a loose run stops early, and its verified gap (to the primal value of one of its
+    # primal estimates) still brackets the optimum: bound <= optimum <= bound + gap
+    loose = dual_barrier(space, pen, rel_gap=1e-2)
+    assert loose.status == "converged" and loose.gap <= 1e-2 * abs(loose.bound)
+    assert loose.iterations < res.iterations
+    assert loose.gap > 1e-3 * abs(res.bound)             # loose enough for the check to bite
+    assert loose.bound <= res.bound + 1e-12 * abs(res.bound)
+    assert loose.bound + loose.gap >= res.bound
 
 
 def test_the_barrier_is_refused_outside_its_domain():
@@ -53,6 +62,49 @@ def test_the_barrier_is_refused_outside_its_domain():
     gp, _, _ = _formulation_problem(f)
     pen = DistancePenalty(gp)
     assert not dual_barrier_fits(FactorSpace(gp, limits=DenseLimits(eig=20)), pen)
+    # ionosphere300-std-k5's size (300 points, 1,529 edges) is inside it
+    f = _moons(500, 0)
+    gp, _, _ = _formulation_problem(f)
+    assert 1500 < gp.edges.shape[0] <= 2000
+    assert dual_barrier_fits(FactorSpace(gp), DistancePenalty(gp))
+
+
+def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkeypatch):
+    # the first Newton step times the run: one that would pass its deadline stops there,
+    # and DualOptimum neither keeps it nor lets its multipliers replace the refinement's
+    import sdpembed.lowrank.dual_barrier as db
+
+    f = _moons(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    monkeypatch.setattr(db, "_STEPS_EXPECTED", 1e15)     # any first step is too slow
+    deadline = time.perf_counter() + 600.0
+    res = dual_barrier(space, pen, rel_gap=1e-6, deadline=deadline)
+    assert res.status == "no time" and res.iterations == 1
+    dual = DualOptimum(space, pen, 1e-4)
+    assert dual.candidate(deadline) is None                # first pass: the refinement
+    assert dual.candidate(deadline) is None                # the barrier: no time
+    assert dual.result is None and dual.label == "refined multipliers; "
+    monkeypatch.undo()
+    y, _ = dual.candidate(deadline)                        # time enough: it runs
+    assert dual.result.status == "converged" and np.all(np.abs(y) < pen.w)
+    # above _BARRIER_CHEAP_EDGES edges a pass runs the barrier only once the solve has
+    # spent as long as the run is predicted to take (digits300-k10: the refinement
+    # certifies at its third pass, the barrier would have cost 17 s)
+    monkeypatch.setattr(db, "_BARRIER_CHEAP_EDGES", 10)
+    assert dual_barrier(space, pen, rel_gap=1e-6, budget=0.0).status == "no time"
+    big = DualOptimum(space, pen, 1e-4)
+    assert big.candidate(deadline) is None                 # first pass: the refinement
+    big.t0 = time.perf_counter()                           # nothing spent yet
+    assert big.candidate(deadline) is None and big.result is None
+    big.t0 = time.perf_counter() - 1e4                     # a long solve: it runs
+    assert big.candidate(deadline) is not None and big.result.status == "converged"
+    monkeypatch.undo()
+    # a run its deadline stopped (an interior point, but anywhere on the way) leaves the
+    # certificate to the refinement as well, whose shifted bound is the better one there
+    dual.result = db.DualBarrierResult(y, res.bound, np.inf, "deadline", 3, 0.0)
+    assert dual.candidate(deadline) is None and dual.candidate(deadline, final=True) is None
+    assert dual.label == "refined multipliers; " and dual.adopt() is None
 
 
 def test_small_moons_certify_through_the_dual_optimum():

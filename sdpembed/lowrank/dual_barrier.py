@@ -18,7 +18,7 @@ __all__ = ["DualBarrierResult", "dual_barrier", "dual_barrier_fits"]
 
 #: largest number of edges for which :func:`dual_barrier` runs: a Newton step factors an
 #: m x m matrix (m³/3 flops)
-_BARRIER_EDGES = 1500
+_BARRIER_EDGES = 2000
 
 #: the barrier parameter's reduction once a point is centred, and the Newton decrement
 #: below which it counts as centred
@@ -26,6 +26,9 @@ _MU_FACTOR = 0.2
 _CENTRED = 0.5
 #: a Newton step goes at most this share of the way to the box's boundary
 _TO_BOUNDARY = 0.99
+#: Newton steps a run is expected to take (55-142 on the battery's rows): a run whose first
+#: step says it cannot finish before its deadline stops there (status ``"no time"``)
+_STEPS_EXPECTED = 100
 
 
 def _cholesky_ridged(H: np.ndarray):
@@ -43,15 +46,15 @@ def _cholesky_ridged(H: np.ndarray):
 @dataclass
 class DualBarrierResult:
     """Outcome of :func:`dual_barrier`: strictly feasible multipliers ``y``, their dual value
-    ``bound`` :math:`= -\\bar D^Ty`, the barrier parameter's gap estimate ``gap``
-    (:math:`\\mu\\nu`, an upper bound on the distance to the dual optimum at a centred
-    point), and how it ended."""
+    ``bound`` :math:`= -\\bar D^Ty`, the duality gap ``gap`` to the smallest primal
+    objective of its primal estimates (weak duality: the optimum lies in
+    ``[bound, bound + gap]``; ``inf`` before the first step), and how it ended."""
 
     y: np.ndarray
     bound: float
     gap: float
-    status: str   # "converged", "max_iter", "deadline", "stalled", "numerical failure",
-    #               "no interior point"
+    status: str   # "converged", "max_iter", "deadline", "no time", "stalled",
+    #               "numerical failure", "no interior point"
     iterations: int
     seconds: float
 
@@ -66,7 +69,8 @@ def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
 
 
 def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
-                 deadline: float = np.inf, max_iter: int = 300) -> DualBarrierResult:
+                 deadline: float = np.inf, budget: float = np.inf,
+                 max_iter: int = 300) -> DualBarrierResult:
     r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
 
     The dual of the ``"interval"`` Gram SDP is
@@ -86,10 +90,18 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     - 1/(w - y) + 1/(w + y))`, the Hessian :math:`\mu((ES^{-1}E^T)^{\circ 2}
     + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with :math:`S^{-1}` the inverse on
     :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf 1\mathbf 1^T/n`): an n x n inverse
-    and an m x m Cholesky factorisation per step. At a centred point
-    :math:`\mu S(y)^{-1}` is primal feasible up to the centring error and the duality gap
-    is :math:`\mu\nu`, :math:`\nu = n - 1 + 2m`; the iteration stops once that is below
-    ``rel_gap`` times :math:`|\bar D^Ty|`. The first multipliers are
+    and an m x m Cholesky factorisation per step.
+
+    Every :math:`X \succeq 0` is primal feasible (the distances are penalised, not
+    constrained), so each step also yields a primal value: of the dual-scaling estimate
+    :math:`X = \mu S^{-1}(S - \Delta S)S^{-1}` (Benson, Ye & Zhang 2000;
+    :math:`\Delta S = E^T\mathrm{diag}(\Delta y)E`, positive semidefinite where
+    :math:`S(y - \Delta y) \succeq 0`) or of :math:`\mu S^{-1}`, both from
+    :math:`ES^{-1}E^T` and the Hessian at no m x m cost. The smallest so far, minus
+    :math:`-\bar D^Ty`, is a verified duality gap: the iteration stops once it is below
+    ``rel_gap`` times :math:`|\bar D^Ty|`, and a centred point's next :math:`\mu` is at
+    most that gap over :math:`\nu = n - 1 + 2m` (the central point for :math:`\mu` is
+    within :math:`\mu\nu` of the optimum). The first multipliers are
     :math:`(1-\epsilon)w` (:math:`S(w)` is the largest slack over the box), with
     :math:`\epsilon` halved until :math:`S` is positive definite there.
 
@@ -97,7 +109,10 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     (docs/tuning.md, "Moons: the dual optimum by a barrier method"); the result is only a
     candidate, certified like any other dual point. ``deadline``: a
     :func:`time.perf_counter` value after which the last strictly feasible point is
-    returned (status ``"deadline"``). Only where :func:`dual_barrier_fits`.
+    returned (status ``"deadline"``); where the first step shows that
+    ``_STEPS_EXPECTED`` steps would pass it, or take longer than ``budget`` seconds, the
+    run stops there (status ``"no time"``).
+    Only where :func:`dual_barrier_fits`.
     """
     t0 = time.perf_counter()
     n, m = space.dim, pen.t.size
@@ -105,7 +120,6 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     nu0 = space.duals(None)
     nu_bar = n - 1 + 2 * m
     scale = _gershgorin(space, w, nu0) + 1.0
-    i_e, j_e = space.gp.edges.T
 
     def factor(y):
         """The Cholesky factor of S(y) on 1-perp (plus 11^T/n times ``scale``) and its log
@@ -126,10 +140,29 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         return float(t @ y) - mu * (logdet + float(np.sum(np.log(w - y)) + np.sum(np.log(w + y))))
 
     def edge_products(N):
-        """:math:`E N E^T` (m x m) for the incidence rows a_e = e_i - e_j."""
-        R = N[i_e] - N[j_e]                         # m x n
-        return R[:, i_e] - R[:, j_e]
+        """:math:`E N E^T` (m x m, ``N`` symmetric) for the incidence rows
+        a_e = e_i - e_j: two sparse-dense products (two nonzeros a row), a third of the
+        time of gathering the columns of the m x n product."""
+        return np.asarray(space.E @ (space.E @ N).T)
 
+    def dual(y):
+        return -float(t @ y)
+
+    def primal_value(y, dy, diagP, Hm, up, lo, mu):
+        """The primal objective of the dual-scaling estimate
+        :math:`X = \\mu S^{-1}(S - \\Delta S)S^{-1}` (:math:`\\Delta S = E^T\\mathrm{diag}(dy)E`)
+        where :math:`S(y - dy) \\succeq 0`, else of :math:`\\mu S^{-1}`, the smaller: every
+        :math:`X \\succeq 0` is primal feasible (the distances are penalised), so each is an
+        upper bound on the optimum."""
+        def value(trace_SX, r):
+            return dual(y) + trace_SX + float(np.sum(w * np.abs(r - t) - y * (r - t)))
+        out = value(mu * (n - 1), mu * diagP)
+        if factor(y - dy) is not None:
+            PPdy = Hm @ dy - (1.0 / up**2 + 1.0 / lo**2) * dy
+            out = min(out, value(mu * (n - 1 - float(dy @ diagP)), mu * (diagP - PPdy)))
+        return out
+
+    best = np.inf
     with threadpool_limits(limits=1, user_api="blas"):
         eps, y, inv = 1e-2, None, None
         for _ in range(60):
@@ -152,16 +185,20 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             P = edge_products(inverse(inv[0]))
             up, lo = w - y, w + y
             grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
-            Hm = P * P
+            Hm = P * P                       # the Hessian of f_mu, divided by mu
             Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
-            Hm *= mu
             cf = _cholesky_ridged(Hm)
             if cf is None:
                 status = "numerical failure"
                 break
-            dy = -sla.cho_solve(cf, grad, check_finite=False)
+            dy = -sla.cho_solve(cf, grad, check_finite=False) / mu
             slope = float(grad @ dy)
             dec = float(np.sqrt(max(-slope, 0.0) / mu))
+            diagP = np.diag(P)
+            best = min(best, primal_value(y, dy, diagP, Hm, up, lo, mu))
+            if best - dual(y) <= rel_gap * abs(dual(y)):
+                status = "converged"
+                break
             # the largest step inside the box, a share _TO_BOUNDARY of the way there,
             # then halved until S stays positive definite and f_mu falls (Armijo)
             with np.errstate(divide="ignore"):
@@ -182,18 +219,26 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                 status = "stalled"
                 break
             y, inv = y_new, inv_new
+            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > min(deadline - t0,
+                                                                             budget):
+                status = "no time"      # (the caller's fallback runs instead)
+                break
             if dec < _CENTRED:
-                if mu * nu_bar <= rel_gap * abs(float(t @ y)):
-                    status = "converged"
-                    break
-                mu *= _MU_FACTOR
-    return DualBarrierResult(y, -float(t @ y), mu * nu_bar, status, it,
+                # at the centre for mu the gap is at most mu nu: a weight no larger than the
+                # verified gap over nu aims below it
+                mu = min(_MU_FACTOR * mu, (best - dual(y)) / nu_bar)
+    return DualBarrierResult(y, dual(y), best - dual(y), status, it,
                              time.perf_counter() - t0)
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
 #: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
 _BARRIER_AFTER = 2
+
+#: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the solve
+#: has already spent as long as the run is predicted to take (``budget``): the refinement,
+#: far cheaper there, certifies many such rows by itself
+_BARRIER_CHEAP_EDGES = 1500
 
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
@@ -209,7 +254,9 @@ class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
-    at ``_BARRIER_AFTER - 1`` passes of the refinement gate; from then on its multipliers
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
+    ``_BARRIER_CHEAP_EDGES`` edges, once the solve has spent as long as the barrier is
+    predicted to take); from then on its multipliers
     replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
     method")."""
 
@@ -219,6 +266,7 @@ class DualOptimum:
         self.passes = 0
         self.result: DualBarrierResult | None = None
         self.adopted = False
+        self.t0 = time.perf_counter()      # the solve's start, for the budget of large runs
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -245,9 +293,12 @@ class DualOptimum:
 
     @property
     def _usable(self) -> bool:
-        """Whether the barrier has run and found a strictly feasible point (its multipliers
-        then replace the refinement)."""
-        return self.result is not None and self.result.status != "no interior point"
+        """Whether the barrier has run to its end, converged or at its iteration or line
+        search limit (its multipliers then replace the refinement); a run stopped by its
+        deadline (or that found no strictly feasible point, or failed) leaves them to the
+        refinement, whose shifted bound is better than an arbitrary interior point's."""
+        return self.result is not None and self.result.status in (
+            "converged", "max_iter", "stalled")
 
     @property
     def label(self) -> str:
@@ -265,8 +316,13 @@ class DualOptimum:
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
             if time.perf_counter() >= deadline:
                 return None
-            self.result = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                                       deadline=deadline)
+            large = self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                               deadline=deadline,
+                               budget=time.perf_counter() - self.t0 if large else np.inf)
+            # a run that could not finish in time is not kept: the refinement stands in,
+            # and a later pass may try again
+            self.result = None if res.status == "no time" else res
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
