@@ -154,3 +154,24 @@ def test_a_clique_whose_targets_no_points_realise_exposes_no_face():
     t[edges.index((0, 7))] *= 9.0
     U, cliques = exposing_vectors(dataclasses.replace(gp, target=t))
     assert U is None and cliques == []
+
+
+def test_a_face_too_large_to_orthonormalise_is_reported_and_not_called_optimal(monkeypatch):
+    """Beyond ``DENSE_EXPOSING`` entries (5,000 Swiss-roll points with 8 neighbours have
+    2,972 such cliques: a dense 5,000 x 3,440 SVD took 100 s) the cliques are reported
+    without their vectors; the point, not restored onto the face, may lie below the
+    optimum outside its stated interval, so it is not 'optimal' and ``extra["face"]``
+    says why. Here the limit is lowered to seed 383's size (19 x 2 entries)."""
+    from sdpembed.lowrank import face
+
+    f = _seed383()
+    monkeypatch.setattr(face, "DENSE_EXPOSING", 19 * 2 - 1)
+    U, cliques = exposing_vectors(f.meta["gram_problem"])
+    assert U is None and len(cliques) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", max_outer=10)
+    assert rep.status == "optimal_inaccurate"
+    assert rep.extra["face"]["restored"] is False
+    assert rep.extra["face"]["cliques"] == 2
+    assert "too many to orthonormalise" in rep.extra["face"]["reason"]

@@ -192,18 +192,25 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     """The result moved onto the face that rank-deficient equality cliques expose
     (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
     where no clique exposes one, or where added rows or an SNR constraint would have to be
-    restored on a Jacobian too large to factor densely (``extra["face"]`` says so)."""
+    restored on a Jacobian too large to factor densely, or where the exposing vectors are
+    too many to orthonormalise densely. An unrestored point may lie below the optimum by
+    about the square root of its residual (no strictly feasible point), outside the
+    interval its bound and objective state: it is reported ``optimal_inaccurate`` and
+    ``extra["face"]`` says why."""
     U, cliques = exposing_vectors(gp)
-    if U is None:
+    if not cliques:
         return result
+    extra["face"] = {"cliques": len(cliques), "objective_before": float(result.objective)}
+    if U is None:
+        return _unrestored(result, extra, f"{len(cliques)} cliques expose a face whose "
+                           "vectors are too many to orthonormalise densely")
     F = result.factor
     off = float(np.linalg.norm(U.T @ F) / max(np.linalg.norm(F), 1e-300))
-    extra["face"] = {"exposing_vectors": U.shape[1], "cliques": len(cliques),
-                     "off_face": off, "objective_before": float(result.objective)}
+    extra["face"].update(exposing_vectors=U.shape[1], off_face=off)
     restored = restore_on_face(gp, F, U)
     if restored is None:
-        extra["face"]["restored"] = False
-        return result
+        return _unrestored(result, extra, "the added rows or SNR constraint would have to be "
+                           "restored on a Jacobian too large to factor densely")
     V, infeas = restored
     space = FactorSpace(gp)
     p = float(np.sum(V * space.apply_C(V)))
@@ -220,6 +227,16 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
         certified_gap=gap,
         estimated_gap=(None if result.estimated_bound is None
                        else _rel_gap(p, result.estimated_bound)))
+
+
+def _unrestored(result, extra: dict, why: str):
+    """``result`` as ``optimal_inaccurate``, ``extra["face"]`` naming why it was not restored
+    onto the face its cliques expose."""
+    extra["face"].update(restored=False, reason=why)
+    logger.info("LOWRANK: point not restored onto the exposed face: %s", why)
+    if result.status != "optimal":
+        return result
+    return dataclasses.replace(result, status="optimal_inaccurate")
 
 
 def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,

@@ -41,12 +41,17 @@ DENSE_JACOBIAN = 4_000_000
 #: zero (targets computed from points in doubles are exact to ~1e-15 relative)
 RANK_RTOL = 1e-9
 
+#: the exposing vectors are orthonormalised densely (n x q); beyond this many entries the
+#: cliques are reported without them (a dense SVD of n x q grows as n q^2)
+DENSE_EXPOSING = 4_000_000
+
 
 def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[list[int], int]]]:
     r"""The orthonormal exposing vectors :math:`U` (n x q, :math:`U^T\mathbf 1 = 0`) of the
     cliques whose equality targets fix a Gram block of rank below :math:`|K| - 1`, and those
     cliques with the rank of their block; ``(None, [])`` where there is none (or the
-    distances are not equalities).
+    distances are not equalities), ``(None, cliques)`` where the vectors would take more
+    than :data:`DENSE_EXPOSING` entries.
 
     Only maximal cliques are examined: a rank-deficient sub-clique makes its maximal clique
     rank-deficient too.
@@ -84,6 +89,8 @@ def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[lis
             cols.append(u)
     if not cols:
         return None, []
+    if gp.n * len(cols) > DENSE_EXPOSING:
+        return None, found
     U, s, _ = np.linalg.svd(np.array(cols).T, full_matrices=False)
     return U[:, s > 1e-10 * s[0]], found
 
