@@ -18,7 +18,7 @@ from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
 from .certificate import _rel_gap
-from .face import exposing_vectors, restore_on_face
+from .face import DENSE_JACOBIAN, exposing_vectors, restore_on_face
 from .farkas import farkas_certificate
 from .options import LowRankOptions
 from .solve import lowrank_solve
@@ -191,9 +191,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
 def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict):
     """The result moved onto the face that rank-deficient equality cliques expose
     (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
-    where no clique exposes one, or where added rows or an SNR constraint would have to be
-    restored on a Jacobian too large to factor densely, or where the exposing vectors are
-    too many to orthonormalise densely. An unrestored point may lie below the optimum by
+    where no clique exposes one. Not restored where the restoration's Jacobian is too
+    large to factor densely or the exposing vectors too many to orthonormalise densely:
+    such a point may lie below the optimum by
     about the square root of its residual (no strictly feasible point), outside the
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
     ``extra["face"]`` says why."""
@@ -209,8 +209,8 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     extra["face"].update(exposing_vectors=U.shape[1], off_face=off)
     restored = restore_on_face(gp, F, U)
     if restored is None:
-        return _unrestored(result, extra, "the added rows or SNR constraint would have to be "
-                           "restored on a Jacobian too large to factor densely")
+        return _unrestored(result, extra, "the restoration's Jacobian would exceed "
+                           f"{DENSE_JACOBIAN:,} entries")
     V, infeas = restored
     space = FactorSpace(gp)
     p = float(np.sum(V * space.apply_C(V)))

@@ -26,15 +26,14 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
 
 __all__ = ["exposing_vectors", "restore_on_face"]
 
-#: up to this many Jacobian entries (edges x factor entries) Gauss-Newton factors the
-#: Jacobian densely; beyond, LSMR on it as an operator
+#: up to this many Jacobian entries (rows x factor entries) Gauss-Newton factors the
+#: Jacobian densely; beyond, the point is not restored (the solve reports why)
 DENSE_JACOBIAN = 4_000_000
 
 #: an eigenvalue of a clique's target Gram block at most this times its largest counts as
@@ -106,8 +105,9 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     constraint's :math:`\max(0, \langle H, G\rangle)` over the first point's
     :math:`|\langle C, G\rangle|`, from :math:`PF`, at most ``max_iter`` steps. Returns the
     factor (on the face: :math:`U^TV = 0`) and its infeasibility as the solver measures it
-    (the largest of the three relative violations), or ``None`` where the Jacobian would be
-    too large to factor densely and there are rows besides the distances.
+    (the largest of the three relative violations), or ``None`` where the Jacobian
+    (m x nk) would exceed :data:`DENSE_JACOBIAN` entries: an iterative least-squares step
+    there ran past the solve's time limit by minutes (n = 1,000 Swiss roll).
     """
     from .space import FactorSpace
 
@@ -116,8 +116,7 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     n, k = F.shape
     edges = np.asarray(gp.edges)
     m = edges.shape[0]
-    dense = m * n * k <= DENSE_JACOBIAN
-    if not dense and (K is not None or H is not None):
+    if m * n * k > DENSE_JACOBIAN:
         return None
     t = np.asarray(gp.target, dtype=float)
     t_norm = max(float(np.linalg.norm(t)), 1e-300)
@@ -154,27 +153,19 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
         return np.concatenate(parts(V))
 
     def step(V, r):
-        # the least-norm Gauss-Newton step min |J d + r|: J dense, or LSMR on J as an
-        # operator (distances only)
+        # the least-norm Gauss-Newton step min |J d + r|, J dense
         Z = diffs(V)
-        if dense:
-            EP = E.toarray() - EU @ U.T                   # m x n
-            J = [2.0 * (EP[:, :, None] * Z[:, None, :]).reshape(m, n * k) / t_norm]
-            PV = project(V)
-            _, rk, rh = parts(V)
-            for a in range(len(A)):
-                active = K.equality[a] or rk[a] > 0
-                J.append((2.0 * project(A[a] @ PV) / k_scale[a] * active).reshape(1, -1))
-            if H is not None:
-                J.append((2.0 * project(space.apply_H(PV)) / h_scale * (rh[0] > 0))
-                         .reshape(1, -1))
-            return np.linalg.lstsq(np.vstack(J), -r, rcond=None)[0].reshape(n, k)
-        op = spla.LinearOperator(
-            (m, n * k), dtype=float,
-            matvec=lambda d: 2.0 * np.einsum("ij,ij->i", Z, diffs(np.reshape(d, (n, k))))
-            / t_norm,
-            rmatvec=lambda w: project(E.T @ (2.0 * w[:, None] * Z)).ravel() / t_norm)
-        return spla.lsmr(op, -r, atol=1e-14, btol=1e-14, maxiter=10 * m)[0].reshape(n, k)
+        EP = E.toarray() - EU @ U.T                       # m x n
+        J = [2.0 * (EP[:, :, None] * Z[:, None, :]).reshape(m, n * k) / t_norm]
+        PV = project(V)
+        _, rk, rh = parts(V)
+        for a in range(len(A)):
+            active = K.equality[a] or rk[a] > 0
+            J.append((2.0 * project(A[a] @ PV) / k_scale[a] * active).reshape(1, -1))
+        if H is not None:
+            J.append((2.0 * project(space.apply_H(PV)) / h_scale * (rh[0] > 0))
+                     .reshape(1, -1))
+        return np.linalg.lstsq(np.vstack(J), -r, rcond=None)[0].reshape(n, k)
 
     with threadpool_limits(limits=1, user_api="blas"):    # small dense factorisations
         V = PF
