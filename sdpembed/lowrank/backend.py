@@ -207,12 +207,12 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     F = result.factor
     off = float(np.linalg.norm(U.T @ F) / max(np.linalg.norm(F), 1e-300))
     extra["face"].update(exposing_vectors=U.shape[1], off_face=off)
-    restored = restore_on_face(gp, F, U)
+    space = FactorSpace(gp)
+    restored = restore_on_face(gp, F, U, space=space)
     if restored is None:
         return _unrestored(result, extra, "the restoration's Jacobian would exceed "
                            f"{DENSE_JACOBIAN:,} entries")
     V, infeas = restored
-    space = FactorSpace(gp)
     p = float(np.sum(V * space.apply_C(V)))
     certified = result.certified_gap is not None and result.bound is not None
     gap = _rel_gap(p, result.bound) if certified else None

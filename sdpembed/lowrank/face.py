@@ -29,6 +29,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
+from .space import FactorSpace
 
 __all__ = ["exposing_vectors", "restore_on_face"]
 
@@ -94,8 +95,8 @@ def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[lis
     return U[:, s > 1e-10 * s[0]], found
 
 
-def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: int = 50
-                    ) -> tuple[np.ndarray, float] | None:
+def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: int = 50,
+                    space: FactorSpace | None = None) -> tuple[np.ndarray, float] | None:
     r"""A factor on the face :math:`\{GU = 0\}` near ``F``, with the constraints restored.
 
     Gauss-Newton with least-norm steps (halved until the residual falls) on the
@@ -109,9 +110,7 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     (m x nk) would exceed :data:`DENSE_JACOBIAN` entries: an iterative least-squares step
     there ran past the solve's time limit by minutes (n = 1,000 Swiss roll).
     """
-    from .space import FactorSpace
-
-    space = FactorSpace(gp)
+    space = FactorSpace(gp) if space is None else space     # the caller's, if it has one
     K, H = space.K, space.H
     n, k = F.shape
     edges = np.asarray(gp.edges)
