@@ -376,8 +376,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     if status == cp.OPTIMAL_INACCURATE:
         advice = (entry.inaccurate_advice if entry.inaccurate_advice else
                   "raise the iteration or time limit" if extra.get("stopped_by_limit") else
-                  "try another backend; for Gram SDPs keep reduce_face=True (without it no "
-                  "strictly feasible point exists and interior-point methods lose accuracy)")
+                  _inaccurate_advice(formulation))
         said = extra.get("message")
         _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
     if extra.get("primal_residual") is None:
@@ -420,6 +419,18 @@ def _point_of(formulation: Formulation):
         return variables[0].value if variables else None
     except Exception:  # noqa: BLE001 - the point is a courtesy of the error, never its cause
         return None
+
+
+def _inaccurate_advice(formulation) -> str:
+    """What to try after an interior-point backend's inaccurate answer on ``formulation``."""
+    if getattr(formulation, "reduce_face", True) is False:
+        return ("try another backend, or build with reduce_face=True (without it the Gram SDP "
+                "has no strictly feasible point and interior-point methods lose accuracy)")
+    if hasattr(formulation, "reduce_face"):
+        return ("try another backend; the face is already reduced, so the constraints may "
+                "leave no strictly feasible point (e.g. equality distances fixing a "
+                "rank-deficient clique): LOWRANK reports an interval for such problems")
+    return "try another backend"
 
 
 def _warn_inaccurate(name: str, what: str, advice: str) -> None:

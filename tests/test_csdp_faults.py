@@ -144,11 +144,24 @@ def test_csdp_success_with_a_real_gap_beyond_the_limit_is_inaccurate(monkeypatch
     0.1 % below the optimum -0.4416096 of the facially reduced problem. Before: status
     'optimal'."""
     monkeypatch.delenv(_csdp.ENV_VAR, raising=False)
-    with pytest.warns(InaccurateSolutionWarning, match=r"real relative gap -9\.\d+e-05"):
+    with pytest.warns(InaccurateSolutionWarning, match=r"real relative gap -9\.\d+e-05") as rec:
         rep = solve(_seed383(), solver="CSDP")
+    said = " ".join(str(w.message) for w in rec)
+    # the face is reduced already: the advice names the cause, not reduce_face=True
+    assert "no strictly feasible point" in said and "build with reduce_face" not in said
     assert rep.status == "optimal_inaccurate"
     assert abs(rep.gap) > _csdp.REAL_GAP_LIMIT
     assert rep.objective < -0.4416096 - 1e-4     # the reason: below the optimum
+
+
+def test_inaccurate_advice_follows_the_formulations_face():
+    from sdpembed.solvers import _inaccurate_advice
+
+    g = knn_graph(np.random.default_rng(1).normal(size=(10, 2)), n_neighbors=2)
+    y = np.repeat([0, 1], 5)
+    assert "build with reduce_face=True" in _inaccurate_advice(dvu(g, y, reduce_face=False))
+    reduced = _inaccurate_advice(dvu(g, y, reduce_face=True))
+    assert "face is already reduced" in reduced and "build with" not in reduced
 
 
 def _seed383():
