@@ -1002,11 +1002,10 @@ def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
         SX = space.apply_S(X, y, res.nu)
         assert np.linalg.norm(SX - SX.mean(axis=0) - X * lam) <= 1e-6 * scale
     assert any(used > asked for asked, used in shifts)   # some shift was raised
-    monkeypatch.setattr(lowrank.repair, "_WEYL_SHIFT", False)
-    monkeypatch.setattr(lowrank.spectrum, "_RAISE", False)
     calls.clear()
     shifts.clear()
-    y_c, eig_c = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
+    y_c, eig_c = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8,
+                                          near_shifts=False)
     assert all(kw.get("lower") is None for kw, *_ in calls)
     assert all(used == asked for asked, used in shifts)
     np.testing.assert_allclose(y_w, y_c, rtol=0, atol=1e-9 * np.abs(y_c).max())

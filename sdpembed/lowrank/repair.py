@@ -343,11 +343,6 @@ def _explicit_jacobian(space: FactorSpace, E, Z: np.ndarray, V: np.ndarray,
 #: certificate is computed and verified like any other.
 _LIFT_MARGIN = 1e-10
 
-#: a lift round after the first shifts its block just below the last round's lambda_min
-#: (docs/tuning.md, "LOWRANK at scale: block shifts nearer the spectrum")
-_WEYL_SHIFT = True
-
-
 def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
                    offset: float = 0.0) -> float:
     r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0) - (1-\theta)z^Tb` from
@@ -367,7 +362,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None,
-                     deadline: float = np.inf) -> tuple[np.ndarray, EigenEstimate]:
+                     deadline: float = np.inf,
+                     near_shifts: bool = True) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -405,7 +401,12 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     the rest of the way to a PSD :math:`S` is not worth its rounds at large n (the
     certificate is computed afterwards as for any other dual point), or once ``deadline``
     (a :func:`time.perf_counter` value) has passed (after the first round's eigenpairs:
-    the pair returned always belongs to the multipliers returned). ``y`` is first
+    the pair returned always belongs to the multipliers returned). Above
+    ``DenseLimits.eig`` a round after the first shifts its shift-invert block just below
+    the previous round's :math:`\lambda_{\min}` (a lower bound: the lift only adds PSD
+    terms, Weyl) and every block raises its shift towards the spectrum while the pivots
+    stay positive; ``near_shifts=False`` keeps each block's first shift instead (the
+    same eigenpairs to Lanczos accuracy, by a longer path). ``y`` is first
     clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
     solve's candidates already lie in it) and the caller's array is not modified.
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
@@ -460,7 +461,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         else:
             # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl)
             lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
-                             lower=float(lam[0]) if r > 0 and _WEYL_SHIFT else None)
+                             lower=float(lam[0]) if r > 0 and near_shifts else None,
+                             raise_shift=near_shifts)
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
         if lam[0] >= 0 or r == rounds or _past(deadline) \

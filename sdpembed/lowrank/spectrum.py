@@ -226,13 +226,9 @@ def _dense_bottom(space: FactorSpace, y, nu, k: int) -> tuple[np.ndarray, np.nda
 #: the shift below a known lower bound on lambda_min, relative to it (:func:`_bottom`)
 _LOWER_MARGIN = 0.1
 
-#: blocks (k > 1) raise their shift towards the spectrum (``sparse_bottom(raise_to=...)``;
-#: docs/tuning.md, "LOWRANK at scale: block shifts nearer the spectrum")
-_RAISE = True
-
-
 def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
-            lower: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+            lower: float | None = None,
+            raise_shift: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs of :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (full
     space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
     Lanczos on a sparse factorisation
@@ -245,8 +241,8 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     term, Weyl's inequality), just below it instead (a shift nearer the bottom separates
     the bottom eigenvalues of the inverse better); a block (``k > 1``) then raises its
     shift towards the spectrum while the pivots stay positive, not above ``-floor``
-    (``sparse_bottom(raise_to=...)``). Values are Rayleigh quotients (unverified above
-    ``limits.eig``)."""
+    (``sparse_bottom(raise_to=...)``; ``raise_shift=False`` keeps the first shift).
+    Values are Rayleigh quotients (unverified above ``limits.eig``)."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
@@ -260,7 +256,7 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     else:
         sigma = min(guess, 0.0) - max(abs(guess), floor)
     lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma,
-                              raise_to=-floor if k > 1 and _RAISE else None)
+                              raise_to=-floor if k > 1 and raise_shift else None)
     return lam, X
 
 
