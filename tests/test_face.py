@@ -183,6 +183,28 @@ def test_the_lifted_face_certificate_holds_in_the_original_problem():
         + Fraction(1, 10**12)
 
 
+def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(monkeypatch):
+    """Differential seed 81042 (equality MVU, 50 points, one exposing clique; on the
+    clique face still no strictly feasible point): the restoration onto the face stalled
+    at a residual 8.4e-6 and the point, reported 'optimal_inaccurate' at -95.97 with gap
+    2.6e-3, lay 0.9 % below the references' -95.08 (CLARABEL, CSDP): outside its stated
+    gap. A point restored onto an exposed face to no better than tol**2 is now refused.
+    Simulated here on seed 383 by a restoration that stops at 1e-6."""
+    from sdpembed.exceptions import SolverFailedError
+    from sdpembed.lowrank import backend
+
+    real = backend.restore_on_face
+
+    def stalled(gp, F, U, **kw):
+        V, _ = real(gp, F, U, **kw)
+        return V, 1e-6
+
+    monkeypatch.setattr(backend, "restore_on_face", stalled)
+    with pytest.raises(SolverFailedError, match="degenerate on the face") as err:
+        solve(_seed383(), solver="LOWRANK", max_outer=10)
+    assert err.value.point is not None and err.value.bound is not None
+
+
 @pytest.mark.parametrize("seed", [71038, 70117])
 def test_added_rows_and_snr_are_restored_on_the_face_too(seed):
     """71038: 24 points, a 5-clique exposing a face, an added row G[15, 15] <= b; before,

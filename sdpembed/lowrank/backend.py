@@ -154,6 +154,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra)
+        _refuse_stalled_on_face(result, opts, extra, formulation)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -308,6 +309,31 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray, opts: LowRankOptions,
         best, certified_gap=gap, status=status, seconds=result.seconds + record["seconds"],
         estimated_gap=(None if best.estimated_bound is None
                        else relative_gap(best.objective, best.estimated_bound)))
+
+
+def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
+    r"""Raise :class:`SolverFailedError` where the point restored onto an exposed face is
+    still off the constraints by more than ``tol**2`` (relative): Gauss-Newton stalled
+    there, a sign that the constraints on the face are degenerate too (no strictly
+    feasible point on the face either). Without a strictly feasible point a residual
+    :math:`r` can buy an objective about :math:`\sqrt r` below the optimum (the module
+    docstring of :mod:`~sdpembed.lowrank.face`), outside any gap the point and its bound
+    state, so the point is a result only where :math:`\sqrt r` is within the accuracy asked,
+    ``tol``. The error carries the point and the bound."""
+    face = extra.get("face")
+    if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
+        return
+    raise SolverFailedError(
+        f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
+        f"equalities leave no strictly feasible point ({face['cliques']} clique(s) expose a "
+        "face), and the point restored onto that face still violates the constraints by "
+        f"{result.infeasibility:.2g} (relative), above tol**2 = {opts.tol ** 2:.2g}: the "
+        "constraints are degenerate on the face too, and such a point's objective can lie "
+        "below the optimum by about the square root of its violation, outside its stated "
+        "gap. It is not a solution. Solve with a conic backend (CLARABEL, CSDP) and check "
+        "its status, or raise time_limit (LOWRANK then also solves on the face).",
+        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
+        point=result.factor)
 
 
 def _unrestored(result, extra: dict, why: str):

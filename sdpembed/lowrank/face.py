@@ -19,6 +19,12 @@ follow. :func:`restore_on_face` moves a factor onto the face (:math:`F \to PF`, 
 the projection onto :math:`U^\perp`) and restores the distances there by Gauss-Newton
 (least squares on the factor), so that the objective reported is that of a point on the
 face, whose residual is that of a problem with a strictly feasible point.
+
+On the face the restricted problem has a strictly feasible point where the cliques were
+the only obstruction, and the solve can continue there (:func:`face_basis`); its
+multipliers certify the *original* problem through :func:`face_certificate` (lifted by
+the cliques' own rows, checked in exact arithmetic), which does not rely on the computed
+face being exact.
 """
 
 from __future__ import annotations
