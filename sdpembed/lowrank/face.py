@@ -326,8 +326,8 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     space = FactorSpace(gp, np.c_[Q, U])
     nu = space.duals(nu)
     off = space.linear_offset(nu)
-    if not np.isfinite(off):
-        return None
+    if not np.isfinite(off) or (space.H is not None and nu[0] < 0):
+        return None       # outside the dual domain: <H, G> <= 0 needs its multiplier >= 0
     r = Q.shape[1]
     M = space.dense_S(y, nu)                                  # P^T S P
     A, X, B = M[:r, :r], M[:r, r:], M[r:, r:]
