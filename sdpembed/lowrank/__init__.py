@@ -120,8 +120,10 @@ are tried too and the highest bound kept: :math:`S(y_s) = (1-s)S(y) + sS(y_0)` o
 better: :math:`S(sy, s\\nu) = sS(y,\\nu) + (1-s)C \\succeq (s\\mu + (s-1)c)I = 0` for
 :math:`s = c/(c+\\mu)`, so the bound is :math:`-\\varphi^*(sy)`, a relative loss of about
 :math:`|\\mu|/c` instead of :math:`|\\mu|T/|p|` (``"scaled"``; the higher of the two
-bounds is kept). On a reduced basis, where no trace bound is known, the scaled bound is
-the only one.
+bounds is kept). On a reduced basis :math:`G = QYQ^T` both hold as they are
+(:math:`\\mu = \\lambda_{\\min}(Q^TSQ)`, :math:`\\mathrm{tr}\\,Y = \\mathrm{tr}\\,G`, and every
+feasible point of the reduced problem is one of the full problem, so :math:`T` bounds its
+trace too).
 
 Two dual points are tried and the higher bound is kept: the augmented-Lagrangian
 multipliers, and their *refinement* (:func:`refine_multipliers`), the point of
@@ -164,6 +166,10 @@ words:
   (:func:`~sdpembed.lowrank.verify._verified_lambda_min`) and the bound is recomputed
   from the verified one (for ``"shifted"`` the coercive point's :math:`\\mu_0` is
   verified too).
+* ``"exact"``: equality distances whose cliques expose a face (no strictly feasible
+  point), solved on further on the face: the face's multipliers lifted to the full space
+  (:func:`~sdpembed.lowrank.face.face_certificate`), :math:`S - \\mu I` checked positive
+  definite in exact rational arithmetic.
 * ``"lanczos (unverified)"`` (``"shift-invert (unverified)"``): the check could not run
   (not enough memory for the factorisation) or failed at every shift tried. The
   bound is then only an estimate: ``certified_gap`` and ``extra["lower_bound"]`` are
@@ -216,6 +222,7 @@ from .certificate import (
     Certificate,
     CertificateCache,
     certify,
+    relative_gap,
     verify_certificate,
 )
 from .options import (
@@ -234,6 +241,7 @@ from .spectrum import EigenEstimate
 
 __all__ = ["LowRankOptions", "DenseLimits", "LowRankResult", "lowrank_solve", "FactorSpace",
            "DistancePenalty", "EigenEstimate", "Certificate", "CertificateCache", "certify",
-           "verify_certificate", "refine_multipliers", "lift_multipliers", "restore_feasibility",
+           "verify_certificate", "relative_gap", "refine_multipliers", "lift_multipliers",
+           "restore_feasibility",
            "BACKEND_NAME", "INNER_SOLVERS", "REDUCED_SOLVERS", "INTERVAL_ENVELOPES",
            "CHECK_DENSE", "CHECK_SPARSE", "CHECK_CHOLESKY", "CHECK_LANCZOS", "CHECK_SHIFT_INVERT"]

@@ -17,8 +17,15 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
-from .certificate import _rel_gap
-from .face import DENSE_JACOBIAN, exposing_vectors, restore_on_face
+from .certificate import relative_gap
+from .face import (
+    DENSE_JACOBIAN,
+    clique_null_vectors,
+    exposing_vectors,
+    face_basis,
+    face_certificate,
+    restore_on_face,
+)
 from .farkas import farkas_certificate
 from .options import LowRankOptions
 from .solve import lowrank_solve
@@ -147,6 +154,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra)
+        _refuse_stalled_on_face(result, opts, extra, formulation)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -196,7 +204,8 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     such a point may lie below the optimum by
     about the square root of its residual (no strictly feasible point), outside the
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
-    ``extra["face"]`` says why."""
+    ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
+    further on the face (:func:`_solve_on_face`)."""
     U, cliques = exposing_vectors(gp)
     if not cliques:
         return result
@@ -215,18 +224,116 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     V, infeas = restored
     p = float(np.sum(V * space.apply_C(V)))
     certified = result.certified_gap is not None and result.bound is not None
-    gap = _rel_gap(p, result.bound) if certified else None
+    gap = relative_gap(p, result.bound) if certified else None
     status = ("optimal" if certified and gap <= opts.tol and infeas <= opts.feas_tol
               else "optimal_inaccurate")
     extra["face"].update(restored=True, infeasibility=infeas, objective=p)
     logger.info("LOWRANK: %d clique(s) expose a face; the point, %.2g off it, restored "
                 "onto it: objective %.8g -> %.8g, infeasibility %.2g", len(cliques), off,
                 result.objective, p, infeas)
-    return dataclasses.replace(
+    result = dataclasses.replace(
         result, factor=V, objective=p, infeasibility=infeas, status=status,
         certified_gap=gap,
         estimated_gap=(None if result.estimated_bound is None
-                       else _rel_gap(p, result.estimated_bound)))
+                       else relative_gap(p, result.estimated_bound)))
+    if status == "optimal":
+        return result
+    return _solve_on_face(gp, result, U, opts, extra, space)
+
+
+#: the face solve's tolerance, relative to the solve's: the lift to the full space
+#: (:func:`~sdpembed.lowrank.face.face_certificate`) and the restoration each cost a little
+_FACE_TOL = 0.25
+
+#: the face solve needs at least this many seconds, and this share, of the solve's time
+#: limit left (its outer iterations are checked against the limit only between them)
+_FACE_MIN_SECONDS = 1.0
+_FACE_MIN_SHARE = 0.2
+
+
+def _solve_on_face(gp: GramProblem, result, U: np.ndarray, opts: LowRankOptions,
+                   extra: dict, space: FactorSpace):
+    r"""Continue the solve on the face :math:`\{QZQ^T : Z \succeq 0\}` from the restored point
+    (:func:`~sdpembed.lowrank.face.face_basis`; ``lowrank_solve(gp, basis=Q)``), where the
+    restricted problem has a strictly feasible point (the cliques' faces were the reason
+    it had none) and its multipliers converge; its point, restored onto the constraints,
+    replaces the result's where it is lower, and its multipliers give a bound of the
+    *original* problem by :func:`~sdpembed.lowrank.face.face_certificate` (the restricted
+    problem's own bound would need the face to be exact). The higher of that bound and
+    the result's is reported; ``optimal`` only where its gap is within ``tol`` and the
+    point within ``feas_tol``. Runs only up to ``DenseLimits.eig`` points (dense blocks)
+    and while ``_FACE_MIN_SECONDS`` and ``_FACE_MIN_SHARE`` of the time limit are left;
+    ``extra["face"]["solve"]`` records what happened."""
+    left = opts.time_limit - result.seconds
+    if gp.n > opts.dense_limits.eig or left < max(_FACE_MIN_SECONDS,
+                                                   _FACE_MIN_SHARE * opts.time_limit):
+        extra["face"]["solve"] = {"ran": False, "reason": (
+            f"n = {gp.n} > {opts.dense_limits.eig}" if gp.n > opts.dense_limits.eig
+            else f"{left:.2g} s of the time limit left")}
+        return result
+    t0 = time.perf_counter()
+    Q = face_basis(U)
+    sub = lowrank_solve(gp, basis=Q, options=dataclasses.replace(
+        opts, warm_start=result.factor, reduced_solver="alm", time_limit=left,
+        tol=opts.tol * _FACE_TOL,
+        warm_multipliers=(None if result.y is None else (np.asarray(result.y),
+                                                         np.asarray(result.nu)))))
+    record = {"ran": True, "status": sub.status, "objective": float(sub.objective),
+              "iterations": sub.iterations, "stop_reason": sub.stop_reason}
+    extra["face"]["solve"] = record
+    best = result
+    if sub.status in ("optimal", "optimal_inaccurate") and np.isfinite(sub.objective):
+        restored = restore_on_face(gp, sub.factor, U, space=space)
+        if restored is not None:
+            V, infeas = restored
+            p = float(np.sum(V * space.apply_C(V)))
+            record.update(objective_restored=p, infeasibility=infeas,
+                          infeasibility_before=sub.infeasibility, face_bound=sub.bound)
+            if infeas <= max(opts.feas_tol, result.infeasibility) and p < result.objective:
+                best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
+        cert = face_certificate(gp, Q, U, clique_null_vectors(gp), sub.y, sub.nu)
+        if cert is not None:
+            record.update(bound=cert.bound, certificate=cert.describe())
+            if result.bound is None or cert.bound > result.bound:
+                best = dataclasses.replace(best, bound=cert.bound)
+                extra["certificate"] = cert.describe()
+                extra["certificate_check"] = "exact"
+                extra["lower_bound"] = cert.bound
+    gap = relative_gap(best.objective, best.bound)
+    status = ("optimal" if gap is not None and gap <= opts.tol
+              and best.infeasibility <= opts.feas_tol else "optimal_inaccurate")
+    record["seconds"] = time.perf_counter() - t0
+    logger.info("LOWRANK: solved on the face: objective %.8g, bound %s, gap %s",
+                best.objective, best.bound, gap)
+    return dataclasses.replace(
+        best, certified_gap=gap, status=status, seconds=result.seconds + record["seconds"],
+        estimated_gap=(None if best.estimated_bound is None
+                       else relative_gap(best.objective, best.estimated_bound)))
+
+
+def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
+    r"""Raise :class:`SolverFailedError` where the point restored onto an exposed face is
+    still off the constraints by more than ``tol**2`` (relative): Gauss-Newton stalled
+    there, a sign that the constraints on the face are degenerate too (no strictly
+    feasible point on the face either). Without a strictly feasible point a residual
+    :math:`r` can buy an objective about :math:`\sqrt r` below the optimum (the module
+    docstring of :mod:`~sdpembed.lowrank.face`), outside any gap the point and its bound
+    state, so the point is a result only where :math:`\sqrt r` is within the accuracy asked,
+    ``tol``. The error carries the point and the bound."""
+    face = extra.get("face")
+    if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
+        return
+    raise SolverFailedError(
+        f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
+        f"equalities leave no strictly feasible point ({face['cliques']} clique(s) expose a "
+        "face), and the point restored onto that face still violates the constraints by "
+        f"{result.infeasibility:.2g} (relative), above tol**2 = {opts.tol ** 2:.2g}: the "
+        "constraints are degenerate on the face too, and such a point's objective can lie "
+        "below the optimum by about the square root of its violation, outside its stated "
+        "gap. It is not a solution. Solve with a conic backend (CLARABEL, CSDP) and check "
+        "its status, or raise time_limit (LOWRANK then also solves on the face).",
+        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
+        point=result.factor)
 
 
 def _unrestored(result, extra: dict, why: str):

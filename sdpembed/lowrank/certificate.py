@@ -108,7 +108,7 @@ class CertificateCache:
     curvature : float or None
         The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
     trace_bound : float or None
-        :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, full space).
+        :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, ``"shrink"``).
     mu0 : float or None
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
     mu0_verified : (float or None, str) or None
@@ -309,18 +309,14 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                 best = Certificate(-pen.conjugate(scale * y) - scale * off, mu, "scaled",
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
                                    check=check, check_note=check_note, y=y, nu=nu)
-        if space.Q is None:
-            if cache.trace_bound is None:
-                cache.trace_bound = _trace_bound_equality(space.gp)
-            T = cache.trace_bound
-            if best is None or -phi + mu * T - off > best.bound:
-                best = Certificate(-phi + mu * T - off, mu, "trace-bound",
-                                   f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
-                                   check_note=check_note, y=y, nu=nu)
-        if best is None:
-            return Certificate(None, mu, "none", "dual slack not PSD on the reduced basis "
-                               "and the objective not negative definite there", eig=eig,
-                               check=check, y=y, nu=nu)
+        # on a reduced basis too: its feasible points are feasible points of the full problem
+        if cache.trace_bound is None:
+            cache.trace_bound = _trace_bound_equality(space.gp)
+        T = cache.trace_bound
+        if best is None or -phi + mu * T - off > best.bound:
+            best = Certificate(-phi + mu * T - off, mu, "trace-bound",
+                               f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
+                               check_note=check_note, y=y, nu=nu)
         return best
     y0 = pen.coercive_point()
     nu0 = np.zeros(space.q)
@@ -386,10 +382,13 @@ def _shift_theta(mu: float, mu_anchor: float, eps: float = 0.0) -> float:
 _SHIFT_ANCHORS = (1e-2, 1e-4, 1e-6)
 
 
-def _rel_gap(p, lb):
-    """:math:`|p - \\ell| / \\max(|p|, |\\ell|)` (``p`` may fall below a valid bound only through
-    the infeasibility of an equality-constrained factor, reported separately); ``inf`` for a
-    non-finite bound (multipliers outside the domain of :math:`\\varphi^*`)."""
+def relative_gap(p: float | None, lb: float | None) -> float | None:
+    """The relative gap :math:`|p - \\ell| / \\max(|p|, |\\ell|)` of an objective ``p`` and a lower
+    bound ``lb``, as LOWRANK reports it (``certified_gap``); at most 2.
+
+    ``p`` may fall below a valid bound only through the infeasibility of an
+    equality-constrained factor, reported separately. ``None`` if either is ``None``;
+    ``inf`` for a non-finite bound (multipliers outside the domain of :math:`\\varphi^*`)."""
     if lb is None or p is None:
         return None
     if not np.isfinite(lb):

@@ -19,9 +19,17 @@ follow. :func:`restore_on_face` moves a factor onto the face (:math:`F \to PF`, 
 the projection onto :math:`U^\perp`) and restores the distances there by Gauss-Newton
 (least squares on the factor), so that the objective reported is that of a point on the
 face, whose residual is that of a problem with a strictly feasible point.
+
+On the face the restricted problem has a strictly feasible point where the cliques were
+the only obstruction, and the solve can continue there (:func:`face_basis`); its
+multipliers certify the *original* problem through :func:`face_certificate` (lifted by
+the cliques' own rows, checked in exact arithmetic), which does not rely on the computed
+face being exact.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import networkx as nx
 import numpy as np
@@ -29,9 +37,12 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
+from .certificate import _trace_bound_equality
 from .space import FactorSpace
+from .verify import _U
 
-__all__ = ["exposing_vectors", "restore_on_face"]
+__all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face", "face_basis",
+           "face_certificate"]
 
 #: up to this many Jacobian entries (rows x factor entries) Gauss-Newton factors the
 #: Jacobian densely; beyond, the point is not restored (the solve reports why)
@@ -46,23 +57,25 @@ RANK_RTOL = 1e-9
 DENSE_EXPOSING = 4_000_000
 
 
-def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[list[int], int]]]:
-    r"""The orthonormal exposing vectors :math:`U` (n x q, :math:`U^T\mathbf 1 = 0`) of the
-    cliques whose equality targets fix a Gram block of rank below :math:`|K| - 1`, and those
-    cliques with the rank of their block; ``(None, [])`` where there is none (or the
-    distances are not equalities), ``(None, cliques)`` where the vectors would take more
-    than :data:`DENSE_EXPOSING` entries.
+def clique_null_vectors(gp: GramProblem) -> list[tuple[list[int], int, np.ndarray]]:
+    r"""``(K, rank, N)`` per maximal clique :math:`K` of the graph whose equality targets fix
+    a centred Gram block :math:`G_K = -\tfrac12 J\bar D_KJ` of rank below :math:`|K| - 1`:
+    :math:`N` (:math:`|K|\times s`, orthonormal columns orthogonal to :math:`\mathbf 1_K`)
+    spans the block's null space less the constant vector. Empty where the distances are
+    not equalities.
 
-    Only maximal cliques are examined: a rank-deficient sub-clique makes its maximal clique
-    rank-deficient too.
+    An eigenvalue at most :data:`RANK_RTOL` times the block's largest counts as zero; a
+    clique whose block has a negative eigenvalue below that (targets no points realise:
+    infeasible, the Farkas certificate's business) is skipped. Only maximal cliques are
+    examined: a rank-deficient sub-clique makes its maximal clique rank-deficient too.
     """
     if gp.distances != "equality":
-        return None, []
+        return []
     edges = np.asarray(gp.edges)
     target = np.asarray(gp.target, dtype=float)
     graph = nx.Graph()
     graph.add_edges_from((int(i), int(j), {"t": float(t)}) for (i, j), t in zip(edges, target))
-    cols, found = [], []
+    out = []
     for K in nx.find_cliques(graph):
         k = len(K)
         if k < 3:
@@ -78,21 +91,38 @@ def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[lis
         rank = int(np.sum(ev > tol))
         if rank >= k - 1 or np.any(ev < -tol):
             continue    # full rank, or targets no points realise (infeasible: not a face)
-        found.append((K, rank))
         # the null space of the block, less the constant vector (J's own null vector)
         null = vec[:, np.abs(ev) <= tol]
         null = null - null.mean(axis=0)
         q, s, _ = np.linalg.svd(null, full_matrices=False)
-        for c in q[:, s > 1e-8 * max(s.max(), 1e-300)].T:
-            u = np.zeros(gp.n)
-            u[K] = c
-            cols.append(u)
+        out.append((K, rank, q[:, s > 1e-8 * max(s.max(), 1e-300)]))
+    return out
+
+
+def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[list[int], int]]]:
+    r"""The orthonormal exposing vectors :math:`U` (n x q, :math:`U^T\mathbf 1 = 0`) of the
+    cliques whose equality targets fix a Gram block of rank below :math:`|K| - 1`
+    (:func:`clique_null_vectors`), and those cliques with the rank of their block;
+    ``(None, [])`` where there is none (or the distances are not equalities),
+    ``(None, cliques)`` where the vectors would take more than :data:`DENSE_EXPOSING`
+    entries.
+    """
+    nulls = clique_null_vectors(gp)
+    found = [(K, rank) for K, rank, _ in nulls]
+    cols = [_padded(gp.n, K, N) for K, _, N in nulls if N.shape[1]]
     if not cols:
         return None, []
-    if gp.n * len(cols) > DENSE_EXPOSING:
+    if gp.n * sum(c.shape[1] for c in cols) > DENSE_EXPOSING:
         return None, found
-    U, s, _ = np.linalg.svd(np.array(cols).T, full_matrices=False)
+    U, s, _ = np.linalg.svd(np.hstack(cols), full_matrices=False)
     return U[:, s > 1e-10 * s[0]], found
+
+
+def _padded(n: int, K: list[int], N: np.ndarray) -> np.ndarray:
+    """The clique's vectors ``N`` (rows of ``K``) padded with zeros to n rows."""
+    out = np.zeros((n, N.shape[1]))
+    out[K] = N
+    return out
 
 
 def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: int = 50,
@@ -190,3 +220,296 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
         quad = abs(float(np.sum(V * space.apply_C(V))))
         infeas = max(infeas, float(rh[0]) * h_scale / max(quad, 1e-300))
     return V, infeas
+
+
+def face_basis(U: np.ndarray) -> np.ndarray:
+    r"""An orthonormal basis :math:`Q` (n x (n - 1 - q)) of the complement of
+    :math:`[\mathbf 1, U]`: the face :math:`\{G \succeq 0 : G\mathbf 1 = 0, GU = 0\}` is
+    :math:`\{QZQ^T : Z \succeq 0\}`."""
+    n = U.shape[0]
+    M = np.column_stack([np.full(n, 1.0 / np.sqrt(n)), U])
+    return np.linalg.qr(M, mode="complete")[0][:, M.shape[1]:]
+
+
+@dataclass
+class FaceCertificate:
+    r"""A lower bound on the optimum of the *original* problem from multipliers of the
+    problem restricted to the face (:func:`face_certificate`)."""
+
+    bound: float
+    lambda_face: float       # lambda_min(Q^T S Q), dense
+    mu: float                # lambda_min(S(y + t z, nu)) > mu on 1-perp (proved exactly)
+    t: float                 # the weight of the cliques' rows added to y
+    method: str              # "dual-feasible", "trace-bound" or "scaled"
+    y: np.ndarray = field(repr=False, default=None)   # the face's least-norm multipliers
+    z: np.ndarray = field(repr=False, default=None)   # the cliques' rows: y' = y + t z
+
+    def describe(self) -> str:
+        return (f"face multipliers lifted to the full space ({self.method}): "
+                f"lambda_min on the face {self.lambda_face:.3g}, lambda_min(S) >= {self.mu:.3g} "
+                f"with the cliques' rows weighted t = {self.t:.3g}, checked in exact "
+                "rational arithmetic")
+
+
+def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
+                     nulls: list[tuple[list[int], int, np.ndarray]], y: np.ndarray,
+                     nu: np.ndarray) -> FaceCertificate | None:
+    r"""A lower bound on the optimum of the original problem (not only of the problem
+    restricted to the face) from multipliers :math:`(y, \nu)` of the restricted problem.
+
+    Why not the restricted problem's own bound: if every feasible :math:`G` lies on the
+    face, both problems have one feasible set and one optimum, and the restricted bound
+    would do. That rests on :math:`u^T\bar G_Ku = 0` exactly for each exposing vector
+    (:math:`\bar G_K = -\tfrac12 J\bar D_KJ`), while :math:`u` is a computed null vector:
+    :math:`u^T\bar G_Ku = \epsilon_K \ne 0` in general. Then the feasible points satisfy
+    :math:`u^TGu = \epsilon_K`, not 0: a face computed too small (a vector taken for a null
+    vector that is not one, :data:`RANK_RTOL` too loose) excludes feasible points and its
+    bound can exceed the true optimum. So the bound is made in the original problem's
+    dual, where any multipliers give a valid bound and the face's inexactness shows up
+    as a cost, not an error.
+
+    The dual point: :math:`W = \sum_K N_KN_K^T` (:func:`clique_null_vectors`) is
+    supported on the cliques' blocks with :math:`W\mathbf 1 = 0`, so it is a combination
+    of the cliques' edge matrices, :math:`W = \sum_e z_ea_ea_e^T`
+    (:math:`z_{ij} = -W_{ij}`: the matrices :math:`a_ea_e^T` of a clique's edges span its
+    symmetric blocks with zero row sums). With :math:`y' = y + tz` (:math:`t \ge 0`),
+    :math:`S' = S(y', \nu) = S(y, \nu) + tW`, and weak duality for the original problem
+    gives, for every feasible :math:`G` (:math:`\mathrm{tr}\,G \le T`, the shortest-path
+    bound, valid for every feasible point of the original problem),
+
+    .. math::
+
+        \text{objective}(G) \ \ge\ -y^T\bar D - t\,z^T\bar D - z_\nu^Tb
+        + \min(\mu', 0)\,T, \qquad \mu' \le \lambda_{\min}(S') \text{ on } \mathbf 1^\perp,
+
+    where :math:`z^T\bar D = \sum_K \mathrm{tr}(N_K^T\bar G_KN_K) = \sum_K\epsilon_K \ge 0`,
+    about :math:`10^{-16}` of the targets: the cost of the face's inexactness, times
+    :math:`t`. The restricted problem's dual is attained (it has a strictly feasible
+    point) while the original's, in general, is only approached as :math:`t \to \infty`:
+    :math:`\lambda_{\min}(S')` tends to :math:`\lambda_{\min}(Q^TSQ)` from below, as
+    :math:`-c/t`.
+
+    Choosing :math:`t` and :math:`\mu'` (floating point, a heuristic): in the basis
+    :math:`P = [Q, U]` of :math:`\mathbf 1^\perp`, :math:`A = Q^TSQ`, :math:`X = Q^TSU`,
+    :math:`B = U^TSU`, :math:`W_{UU} = U^TWU \succ 0` (:math:`W`'s range is :math:`U`'s);
+    for :math:`\mu' = \lambda_{\min}(A) - \delta` the Schur complement
+    :math:`B + tW_{UU} - \mu'I - X^T(A - \mu'I)^{-1}X` is PSD for :math:`t` at least
+    :math:`\lambda_{\max}(\mu'I - B + X^T(A - \mu'I)^{-1}X)/\lambda_{\min}(W_{UU})`;
+    twice that is taken, for :math:`\delta` on a grid, and the candidates ordered by their
+    bounds. A smaller :math:`\delta` costs a larger :math:`t`.
+
+    Proving it (exact): at large :math:`t` the rounding of the blocks, of order
+    :math:`u\,t\|W\|`, can exceed :math:`\delta` (:math:`W`'s blocks off :math:`U` are zero
+    only up to rounding, times :math:`t`), so a floating-point test is no proof. Each
+    candidate, best first (at most
+    ``_EXACT_TRIES``), is checked in exact rational arithmetic, with every datum the
+    rational its double is (:func:`_exact_bound`): :math:`S(y + tz, \nu) - \mu'I` positive
+    definite on :math:`\mathbf 1^\perp` (:func:`_exactly_positive_definite`), the dual
+    value summed exactly and rounded down. The first that passes is the certificate; if
+    none does, there is none. Up to :data:`EXACT_CHECK` points.
+
+    First :math:`y` is replaced by its least-norm equivalent on the face
+    (:func:`_least_norm_multipliers`): on the face the cliques' rows are dependent, the
+    restricted problem's multipliers are unique only up to the kernel of its adjoint, and
+    they drift along it without bound, which the full space would see in :math:`X` and :math:`B`.
+
+    Returns ``None`` where no bound results (no candidate passes the exact check, an
+    inequality multiplier is negative, more than :data:`EXACT_CHECK` points, the face's
+    adjoint too large for :func:`_least_norm_multipliers`).
+    """
+    if gp.distances != "equality" or gp.n > EXACT_CHECK:
+        return None
+    trace_bound = _trace_bound_equality(gp)
+    y = _least_norm_multipliers(gp, Q, y)
+    if y is None:
+        return None
+    space = FactorSpace(gp, np.c_[Q, U])
+    nu = space.duals(nu)
+    off = space.linear_offset(nu)
+    if not np.isfinite(off) or (space.H is not None and nu[0] < 0):
+        return None       # outside the dual domain: <H, G> <= 0 needs its multiplier >= 0
+    r = Q.shape[1]
+    M = space.dense_S(y, nu)                                  # P^T S P
+    A, X, B = M[:r, :r], M[:r, r:], M[r:, r:]
+    # W = sum_K N_K N_K^T and its edge coefficients z
+    index: dict[tuple[int, int], int] = {}
+    for e, (i, j) in enumerate(np.asarray(gp.edges).tolist()):
+        index.setdefault((min(i, j), max(i, j)), e)
+    z = np.zeros(gp.edges.shape[0])
+    NP = []
+    for K, _, N in nulls:
+        Wk = N @ N.T
+        for a in range(len(K)):
+            for b in range(a + 1, len(K)):
+                z[index[(K[a], K[b])]] -= Wk[a, b]
+        NP.append(np.c_[Q, U][K].T @ N)                       # P^T N_K (rows of P on K)
+    NP = np.hstack(NP)
+    MW = NP @ NP.T                                            # P^T W P
+    WUU = MW[r:, r:]
+    w_min = float(np.linalg.eigvalsh(0.5 * (WUU + WUU.T))[0])
+    if not w_min > 0:
+        return None
+    lam, V = np.linalg.eigh(0.5 * (A + A.T))
+    lam_a = float(lam[0])
+    scale = max(float(np.linalg.norm(M)), 1e-300)
+    d_min = 64.0 * max(r, 1) * _U * scale
+    target = np.asarray(gp.target, dtype=float)
+    zD = max(float(z @ target), 0.0)
+    phi = float(y @ target)
+    candidates = []
+    for delta in d_min * np.logspace(0, 14, 29):
+        # floating point: the weight t that the Schur complement asks for at mu
+        mu = lam_a - delta
+        VX = V.T @ X
+        R = -B + mu * np.eye(B.shape[0]) + VX.T @ (VX / (lam - mu)[:, None])
+        t = 2.0 * max(float(np.linalg.eigvalsh(0.5 * (R + R.T))[-1]), 0.0) / w_min
+        if np.isfinite(t):
+            candidates.append((-phi - t * zD - off + min(mu, 0.0) * trace_bound, mu, t))
+    candidates.sort(key=lambda c: -c[0])
+    full = FactorSpace(gp)
+    for _, mu, t in candidates[:_EXACT_TRIES]:
+        exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
+        if exact is not None:
+            return FaceCertificate(exact, lam_a, mu, t, "dual-feasible" if mu >= 0
+                                   else "trace-bound", y=y, z=z)
+    return None
+
+
+#: the kernel of the face's adjoint is found by a dense SVD of m x r(r+1)/2 entries, up to
+#: this many (beyond, :func:`face_certificate` gives no bound)
+DENSE_ADJOINT = 4_000_000
+
+
+def _least_norm_multipliers(gp: GramProblem, Q: np.ndarray, y: np.ndarray
+                            ) -> np.ndarray | None:
+    r"""``y`` less its component in the kernel of :math:`y \mapsto \sum_e y_e
+    Q^Ta_ea_e^TQ` (the edges' rows restricted to the face): the same restricted dual slack
+    matrix, with the least norm. For :math:`z` in that kernel :math:`z^T\bar D =
+    \langle \sum_e z_ea_ea_e^T, G\rangle = 0` for any feasible :math:`G` on the face, so
+    the dual value is unchanged too (only rounding, of the order of :math:`u\|y\|`, which
+    the certificate, computed afresh from the result, does not inherit). ``None`` beyond
+    :data:`DENSE_ADJOINT` entries."""
+    r = Q.shape[1]
+    i, j = np.asarray(gp.edges).T
+    m = i.size
+    if m * r * (r + 1) // 2 > DENSE_ADJOINT:
+        return None
+    EQ = Q[i] - Q[j]                                       # rows a_e^T Q
+    iu = np.triu_indices(r)
+    R = (EQ[:, iu[0]] * EQ[:, iu[1]]) * np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0))
+    Ur, sv, _ = np.linalg.svd(R, full_matrices=True)
+    rank = int(np.sum(sv > 1e-10 * max(float(sv[0]), 1e-300))) if sv.size else 0
+    K = Ur[:, rank:]
+    y = np.asarray(y, dtype=float)
+    return y - K @ (K.T @ y)
+
+
+#: up to this many points the lifted certificate is checked in exact arithmetic
+#: (:func:`_exactly_positive_definite`, O(n^3) operations on integers); beyond, no bound
+EXACT_CHECK = 120
+
+
+def _exact_slack(gp: GramProblem, space: FactorSpace, w: list, nu: np.ndarray) -> list:
+    """:math:`S(w, \\nu)` as an n x n list of :class:`~fractions.Fraction` (``w``: one
+    Fraction per edge), each term the rational its doubles are, summed exactly."""
+    from fractions import Fraction
+
+    n = gp.n
+    S = [[Fraction(0)] * n for _ in range(n)]
+
+    def add_dplr(M, scale):
+        for a in range(n):
+            S[a][a] += scale * Fraction(float(M.diag[a]))
+        Uf = [[Fraction(float(v)) for v in row] for row in M.U]
+        for k in range(M.U.shape[1]):
+            sk = scale * Fraction(float(M.s[k]))
+            col = [Uf[a][k] for a in range(n)]
+            for a in range(n):
+                if col[a]:
+                    ska = sk * col[a]
+                    row = S[a]
+                    for b in range(n):
+                        row[b] += ska * col[b]
+        if M.sparse is not None:
+            Sp = sp.coo_matrix(M.sparse)
+            for a, b, v in zip(Sp.row.tolist(), Sp.col.tolist(), Sp.data.tolist()):
+                S[a][b] += scale * Fraction(v)
+
+    add_dplr(space.C, Fraction(1))
+    if space.H is not None and nu[0]:
+        add_dplr(space.H, Fraction(float(nu[0])))
+    if space.K is not None:
+        zk = space.user_part(nu)
+        K = space.K
+        for row, i, j, v in zip(K.row.tolist(), K.i.tolist(), K.j.tolist(), K.value.tolist()):
+            if zk[row]:
+                S[i][j] += Fraction(v) * Fraction(float(zk[row]))
+    for (i, j), w_e in zip(np.asarray(gp.edges).tolist(), w):
+        S[i][i] += w_e
+        S[j][j] += w_e
+        S[i][j] -= w_e
+        S[j][i] -= w_e
+    return S
+
+
+def _exactly_positive_definite(S: list, mu) -> bool:
+    r"""Whether :math:`S - \mu I` is positive definite on :math:`\mathbf 1^\perp`, decided
+    exactly: in the basis :math:`e_i - e_n` of :math:`\mathbf 1^\perp`, every leading
+    principal minor positive (Sylvester), by fraction-free (Bareiss) elimination on the
+    integers :math:`2^E` times the dyadic rationals."""
+    from fractions import Fraction
+
+    n = len(S)
+    M = [[S[a][b] - S[a][n - 1] - S[n - 1][b] + S[n - 1][n - 1] - (mu if a == b else 0)
+          - mu for b in range(n - 1)] for a in range(n - 1)]
+    # (e_a - e_n)^T (S - mu I)(e_b - e_n) = ... - mu (delta_ab + 1)
+    den = 1
+    for row in M:
+        for v in row:
+            den = max(den, Fraction(v).denominator)
+    Z = [[int(v * den) for v in row] for row in M]          # dyadic: exact integers
+    m, prev = n - 1, 1
+    for k in range(m):
+        if Z[k][k] <= 0:
+            return False
+        piv = Z[k][k]
+        for a in range(k + 1, m):
+            za = Z[a]
+            zak = za[k]
+            zk = Z[k]
+            for b in range(k + 1, m):
+                za[b] = (piv * za[b] - zak * zk[b]) // prev
+        prev = piv
+    return True
+
+
+#: candidates (weights t, shifts mu) of :func:`face_certificate` checked exactly, best first
+_EXACT_TRIES = 6
+
+
+def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: float,
+                 trace_bound: float) -> float | None:
+    r"""The bound :math:`-y'^T\bar D - z_\nu^Tb + \min(\mu, 0)\,T` at :math:`y' = y + tz`,
+    rounded down, if :math:`S(y', \nu) - \mu I` is positive definite on
+    :math:`\mathbf 1^\perp` in exact arithmetic (:func:`_exactly_positive_definite`); else
+    ``None``. The dual value is summed exactly; :math:`T` (shortest paths in floating
+    point) is taken 1e-12 larger."""
+    import math
+    from fractions import Fraction
+
+    if gp.n > EXACT_CHECK:
+        return None
+    tf = Fraction(float(t))
+    w = [Fraction(float(a)) + tf * Fraction(float(b)) for a, b in zip(y, z)]
+    S = _exact_slack(gp, full, w, nu)
+    mu_f = Fraction(float(mu))
+    if not _exactly_positive_definite(S, mu_f):
+        return None
+    dual = -sum((w_e * Fraction(float(d)) for w_e, d in zip(w, gp.target)), Fraction(0))
+    if full.K is not None:
+        zk = full.user_part(nu)
+        dual -= sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(zk, full.K.rhs)),
+                    Fraction(0))
+    if mu_f < 0:
+        dual += mu_f * Fraction(float(trace_bound) * (1.0 + 1e-12))
+    return math.nextafter(float(dual), -math.inf)

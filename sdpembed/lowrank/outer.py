@@ -15,7 +15,7 @@ from .certificate import (
     _best_certificate,
     _higher_bound,
     _infeasible_or_failed,
-    _rel_gap,
+    relative_gap,
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
@@ -339,7 +339,7 @@ class _OuterLoop:
         infeas = max(pen.violation(D), h_viol, k_viol)
         self.rnorm, self.infeas, self.k_viol = rnorm, infeas, k_viol
         lb_cheap = -pen.conjugate(self.y) - space.linear_offset(self.nu)
-        cheap_gap = _rel_gap(p, lb_cheap)
+        cheap_gap = relative_gap(p, lb_cheap)
         self.cheap_prev = cheap_gap
         entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
@@ -364,7 +364,7 @@ class _OuterLoop:
             if restored is not None:
                 W_c, p_c, infeas_c = restored
                 certifiable = True
-                cheap_gap = _rel_gap(p_c, lb_cheap)
+                cheap_gap = relative_gap(p_c, lb_cheap)
                 gate_gap = cheap_gap
                 entry.update(restored_residual=infeas_c, restored_objective=p_c)
         elif pen.mode == "shrink" and not converged_primal and h_viol <= opts.feas_tol:
@@ -377,7 +377,7 @@ class _OuterLoop:
                     certifiable = True
                     entry["restored_residual"] = infeas_c
                 entry.update(restored_objective=p_c)
-                cheap_gap = gate_gap = _rel_gap(p_c, lb_cheap)
+                cheap_gap = gate_gap = relative_gap(p_c, lb_cheap)
         elif pen.mode == "interval" and cheap_gap <= 100 * opts.tol and (
                 certifiable or (space.K is not None and k_viol <= _RESTORE_MAX
                                 and h_viol <= opts.feas_tol)):
@@ -388,13 +388,13 @@ class _OuterLoop:
                 entry.update(restored_objective=p_c)
                 if not certifiable:
                     certifiable = True
-                    cheap_gap = _rel_gap(p_c, lb_cheap)
+                    cheap_gap = relative_gap(p_c, lb_cheap)
                     entry["restored_residual"] = infeas_c
                 # the multipliers must close the gap to both points before they are tried:
                 # the restored objective alone can fall just below their own bound by
                 # coincidence, and the iterate's alone can match it while the restored
                 # point is lower (either way a futile lift)
-                gate_gap = max(cheap_gap, _rel_gap(p_c, lb_cheap))
+                gate_gap = max(cheap_gap, relative_gap(p_c, lb_cheap))
         # equality: compared by objective + |y| |t| residual, first order in the residual
         # (a lower objective alone may only be a less feasible point)
         slope = float(np.linalg.norm(self.y) * np.linalg.norm(pen.t)) \
@@ -411,7 +411,7 @@ class _OuterLoop:
             # complementary slackness is fitted at the stationary iterate, not the restored one
             y_ref, nu_ref = self.dual.candidate(self.deadline) or refine_multipliers(
                 space, pen, W, self.y, self.nu, deadline=self.deadline)
-            refined_gap = _rel_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
+            refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
@@ -520,7 +520,7 @@ class _OuterLoop:
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
             deadline=self.deadline, label=self.dual.label, lift_from=p_best)
         certificate = self._verified_if_closing(certificate, p_c)
-        gap = _rel_gap(p_c, certificate.bound)
+        gap = relative_gap(p_c, certificate.bound)
         self.certificate = certificate
         # n > limits.eig: a Lanczos (unverified) gap unless it closed (then verified)
         entry.update({"lambda_min": certificate.lambda_min,
@@ -536,11 +536,11 @@ class _OuterLoop:
             space, pen, certificate, gap, None if self.best_dual is None
             else self.best_dual.bound, candidates, opts, cache, p_best, deadline=self.deadline)
         if lifted is not None:
-            entry.update(lifted_gap=_rel_gap(p_c, lifted.bound),
+            entry.update(lifted_gap=relative_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
             self.best_dual = _higher_bound(self.best_dual, lifted)
         best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
-        combined = _rel_gap(p_best, best.bound) if best is not None else None
+        combined = relative_gap(p_best, best.bound) if best is not None else None
         if combined is not None and gap is not None and combined < gap:
             entry["combined_gap"] = combined
         # never a pair whose bound lies above its point's objective (solve_status refuses it):
@@ -661,7 +661,7 @@ class _OuterLoop:
         Cholesky), a failed estimate lets the solve go on (a lift, more iterations)
         instead of ending it at ``optimal_inaccurate``."""
         if cert is None or cert.verified or cert.bound is None \
-                or _rel_gap(p, cert.bound) > self.opts.tol:
+                or relative_gap(p, cert.bound) > self.opts.tol:
             return cert
         return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
                                   cache=self.cache)
@@ -768,7 +768,7 @@ class _OuterLoop:
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
         self.timings["certificates"] += time.perf_counter() - t_final
-        gap = _rel_gap(p, certificate.bound)
+        gap = relative_gap(p, certificate.bound)
         bound = certificate.bound
         estimated_gap = estimated_bound = None
         if not certificate.verified:

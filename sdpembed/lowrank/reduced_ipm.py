@@ -81,7 +81,7 @@ import scipy.linalg as sla
 from scipy.linalg import blas
 
 from .alm import _ALM
-from .certificate import _best_certificate, _rel_gap
+from .certificate import _best_certificate, relative_gap
 from .ipm_common import (
     _cholesky,
     _skron,
@@ -429,7 +429,7 @@ def _reduced_ipm(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowR
     p = alm.true_objective(W)
     certificate = _best_certificate(space, pen, W, [(res.y, res.nu)], opts,
                                     state.certificates)
-    gap = _rel_gap(p, certificate.bound)
+    gap = relative_gap(p, certificate.bound)
     quad, _, h = alm.objective_parts(W)
     infeas = space.snr_violation(h, quad)
     ok = gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
