@@ -858,6 +858,26 @@ def test_lifted_multipliers_make_the_dual_slack_psd_cheaply(digits, variant):
     assert opt - bound <= (opt - shifted.bound) / 5
 
 
+def test_two_sided_lift_lowers_multipliers_and_keeps_the_bound_valid(digits):
+    """lift_multipliers(both_ways=True): from the perturbed multipliers of the test above,
+    some y_e fall (inside the box), S(y) is PSD exactly (dense eigenvalues on 1-perp), the
+    bound stays below CLARABEL's optimum and is higher than the one-sided lift's
+    (measured: gaps 8.0e-5 against 1.5e-4)."""
+    _, _, y_obs, graph = digits
+    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
+    y_one, _ = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
+    y_two, eig = lowrank.lift_multipliers(space, pen, y_noisy, res.nu, both_ways=True)
+    Hb = centering_basis(gp.n)
+    SH = space.apply_S(Hb, y_two, res.nu)
+    lam = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
+    assert lam >= 0 and eig.value == pytest.approx(lam, rel=1e-6)
+    assert np.any(y_two < y_noisy) and np.all(np.abs(y_two) <= pen.w)
+    opt = solve(dvu(graph, y_obs, centroids="eliminated"), solver="CLARABEL").objective
+    one, two = -pen.conjugate(y_one), -pen.conjugate(y_two)
+    assert two <= opt + BOUND_SLACK * abs(opt)
+    assert opt - two <= 0.75 * (opt - one)
+
+
 def test_lift_stops_once_the_shifted_bound_reaches_its_target(digits):
     """lift_multipliers(target=, mu0=): no round when the shift towards y0 = w already
     proves the target, the untargeted result when the target is out of reach, and for a

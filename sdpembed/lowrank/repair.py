@@ -16,6 +16,7 @@ from .certificate import (
     CertificateCache,
     _certificate_from_eig,
     _lift_start,
+    _rel_gap,
     _shift_theta,
 )
 from .lmi_lp import rank_one_lmi_lp
@@ -363,7 +364,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
-                     near_shifts: bool = True) -> tuple[np.ndarray, EigenEstimate]:
+                     near_shifts: bool = True,
+                     both_ways: bool = False) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -413,9 +415,14 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     (at least ``n_eig`` of them, or n - 1), already computed for this ``y``
     (:func:`certify` keeps them), used for the first round instead of a new
     eigendecomposition. Returns the new multipliers and
-    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`). The result
-    is only a candidate: the certificate treats it like any other dual point (and
-    verifies it for n > ``DenseLimits.eig``).
+    the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`).
+    ``both_ways``: each round also lets up to ``n_edges`` edges with room below
+    (:math:`y_e > -w_e`) fall, :math:`\delta_e \le 0`, gaining :math:`|\delta_e|\bar D_e`
+    of bound; with :math:`a_e = Xb_e + c_e`, :math:`-a_ea_e^T \succeq -2Xb_eb_e^TX^T -
+    2c_ec_e^T`, so a lowered edge enters the LP with :math:`\sqrt2 b_e` and falls at most
+    so far that the :math:`2|\delta_e|\|c_e\|^2` together stay within half the smallest
+    eigenvalue outside the block. The result is only a candidate: the certificate treats
+    it like any other dual point (and verifies it for n > ``DenseLimits.eig``).
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
@@ -455,14 +462,16 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     nu = space.duals(nu)
     off = space.linear_offset(nu)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
+    lowered = False
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
         else:
-            # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl)
+            # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl);
+            # not after a round that lowered multipliers
+            weyl = r > 0 and near_shifts and not lowered
             lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
-                             lower=float(lam[0]) if r > 0 and near_shifts else None,
-                             raise_shift=near_shifts)
+                             lower=float(lam[0]) if weyl else None, raise_shift=near_shifts)
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
         if lam[0] >= 0 or r == rounds or _past(deadline) \
@@ -478,13 +487,64 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         sel = sel[score[sel] > 0]
         if sel.size == 0:
             break
-        res = rank_one_lmi_lp(np.diag(lam[:K] - eta), Bm[sel], pen.t[sel],
-                              np.zeros(sel.size), room[sel])
-        y[sel] = np.minimum(y[sel] + res.d, pen.w[sel])
+        down = _lowering(space, pen, y, Bm, lam, K, k_all, n_edges) if both_ways \
+            else np.zeros(0, dtype=int)
+        lowered = lowered or down.size > 0
+        if down.size:
+            # a lowered edge enters the block twice over (the complement holds the rest:
+            # (Xb + c)(Xb + c)^T <= 2 Xbb^TX^T + 2cc^T); its bound is its share of half
+            # the complement's smallest eigenvalue
+            lo_dn = -np.minimum(y[down] + pen.w[down], _down_room(space, lam, K, k_all, Bm,
+                                                                  down))
+            keep = lo_dn < 0
+            down, lo_dn = down[keep], lo_dn[keep]
+        res = rank_one_lmi_lp(np.diag(lam[:K] - eta),
+                              np.r_[Bm[sel], np.sqrt(2.0) * Bm[down]],
+                              np.r_[pen.t[sel], pen.t[down]],
+                              np.r_[np.zeros(sel.size), lo_dn if down.size else []],
+                              np.r_[room[sel], np.zeros(down.size)])
+        y[sel] = np.minimum(y[sel] + res.d[:sel.size], pen.w[sel])
+        if down.size:
+            np.add.at(y, down, res.d[sel.size:])
+            y[down] = np.maximum(y[down], -pen.w[down])
         logger.debug("lift round %d: lambda_min %.3g, %d negative, block %d, %d edges, "
                      "cost %.3g, %s after %d iterations", r + 1, lam[0], int(neg.sum()), K,
                      sel.size, res.cost, res.status, res.iterations)
     return y, eig
+
+
+def _outside_block(space: FactorSpace, Bm: np.ndarray, edges: np.ndarray, K: int) -> np.ndarray:
+    """:math:`\\|a_e - XX^Ta_e\\|^2` of ``edges``: the part of each edge vector outside the
+    block of the ``K`` bottom eigenvectors (``Bm`` = :math:`EX`)."""
+    E = space.E[edges]
+    a2 = np.asarray(E.multiply(E).sum(axis=1)).ravel() if sp.issparse(E) \
+        else np.einsum("ij,ij->i", E, E)
+    return np.maximum(a2 - (Bm[edges, :K] ** 2).sum(axis=1), 0.0)
+
+
+def _lowering(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, Bm: np.ndarray,
+              lam: np.ndarray, K: int, k_all: int, n_edges: int) -> np.ndarray:
+    r"""Edges whose multiplier a two-sided lift round may lower: room below
+    (:math:`y_e > -w_e`), the complement of the block positive, the ``n_edges`` with the
+    most bound gained per unit of curvature lost outside the block
+    (:math:`\bar D_e / \|a_e - XX^Ta_e\|^2`)."""
+    lam_out = float(lam[K] if K < k_all else lam[k_all - 1])
+    room = y + pen.w
+    cand = np.flatnonzero(room > 1e-12 * pen.w)
+    if not lam_out > 0 or cand.size == 0:
+        return np.zeros(0, dtype=int)
+    c2 = _outside_block(space, Bm, cand, K)
+    score = pen.t[cand] / np.maximum(c2, 1e-300)
+    return np.sort(cand[np.argsort(-score)[:n_edges]])
+
+
+def _down_room(space: FactorSpace, lam: np.ndarray, K: int, k_all: int, Bm: np.ndarray,
+               down: np.ndarray) -> np.ndarray:
+    """How far each of ``down`` may be lowered so that twice the lowered terms outside the
+    block stay within half the complement's smallest eigenvalue (split evenly)."""
+    lam_out = float(lam[K] if K < k_all else lam[k_all - 1])
+    c2 = _outside_block(space, Bm, down, K)
+    return 0.25 * lam_out / (down.size * np.maximum(c2, 1e-300))
 
 
 #: largest relative residual from which :func:`restore_feasibility` is tried
@@ -661,7 +721,9 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
     The lift stops once the
     shifted bound proves half of ``tol`` against ``p_best`` (its ``target``), or at
-    ``deadline``; none is started after it.
+    ``deadline``; none is started after it. When its certificate misses ``tol`` against
+    ``p_best``, a second lift from the same candidate also lowers multipliers
+    (``both_ways``); the higher bound of the two is returned.
     """
     if (_past(deadline) or pen.mode != "interval" or space.Q is not None
             or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
@@ -678,11 +740,20 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
                   and lam.size >= k_all), None)
     if pairs is not None and np.any(np.abs(y_s) > pen.w):
         pairs = None  # the lift clips y into the box first: other eigenpairs
-    # stop lifting once the shift proves half the gap tolerance (a margin for the check)
-    y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound, eigenpairs=pairs,
-                                target=p_best - 0.5 * opts.tol * abs(p_best),
-                                mu0=-np.inf if cache.mu0 is None else cache.mu0,
-                                deadline=deadline)
-    cert = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
-    cert.note = _LIFTED + cert.note
+    cert = None
+    for both_ways in (False, True):
+        if cert is not None and (_past(deadline) or (cert.bound is not None and _rel_gap(
+                p_best, cert.bound) <= opts.tol)):
+            break
+        # stop lifting once the shift proves half the gap tolerance (a margin for the check)
+        y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound,
+                                    eigenpairs=pairs,
+                                    target=p_best - 0.5 * opts.tol * abs(p_best),
+                                    mu0=-np.inf if cache.mu0 is None else cache.mu0,
+                                    deadline=deadline, both_ways=both_ways)
+        lifted = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
+        lifted.note = _LIFTED + lifted.note
+        if cert is None or (lifted.bound is not None and (
+                cert.bound is None or lifted.bound > cert.bound)):
+            cert = lifted
     return cert
