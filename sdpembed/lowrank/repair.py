@@ -16,8 +16,8 @@ from .certificate import (
     CertificateCache,
     _certificate_from_eig,
     _lift_start,
-    _rel_gap,
     _shift_theta,
+    relative_gap,
 )
 from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
@@ -742,7 +742,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
         pairs = None  # the lift clips y into the box first: other eigenpairs
     cert = None
     for both_ways in (False, True):
-        if cert is not None and (_past(deadline) or (cert.bound is not None and _rel_gap(
+        if cert is not None and (_past(deadline) or (cert.bound is not None and relative_gap(
                 p_best, cert.bound) <= opts.tol)):
             break
         # stop lifting once the shift proves half the gap tolerance (a margin for the check)
