@@ -153,10 +153,18 @@ def test_kink_envelope_switches_to_huber_where_the_optimum_leaves_the_kink():
 
 
 def test_default_initial_rank(digits):
-    """DVU starts at n_classes + 4; MVU at a third of the Barvinok-Pataki rank (>= 16)."""
+    """DVU starts at n_classes + 4 or at twice the graph's average degree, the larger; MVU
+    at a third of the Barvinok-Pataki rank (>= 16)."""
     X, _, y, graph = digits
     gp = dvu(graph, y, centroids="eliminated").meta["gram_problem"]
-    assert lowrank.solve._initial_rank(gp) == 3 + 4
+    degree = 2 * gp.edges.shape[0] / gp.n
+    assert lowrank.solve._initial_rank(gp) == max(3 + 4, int(2 * degree))
+    few = dvu(knn_graph(X, n_neighbors=1, n_random=1), y,
+              centroids="eliminated").meta["gram_problem"]
+    assert lowrank.solve._initial_rank(few) == 3 + 4      # a sparse graph: the classes
+    dense = dvu(knn_graph(X, n_neighbors=8, n_random=1), y,
+                centroids="eliminated").meta["gram_problem"]
+    assert lowrank.solve._initial_rank(dense) == int(4 * dense.edges.shape[0] / dense.n) > 7
     dense = knn_graph(X, n_neighbors=12, n_random=0)
     gp = mvu(dense).meta["gram_problem"]
     m = gp.edges.shape[0]
@@ -284,7 +292,9 @@ def test_a_closing_unverified_estimate_is_verified_before_the_solve_stops(digits
 
     monkeypatch.setattr(lowrank.certificate, "_bottom", missing_negative)
     tol = 1e-6
-    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol, dense_limits=limits))
+    # from rank 7 (n_classes + 4) the first attempt comes below the optimum's rank
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=tol, dense_limits=limits,
+                                                                   rank=7))
     attempts = [e for e in res.history if "lambda_min" in e]
     assert attempts and not any(e.get("estimated_gap", np.inf) <= tol for e in attempts)
     caught = [e for e in attempts if e.get("certified_gap", 0.0) > tol]

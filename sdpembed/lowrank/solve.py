@@ -57,20 +57,29 @@ def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
         return _lowrank_solve(gp, basis, opts)
 
 
+#: DVU's first rank per unit of the graph's average degree :math:`2m/n` (the optimum's rank
+#: grows with the density; docs/tuning.md, "LOWRANK robustness: the first rank follows
+#: the graph's density")
+_RANK_PER_DEGREE = 2.0
+
+
 def _initial_rank(gp: GramProblem) -> int:
     r"""Default rank of the first factor (before any rank increase).
 
-    With class structure (DVU): ``n_classes + 4``. Without it (MVU): a third of
+    With class structure (DVU): ``n_classes + 4``, or ``_RANK_PER_DEGREE`` times the
+    graph's average degree :math:`2m/n` where that is larger (denser graphs have DVU
+    optima of higher rank, and a rank grown later costs near-capped subproblems while
+    its new columns grow from small). Without it (MVU): a third of
     the Barvinok–Pataki rank :math:`r_{BP}`, the largest :math:`r` with
     :math:`r(r+1)/2 \le m` (``m`` distance constraints; some optimal solution
     has rank at most :math:`r_{BP}`), and at least 16. Growing the rank one
     escape direction at a time is slow, so starting above the solution's rank
-    is what pays for MVU; for DVU both larger and smaller starts were slower
-    (``docs/tuning.md``).
+    is what pays for MVU; for DVU on sparse graphs both larger and smaller starts were
+    slower (``docs/tuning.md``).
     """
-    if gp.icv is not None and hasattr(gp.icv, "U"):
-        return gp.icv.U.shape[1] + 4
     m = gp.edges.shape[0]
+    if gp.icv is not None and hasattr(gp.icv, "U"):
+        return max(gp.icv.U.shape[1] + 4, int(_RANK_PER_DEGREE * 2.0 * m / gp.n))
     r_bp = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
     return max(16, -(-r_bp // 3))
 
