@@ -236,7 +236,7 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
         certified_gap=gap,
         estimated_gap=(None if result.estimated_bound is None
                        else relative_gap(p, result.estimated_bound)))
-    if status == "optimal":
+    if status == "optimal" and infeas <= opts.tol ** 2:
         return result
     return _solve_on_face(gp, result, U, opts, extra, space)
 
@@ -289,7 +289,11 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray, opts: LowRankOptions,
             p = float(np.sum(V * space.apply_C(V)))
             record.update(objective_restored=p, infeasibility=infeas,
                           infeasibility_before=sub.infeasibility, face_bound=sub.bound)
-            if infeas <= max(opts.feas_tol, result.infeasibility) and p < result.objective:
+            lower = infeas <= max(opts.feas_tol, result.infeasibility) and p < result.objective
+            # a point restored to no better than tol**2 is refused (_refuse_stalled_on_face):
+            # the face solve's point replaces it where it restores further
+            nearer = result.infeasibility > opts.tol ** 2 and infeas < result.infeasibility
+            if lower or nearer:
                 best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
         cert = face_certificate(gp, Q, U, clique_null_vectors(gp), sub.y, sub.nu)
         if cert is not None:
