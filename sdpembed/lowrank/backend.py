@@ -206,7 +206,8 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
     ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
     further on the face (:func:`_solve_on_face`)."""
-    U, cliques = exposing_vectors(gp)
+    nulls = clique_null_vectors(gp)       # once: the face solve's certificate needs them too
+    U, cliques = exposing_vectors(gp, nulls)
     if not cliques:
         return result
     extra["face"] = {"cliques": len(cliques), "objective_before": float(result.objective)}
@@ -238,7 +239,7 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
                        else relative_gap(p, result.estimated_bound)))
     if status == "optimal" and infeas <= opts.tol ** 2:
         return result
-    return _solve_on_face(gp, result, U, opts, extra, space)
+    return _solve_on_face(gp, result, U, nulls, opts, extra, space)
 
 
 #: the face solve's tolerance, relative to the solve's: the lift to the full space
@@ -251,13 +252,15 @@ _FACE_MIN_SECONDS = 1.0
 _FACE_MIN_SHARE = 0.2
 
 
-def _solve_on_face(gp: GramProblem, result, U: np.ndarray, opts: LowRankOptions,
+def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
+                   nulls: list[tuple[list[int], int, np.ndarray]], opts: LowRankOptions,
                    extra: dict, space: FactorSpace):
     r"""Continue the solve on the face :math:`\{QZQ^T : Z \succeq 0\}` from the restored point
     (:func:`~sdpembed.lowrank.face.face_basis`; ``lowrank_solve(gp, basis=Q)``), where the
     restricted problem has a strictly feasible point (the cliques' faces were the reason
     it had none) and its multipliers converge; its point, restored onto the constraints,
-    replaces the result's where it is lower, and its multipliers give a bound of the
+    replaces the result's where it is lower, or where the result's was restored to no
+    better than ``tol**2`` and this one further; its multipliers give a bound of the
     *original* problem by :func:`~sdpembed.lowrank.face.face_certificate` (the restricted
     problem's own bound would need the face to be exact). The higher of that bound and
     the result's is reported; ``optimal`` only where its gap is within ``tol`` and the
@@ -295,7 +298,7 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray, opts: LowRankOptions,
             nearer = result.infeasibility > opts.tol ** 2 and infeas < result.infeasibility
             if lower or nearer:
                 best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
-        cert = face_certificate(gp, Q, U, clique_null_vectors(gp), sub.y, sub.nu)
+        cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu)
         if cert is not None:
             record.update(bound=cert.bound, certificate=cert.describe())
             if result.bound is None or cert.bound > result.bound:

@@ -99,15 +99,17 @@ def clique_null_vectors(gp: GramProblem) -> list[tuple[list[int], int, np.ndarra
     return out
 
 
-def exposing_vectors(gp: GramProblem) -> tuple[np.ndarray | None, list[tuple[list[int], int]]]:
+def exposing_vectors(gp: GramProblem,
+                     nulls: list[tuple[list[int], int, np.ndarray]] | None = None
+                     ) -> tuple[np.ndarray | None, list[tuple[list[int], int]]]:
     r"""The orthonormal exposing vectors :math:`U` (n x q, :math:`U^T\mathbf 1 = 0`) of the
     cliques whose equality targets fix a Gram block of rank below :math:`|K| - 1`
-    (:func:`clique_null_vectors`), and those cliques with the rank of their block;
-    ``(None, [])`` where there is none (or the distances are not equalities),
-    ``(None, cliques)`` where the vectors would take more than :data:`DENSE_EXPOSING`
-    entries.
+    (:func:`clique_null_vectors`, or ``nulls`` where the caller has them), and those
+    cliques with the rank of their block; ``(None, [])`` where there is none (or the
+    distances are not equalities), ``(None, cliques)`` where the vectors would take more
+    than :data:`DENSE_EXPOSING` entries.
     """
-    nulls = clique_null_vectors(gp)
+    nulls = clique_null_vectors(gp) if nulls is None else nulls
     found = [(K, rank) for K, rank, _ in nulls]
     cols = [_padded(gp.n, K, N) for K, _, N in nulls if N.shape[1]]
     if not cols:
