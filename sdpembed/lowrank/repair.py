@@ -487,15 +487,14 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         sel = sel[score[sel] > 0]
         if sel.size == 0:
             break
-        down = _lowering(space, pen, y, Bm, lam, K, k_all, n_edges) if both_ways \
-            else np.zeros(0, dtype=int)
+        down, down_room = (_lowering(space, pen, y, Bm, lam, K, k_all, n_edges) if both_ways
+                           else (np.zeros(0, dtype=int), np.zeros(0)))
         lowered = lowered or down.size > 0
         if down.size:
             # a lowered edge enters the block twice over (the complement holds the rest:
             # (Xb + c)(Xb + c)^T <= 2 Xbb^TX^T + 2cc^T); its bound is its share of half
             # the complement's smallest eigenvalue
-            lo_dn = -np.minimum(y[down] + pen.w[down], _down_room(space, lam, K, k_all, Bm,
-                                                                  down))
+            lo_dn = -np.minimum(y[down] + pen.w[down], down_room)
             keep = lo_dn < 0
             down, lo_dn = down[keep], lo_dn[keep]
         res = rank_one_lmi_lp(np.diag(lam[:K] - eta),
@@ -523,28 +522,24 @@ def _outside_block(space: FactorSpace, Bm: np.ndarray, edges: np.ndarray, K: int
 
 
 def _lowering(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, Bm: np.ndarray,
-              lam: np.ndarray, K: int, k_all: int, n_edges: int) -> np.ndarray:
-    r"""Edges whose multiplier a two-sided lift round may lower: room below
-    (:math:`y_e > -w_e`), the complement of the block positive, the ``n_edges`` with the
-    most bound gained per unit of curvature lost outside the block
-    (:math:`\bar D_e / \|a_e - XX^Ta_e\|^2`)."""
+              lam: np.ndarray, K: int, k_all: int, n_edges: int
+              ) -> tuple[np.ndarray, np.ndarray]:
+    r"""Edges whose multiplier a two-sided lift round may lower, sorted, and how far each
+    may fall. The edges: room below (:math:`y_e > -w_e`), the complement of the block
+    positive, the ``n_edges`` with the most bound gained per unit of curvature lost
+    outside the block (:math:`\bar D_e / \|a_e - XX^Ta_e\|^2`). How far: so that twice
+    the lowered terms outside the block stay within half the complement's smallest
+    eigenvalue (split evenly)."""
     lam_out = float(lam[K] if K < k_all else lam[k_all - 1])
     room = y + pen.w
     cand = np.flatnonzero(room > 1e-12 * pen.w)
     if not lam_out > 0 or cand.size == 0:
-        return np.zeros(0, dtype=int)
+        return np.zeros(0, dtype=int), np.zeros(0)
     c2 = _outside_block(space, Bm, cand, K)
     score = pen.t[cand] / np.maximum(c2, 1e-300)
-    return np.sort(cand[np.argsort(-score)[:n_edges]])
-
-
-def _down_room(space: FactorSpace, lam: np.ndarray, K: int, k_all: int, Bm: np.ndarray,
-               down: np.ndarray) -> np.ndarray:
-    """How far each of ``down`` may be lowered so that twice the lowered terms outside the
-    block stay within half the complement's smallest eigenvalue (split evenly)."""
-    lam_out = float(lam[K] if K < k_all else lam[k_all - 1])
-    c2 = _outside_block(space, Bm, down, K)
-    return 0.25 * lam_out / (down.size * np.maximum(c2, 1e-300))
+    pick = np.argsort(-score)[:n_edges]
+    pick = pick[np.argsort(cand[pick])]
+    return cand[pick], 0.25 * lam_out / (pick.size * np.maximum(c2[pick], 1e-300))
 
 
 #: largest relative residual from which :func:`restore_feasibility` is tried
