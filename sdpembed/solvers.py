@@ -423,10 +423,11 @@ def _point_of(formulation: Formulation):
 
 def _inaccurate_advice(formulation) -> str:
     """What to try after an interior-point backend's inaccurate answer on ``formulation``."""
-    if getattr(formulation, "reduce_face", True) is False:
+    reduced = getattr(formulation, "reduce_face", None)      # None: not a Gram SDP
+    if reduced is False:
         return ("try another backend, or build with reduce_face=True (without it the Gram SDP "
                 "has no strictly feasible point and interior-point methods lose accuracy)")
-    if hasattr(formulation, "reduce_face"):
+    if reduced:
         return ("try another backend; the face is already reduced, so the constraints may "
                 "leave no strictly feasible point (e.g. equality distances fixing a "
                 "rank-deficient clique): LOWRANK reports an interval for such problems")

@@ -58,8 +58,8 @@ def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
 
 
 #: DVU's first rank per unit of the graph's average degree :math:`2m/n` (the optimum's rank
-#: grows with the density; docs/tuning.md, "LOWRANK robustness: the first rank follows
-#: the graph's density")
+#: grows with the density; docs/tuning.md, "Instances with n ≤ 600: where the time goes;
+#: the first rank follows the graph's density")
 _RANK_PER_DEGREE = 2.0
 
 
