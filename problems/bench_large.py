@@ -282,6 +282,9 @@ def _child(spec, run, backend, queue):
                    outer_iterations=rep.extra.get("outer_iterations"),
                    max_abs_multiplier=rep.extra.get("max_abs_multiplier"),
                    time_split=rep.extra.get("time_split"))
+        # the solve's numbers go to the parent now: a row whose evaluation below is cut
+        # by the timeout keeps them
+        queue.put(_plain({**out, "evaluation": "not finished"}))
         factor = getattr(f, "factor", None)
         if factor is not None:
             Z = embedding_from_factor(factor, 10)
@@ -299,11 +302,16 @@ def _child(spec, run, backend, queue):
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out["peak_mb"] = usage.ru_maxrss / 1024
     out["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole child: data, graph, solve
-    for k, v in list(out.items()):
-        if isinstance(v, np.generic):
-            out[k] = v.item()
-    out.pop("options", None) if not isinstance(out.get("options"), dict) else None
-    queue.put(out)
+    queue.put(_plain(out))
+
+
+def _plain(out: dict) -> dict:
+    """``out`` with numpy scalars as Python numbers and no options that are not a dict
+    (what the results file can hold)."""
+    out = {k: v.item() if isinstance(v, np.generic) else v for k, v in out.items()}
+    if not isinstance(out.get("options"), dict):
+        out.pop("options", None)
+    return out
 
 
 def _sweep(spec, run, X, y_obs, graph, options, out):
@@ -370,23 +378,44 @@ def _run_one(spec, run, backend, timeout):
     proc = ctx.Process(target=_child, args=(spec, run, backend, queue))
     t0 = time.perf_counter()
     proc.start()
-    proc.join(timeout)
-    if proc.is_alive():
+    records = []  # the child puts the solve's numbers, then the whole row
+    while proc.is_alive() and (left := timeout - (time.perf_counter() - t0)) > 0:
+        # read while waiting: a child whose records still sit in its feeder's buffer
+        # cannot exit until they are read
+        try:
+            records.append(queue.get(timeout=min(1.0, left)))
+        except Exception:  # noqa: BLE001 - nothing yet
+            pass
+    killed = proc.is_alive()
+    if killed:
         proc.kill()
-        proc.join()
-        return {"method": run["method"], "n": run["n"], "backend": backend,
-                "name": run.get("name"),
-                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend, spec),
-                "status": f"timeout after {timeout} s",
-                "wall_s": time.perf_counter() - t0}
-    try:
-        return queue.get(timeout=5)
-    except Exception:  # noqa: BLE001
-        return {"method": run["method"], "n": run["n"], "backend": backend,
-                "name": run.get("name"),
-                "basis_rank": run.get("basis_rank"), "variant": _variant(run, backend, spec),
-                "status": f"process died (exit code {proc.exitcode}; out of memory?)",
-                "wall_s": time.perf_counter() - t0}
+    proc.join()
+    while True:
+        try:
+            records.append(queue.get(timeout=0.5))
+        except Exception:  # noqa: BLE001 - empty, or a record cut off by the kill
+            break
+    base = {"method": run["method"], "n": run["n"], "backend": backend,
+            "name": run.get("name"), "basis_rank": run.get("basis_rank"),
+            "variant": _variant(run, backend, spec)}
+    return _collect(records, base, killed, timeout, proc.exitcode,
+                    time.perf_counter() - t0)
+
+
+def _collect(records, base, killed, timeout, exitcode, wall_s) -> dict:
+    """The row from what the child put on its queue (oldest first): its last record, the
+    whole row or, where the child was killed or died after its solve, the solve's
+    numbers with the evaluation marked cut; the bare row where nothing came back."""
+    if records:
+        row = records[-1]
+        if row.get("evaluation") == "not finished":
+            row["evaluation"] = (f"cut by the {timeout} s timeout" if killed else
+                                 f"process died (exit code {exitcode})")
+            row["status"] = f"{row.get('status')}; evaluation {row['evaluation']}"
+        return row
+    status = (f"timeout after {timeout} s" if killed else
+              f"process died (exit code {exitcode}; out of memory?)")
+    return {**base, "status": status, "wall_s": wall_s}
 
 
 def _baseline_knn(spec, run):

@@ -151,3 +151,25 @@ def test_colored_mvu_row_adds_the_between_class_scatter():
     assert low.certified_gap is not None and low.certified_gap <= 1e-6
     np.testing.assert_allclose(low.objective, rep.objective, rtol=1e-5)
     assert "label alignment 1" in bench._variant(run, "LOWRANK", spec)
+
+
+def test_a_row_cut_during_its_evaluation_keeps_the_solve():
+    """The child puts the solve's numbers before the 3-NN evaluation: a kill by the
+    row's timeout (or a death) after the solve keeps them, marked; nothing back gives
+    the bare row."""
+    base = {"method": "dvu", "n": 50, "backend": "LOWRANK", "name": None,
+            "basis_rank": None, "variant": ""}
+    solved = {**base, "status": "optimal", "objective": -1.5, "certified_gap": 3e-5,
+              "wall_s": 12.0, "evaluation": "not finished"}
+    row = bench._collect([dict(solved)], base, True, 60, -9, 61.0)
+    assert row["objective"] == -1.5 and row["certified_gap"] == 3e-5
+    assert row["wall_s"] == 12.0  # the solve's own time, not the harness's
+    assert row["status"] == "optimal; evaluation cut by the 60 s timeout"
+    died = bench._collect([dict(solved)], base, False, 60, -9, 30.0)
+    assert died["status"] == "optimal; evaluation process died (exit code -9)"
+    whole = {**base, "status": "optimal", "objective": -1.5, "knn3_accuracy": 0.9}
+    assert bench._collect([dict(solved), whole], base, False, 60, 0, 20.0) == whole
+    assert bench._collect([], base, True, 60, -9, 61.0) == {
+        **base, "status": "timeout after 60 s", "wall_s": 61.0}
+    assert bench._collect([], base, False, 60, -9, 5.0)["status"] == (
+        "process died (exit code -9; out of memory?)")
