@@ -20,6 +20,7 @@ from ..report import Backend, SolveReport
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
+    EXACT_CHECK,
     clique_null_vectors,
     exposing_vectors,
     face_basis,
@@ -129,8 +130,15 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     """``solve(formulation, solver="LOWRANK", **options)``; options: :class:`LowRankOptions`."""
     opts = LowRankOptions.from_options(options)
     gp, basis, lifted = _formulation_problem(formulation)
+    # cliques found first: where they expose a face, the full solve leaves the face solve
+    # its share of the time limit (its multipliers grow without bound there, so it would
+    # run to the limit)
+    nulls = clique_null_vectors(gp) if basis is None else []
+    first = opts
+    if nulls and gp.n <= min(opts.dense_limits.eig, EXACT_CHECK):
+        first = dataclasses.replace(opts, time_limit=_FULL_SHARE * opts.time_limit)
     with _progress_table(verbose):
-        result = lowrank_solve(gp, basis=basis, options=opts)
+        result = lowrank_solve(gp, basis=basis, options=first)
     cert = result.certificate
     extra: dict[str, Any] = {
         "rank": result.factor.shape[1],
@@ -153,7 +161,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     }
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
-        result = _on_exposed_face(gp, result, opts, extra)
+        result = _on_exposed_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(result, opts, extra, formulation)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
@@ -196,7 +204,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         primal_infeasibility=result.infeasibility, extra=extra)
 
 
-def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict):
+def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
+                     nulls: list[tuple[list[int], int, np.ndarray]]):
     """The result moved onto the face that rank-deficient equality cliques expose
     (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
     where no clique exposes one. Not restored where the restoration's Jacobian is too
@@ -205,8 +214,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
     about the square root of its residual (no strictly feasible point), outside the
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
     ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
-    further on the face (:func:`_solve_on_face`)."""
-    nulls = clique_null_vectors(gp)       # once: the face solve's certificate needs them too
+    further on the face (:func:`_solve_on_face`). ``nulls``: the cliques' null vectors
+    (:func:`~sdpembed.lowrank.face.clique_null_vectors`, found once: the face solve's
+    certificate needs them too)."""
     U, cliques = exposing_vectors(gp, nulls)
     if not cliques:
         return result
@@ -245,6 +255,10 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict)
 #: the face solve's tolerance, relative to the solve's: the lift to the full space
 #: (:func:`~sdpembed.lowrank.face.face_certificate`) and the restoration each cost a little
 _FACE_TOL = 0.25
+
+#: where cliques expose a face (up to ``EXACT_CHECK`` points, where the face solve can
+#: certify), the full solve's share of the time limit; the face solve has the rest
+_FULL_SHARE = 0.5
 
 #: the face solve needs at least this many seconds, and this share, of the solve's time
 #: limit left (its outer iterations are checked against the limit only between them)

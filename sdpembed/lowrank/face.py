@@ -297,18 +297,21 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     for :math:`\mu' = \lambda_{\min}(A) - \delta` the Schur complement
     :math:`B + tW_{UU} - \mu'I - X^T(A - \mu'I)^{-1}X` is PSD for :math:`t` at least
     :math:`\lambda_{\max}(\mu'I - B + X^T(A - \mu'I)^{-1}X)/\lambda_{\min}(W_{UU})`;
-    twice that is taken, for :math:`\delta` on a grid, and the candidates ordered by their
-    bounds. A smaller :math:`\delta` costs a larger :math:`t`.
+    twice that is taken, for :math:`\delta` on a grid. A smaller :math:`\delta` costs a
+    larger :math:`t`.
 
     Proving it (exact): at large :math:`t` the rounding of the blocks, of order
     :math:`u\,t\|W\|`, can exceed :math:`\delta` (:math:`W`'s blocks off :math:`U` are zero
-    only up to rounding, times :math:`t`), so a floating-point test is no proof. Each
-    candidate, best first (at most
-    ``_EXACT_TRIES``), is checked in exact rational arithmetic, with every datum the
-    rational its double is (:func:`_exact_bound`): :math:`S(y + tz, \nu) - \mu'I` positive
-    definite on :math:`\mathbf 1^\perp` (:func:`_exactly_positive_definite`), the dual
-    value summed exactly and rounded down. The first that passes is the certificate; if
-    none does, there is none. Up to :data:`EXACT_CHECK` points.
+    only up to rounding, times :math:`t`), so a floating-point test is no proof. The
+    candidate of the best bound is checked in exact rational arithmetic, with every datum
+    the rational its double is (:func:`_exact_bound`): :math:`S(y + tz, \nu) - \mu'I`
+    positive definite on :math:`\mathbf 1^\perp` (:func:`_exactly_positive_definite`), the
+    dual value summed exactly and rounded down. Where it fails, the candidates of larger
+    :math:`\delta` are bisected (a failure moves to larger :math:`\delta`, a pass to
+    smaller), at most ``_EXACT_TRIES`` checks in all; the highest bound that passes is the
+    certificate; if none does, there is none. (Trying the best six in the order of their
+    bounds spent every check on neighbouring small shifts that all failed.) Up to
+    :data:`EXACT_CHECK` points.
 
     First :math:`y` is replaced by its least-norm equivalent on the face
     (:func:`_least_norm_multipliers`): on the face the cliques' rows are dependent, the
@@ -367,14 +370,30 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
         t = 2.0 * max(float(np.linalg.eigvalsh(0.5 * (R + R.T))[-1]), 0.0) / w_min
         if np.isfinite(t):
             candidates.append((-phi - t * zD - off + min(mu, 0.0) * trace_bound, mu, t))
-    candidates.sort(key=lambda c: -c[0])
+    if not candidates:
+        return None
     full = FactorSpace(gp)
-    for _, mu, t in candidates[:_EXACT_TRIES]:
+    # the candidates in the order of delta; the one with the best bound first, then, where
+    # it fails, bisection towards larger delta (a larger shift below lambda_min(A) and a
+    # smaller t: more room for the rounding that made the check fail)
+    i, lo, hi, found = max(range(len(candidates)), key=lambda c: candidates[c][0]), -1, \
+        len(candidates), None
+    for _ in range(_EXACT_TRIES):
+        _, mu, t = candidates[i]
         exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
-        if exact is not None:
-            return FaceCertificate(exact, lam_a, mu, t, "dual-feasible" if mu >= 0
-                                   else "trace-bound", y=y, z=z)
-    return None
+        if exact is None:
+            lo = i
+        else:
+            hi = i
+            if found is None or exact > found.bound:
+                found = FaceCertificate(exact, lam_a, mu, t, "dual-feasible" if mu >= 0
+                                        else "trace-bound", y=y, z=z)
+            if lo < 0:
+                break           # the best bound passed
+        if hi - lo <= 1:
+            break
+        i = (lo + hi) // 2
+    return found
 
 
 #: the kernel of the face's adjoint is found by a dense SVD of m x r(r+1)/2 entries, up to
@@ -485,7 +504,8 @@ def _exactly_positive_definite(S: list, mu) -> bool:
     return True
 
 
-#: candidates (weights t, shifts mu) of :func:`face_certificate` checked exactly, best first
+#: candidates (weights t, shifts mu) of :func:`face_certificate` checked exactly: the best
+#: bound first, then by bisection over the shifts
 _EXACT_TRIES = 6
 
 

@@ -23,7 +23,7 @@ from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
-from .result import LowRankResult, _SolveState
+from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
@@ -94,30 +94,18 @@ _CONTRACT_SWEEPS = 30
 #: last multipliers, without optional anchors, is made even after it
 _FINAL_SHARE = 0.1
 
+#: the subproblem tolerance is tightened tenfold where the cheap gap, above ``tol``, has
+#: not fallen below ``_TIGHTEN_RATIO`` times its value ``_TIGHTEN_WINDOW`` outer iterations
+#: before (and no such tightening was made in between): the rule that ties the tolerance to
+#: the gap leaves it put while the gap stalls, and inexact subproblems then creep
+_TIGHTEN_WINDOW = 10
+_TIGHTEN_RATIO = 0.5
+
 
 def loop_deadline(t0: float, time_limit: float) -> float:
     """The :func:`time.perf_counter` value at which the outer loop and its subproblems stop
     (the final certificate has the rest of ``time_limit``, see ``_FINAL_SHARE``)."""
     return t0 + (1.0 - _FINAL_SHARE) * time_limit
-
-
-#: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
-_TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
-               "seconds\n" + "-" * 74)
-
-
-def _table_row(entry: dict, infeas: float) -> str:
-    """One line of the progress table: the outer iteration's objective, infeasibility, cheap
-    and certified gaps (an estimate in parentheses when unverified), rank and time."""
-    def gap(v):
-        return "    -    " if v is None or not np.isfinite(v) else f"{v:9.2e}"
-    cert = entry.get("certified_gap", entry.get("combined_gap"))
-    estimate = entry.get("estimated_gap")
-    cell = gap(cert) if "estimated_gap" not in entry else (
-        "(   -   )" if estimate is None or not np.isfinite(estimate) else f"({estimate:.1e})")
-    return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
-            f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
-            f"{entry['seconds']:7.1f}")
 
 
 def _contract_violated(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
@@ -200,8 +188,7 @@ class _OuterLoop:
             t_mean = float(np.mean(pen.t))
             base = self.sigma0 if pen.splitting else 10.0 / t_mean
             self.rho = self.rho0 = base * (t_mean / space.K_scale()) ** 2
-        self.gtol = 1e-3
-        self.cheap_prev = np.inf
+        self.gtol, self.cheap_prev, self.tightened = 1e-3, np.inf, 0
         self.rnorm = self.infeas = np.inf  # the last iterate's
         self.status = "optimal_inaccurate"
         self.it = 0
@@ -694,6 +681,10 @@ class _OuterLoop:
             self.prev_k = k_viol
         if cheap_gap > opts.tol or not converged_primal:
             self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
+        w = _TIGHTEN_WINDOW
+        if cheap_gap > opts.tol and len(self.history) > w and self.it - self.tightened >= w \
+                and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"]:
+            self.gtol, self.tightened = max(self.gtol * 0.1, 1e-12), self.it
         if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
             # the subproblem was already "solved" at this tolerance: tighten it, or the
             # outer loop would repeat the same point

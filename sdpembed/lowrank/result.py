@@ -12,6 +12,25 @@ from .certificate import Certificate, CertificateCache
 __all__ = ["LowRankResult"]
 
 
+#: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
+_TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
+               "seconds\n" + "-" * 74)
+
+
+def _table_row(entry: dict, infeas: float) -> str:
+    """One line of the progress table: the outer iteration's objective, infeasibility, cheap
+    and certified gaps (an estimate in parentheses when unverified), rank and time."""
+    def gap(v):
+        return "    -    " if v is None or not np.isfinite(v) else f"{v:9.2e}"
+    cert = entry.get("certified_gap", entry.get("combined_gap"))
+    estimate = entry.get("estimated_gap")
+    cell = gap(cert) if "estimated_gap" not in entry else (
+        "(   -   )" if estimate is None or not np.isfinite(estimate) else f"({estimate:.1e})")
+    return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
+            f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
+            f"{entry['seconds']:7.1f}")
+
+
 @dataclass
 class LowRankResult:
     """Outcome of :func:`~sdpembed.lowrank.lowrank_solve`.
