@@ -129,6 +129,7 @@ def _progress_table(verbose: bool):
 def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport:
     """``solve(formulation, solver="LOWRANK", **options)``; options: :class:`LowRankOptions`."""
     opts = LowRankOptions.from_options(options)
+    deadline = time.perf_counter() + opts.time_limit
     gp, basis, lifted = _formulation_problem(formulation)
     # cliques found first: where they expose a face, the full solve leaves the face solve
     # its share of the time limit (its multipliers grow without bound there, so it would
@@ -161,7 +162,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     }
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
-        result = _on_exposed_face(gp, result, opts, extra, nulls)
+        result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
         _refuse_stalled_on_face(result, opts, extra, formulation)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
@@ -205,7 +206,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
 
 
 def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
-                     nulls: list[tuple[list[int], int, np.ndarray]]):
+                     nulls: list[tuple[list[int], int, np.ndarray]], deadline: float):
     """The result moved onto the face that rank-deficient equality cliques expose
     (:mod:`~sdpembed.lowrank.face`), its objective and gap re-evaluated there; unchanged
     where no clique exposes one. Not restored where the restoration's Jacobian is too
@@ -216,7 +217,8 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
     ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
     further on the face (:func:`_solve_on_face`). ``nulls``: the cliques' null vectors
     (:func:`~sdpembed.lowrank.face.clique_null_vectors`, found once: the face solve's
-    certificate needs them too)."""
+    certificate needs them too); ``deadline``: the solve's end by its time limit (a
+    :func:`time.perf_counter` time)."""
     U, cliques = exposing_vectors(gp, nulls)
     if not cliques:
         return result
@@ -249,7 +251,7 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
                        else relative_gap(p, result.estimated_bound)))
     if status == "optimal" and infeas <= opts.tol ** 2:
         return result
-    return _solve_on_face(gp, result, U, nulls, opts, extra, space)
+    return _solve_on_face(gp, result, U, nulls, opts, extra, space, deadline)
 
 
 #: the face solve's tolerance, relative to the solve's: the lift to the full space
@@ -265,10 +267,14 @@ _FULL_SHARE = 0.5
 _FACE_MIN_SECONDS = 1.0
 _FACE_MIN_SHARE = 0.2
 
+#: the share of the time left that the face solve leaves to its certificate's exact checks
+#: (:func:`~sdpembed.lowrank.face.face_certificate`, about 0.02–0.8 s each up to 60 points)
+_FACE_CHECK_SHARE = 0.2
+
 
 def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
                    nulls: list[tuple[list[int], int, np.ndarray]], opts: LowRankOptions,
-                   extra: dict, space: FactorSpace):
+                   extra: dict, space: FactorSpace, deadline: float):
     r"""Continue the solve on the face :math:`\{QZQ^T : Z \succeq 0\}` from the restored point
     (:func:`~sdpembed.lowrank.face.face_basis`; ``lowrank_solve(gp, basis=Q)``), where the
     restricted problem has a strictly feasible point (the cliques' faces were the reason
@@ -279,9 +285,12 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
     problem's own bound would need the face to be exact). The higher of that bound and
     the result's is reported; ``optimal`` only where its gap is within ``tol`` and the
     point within ``feas_tol``. Runs only up to ``DenseLimits.eig`` points (dense blocks)
-    and while ``_FACE_MIN_SECONDS`` and ``_FACE_MIN_SHARE`` of the time limit are left;
-    ``extra["face"]["solve"]`` records what happened."""
-    left = opts.time_limit - result.seconds
+    and while ``_FACE_MIN_SECONDS`` and ``_FACE_MIN_SHARE`` of the time limit are left
+    before ``deadline`` (the whole solve's, restoration included); it leaves
+    ``_FACE_CHECK_SHARE`` of that time to the certificate's exact checks, which stop at
+    ``deadline`` too; ``extra["face"]["solve"]`` records what
+    happened."""
+    left = deadline - time.perf_counter()
     if gp.n > opts.dense_limits.eig or left < max(_FACE_MIN_SECONDS,
                                                    _FACE_MIN_SHARE * opts.time_limit):
         extra["face"]["solve"] = {"ran": False, "reason": (
@@ -291,7 +300,8 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
     t0 = time.perf_counter()
     Q = face_basis(U)
     sub = lowrank_solve(gp, basis=Q, options=dataclasses.replace(
-        opts, warm_start=result.factor, reduced_solver="alm", time_limit=left,
+        opts, warm_start=result.factor, reduced_solver="alm",
+        time_limit=(1.0 - _FACE_CHECK_SHARE) * left,
         tol=opts.tol * _FACE_TOL,
         warm_multipliers=(None if result.y is None else (np.asarray(result.y),
                                                          np.asarray(result.nu)))))
@@ -312,7 +322,7 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
             nearer = result.infeasibility > opts.tol ** 2 and infeas < result.infeasibility
             if lower or nearer:
                 best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
-        cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu)
+        cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu, deadline=deadline)
         if cert is not None:
             record.update(bound=cert.bound, certificate=cert.describe())
             if result.bound is None or cert.bound > result.bound:

@@ -29,6 +29,7 @@ face being exact.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import networkx as nx
@@ -255,7 +256,8 @@ class FaceCertificate:
 
 def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
                      nulls: list[tuple[list[int], int, np.ndarray]], y: np.ndarray,
-                     nu: np.ndarray) -> FaceCertificate | None:
+                     nu: np.ndarray, deadline: float | None = None
+                     ) -> FaceCertificate | None:
     r"""A lower bound on the optimum of the original problem (not only of the problem
     restricted to the face) from multipliers :math:`(y, \nu)` of the restricted problem.
 
@@ -308,10 +310,11 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     positive definite on :math:`\mathbf 1^\perp` (:func:`_exactly_positive_definite`), the
     dual value summed exactly and rounded down. Where it fails, the candidates of larger
     :math:`\delta` are bisected (a failure moves to larger :math:`\delta`, a pass to
-    smaller), at most ``_EXACT_TRIES`` checks in all; the highest bound that passes is the
-    certificate; if none does, there is none. (Trying the best six in the order of their
-    bounds spent every check on neighbouring small shifts that all failed.) Up to
-    :data:`EXACT_CHECK` points.
+    smaller), at most ``_EXACT_TRIES`` checks in all, and none after the first once
+    ``deadline`` (a :func:`time.perf_counter` time) has passed; the highest bound that
+    passes is the certificate; if none does, there is none. (Trying the best six in the
+    order of their bounds spent every check on neighbouring small shifts that all
+    failed.) Up to :data:`EXACT_CHECK` points.
 
     First :math:`y` is replaced by its least-norm equivalent on the face
     (:func:`_least_norm_multipliers`): on the face the cliques' rows are dependent, the
@@ -378,7 +381,9 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     # smaller t: more room for the rounding that made the check fail)
     i, lo, hi, found = max(range(len(candidates)), key=lambda c: candidates[c][0]), -1, \
         len(candidates), None
-    for _ in range(_EXACT_TRIES):
+    for k in range(_EXACT_TRIES):
+        if k and deadline is not None and time.perf_counter() > deadline:
+            break
         _, mu, t = candidates[i]
         exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
         if exact is None:
