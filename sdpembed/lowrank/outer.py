@@ -270,7 +270,12 @@ class _OuterLoop:
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
         newton = opts.inner == "newton" or (opts.inner == "auto" and (
             self.cheap_prev < 1e-2 or (self.lbfgs_hard and W.size <= _NEWTON_ENTRIES)))
-        if opts.inner == "plbfgs":
+        # "shrink", full space, the first subproblem from zero multipliers: every edge is
+        # stretched far past its bound, and the graph's Laplacian is the curvature (a
+        # weighted-Laplacian preconditioner: docs/tuning.md, "Shrink-only MVU at n = 2,000")
+        first = opts.inner == "auto" and self.pen.mode == "shrink" and self.space.Q is None \
+            and self.it == 1 and not np.any(self.y)
+        if opts.inner == "plbfgs" or first:
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
             inner = self.space.preconditioner(om)
