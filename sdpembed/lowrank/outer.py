@@ -281,8 +281,17 @@ class _OuterLoop:
             inner = self.space.preconditioner(om)
         else:
             inner = "newton" if newton else None
-        W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
-                     opts.max_newton if newton else opts.max_inner, inner)
+        gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
+        W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
+        if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
+                and res.nit >= opts.max_newton and res.gnorm > gtol:
+            # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
+            # the subproblem (multipliers taken there jump, zero on whole groups of edges,
+            # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
+            # MVU at n = 2,000")
+            W, more = run(W, gtol, opts.max_inner, None)
+            more.nit += res.nit
+            res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
         self.W = W if trimmed is None else trimmed
