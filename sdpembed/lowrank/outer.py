@@ -24,6 +24,7 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
+from .shrink import contract_violated
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
@@ -85,9 +86,6 @@ _SHRINK_NEAR = 2.0
 #: "Shrink-only distances")
 _SIGMA_MAX_SHRINK = 2187.0
 
-#: sweeps of :func:`_contract_violated` over the violated edges
-_CONTRACT_SWEEPS = 30
-
 #: share of ``time_limit`` kept for the final certificate: the outer loop stops at
 #: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
 #: until ``time_limit`` (the final refinement half of that share); one certificate of the
@@ -106,36 +104,6 @@ def loop_deadline(t0: float, time_limit: float) -> float:
     """The :func:`time.perf_counter` value at which the outer loop and its subproblems stop
     (the final certificate has the rest of ``time_limit``, see ``_FINAL_SHARE``)."""
     return t0 + (1.0 - _FINAL_SHARE) * time_limit
-
-
-def _contract_violated(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
-                       sweeps: int = _CONTRACT_SWEEPS) -> np.ndarray:
-    r"""``"shrink"``, full space: the factor (rows are points) with each violated edge's
-    endpoints moved towards their midpoint, :math:`v_i \leftarrow m + eta(v_i - m)`,
-    :math:`eta = (ar D_e/D_e)^{1/2}`, edge by edge, for ``sweeps`` sweeps, columns
-    re-centred. The edge then holds with equality, and the other edges at :math:`i` and
-    :math:`j` move by at most :math:`(1-eta)\|v_i - v_j\|/2`: little, relative to their
-    length, where a short edge is violated (the worst case of the scaling, which costs its
-    relative violation on the whole trace)."""
-    V = np.array(W, dtype=float)
-    i_all, j_all = space.gp.edges.T
-    for _ in range(sweeps):
-        Z = V[i_all] - V[j_all]
-        D = np.einsum("ij,ij->i", Z, Z)
-        bad = np.flatnonzero(D > pen.t)
-        if bad.size == 0:
-            break
-        for e in bad[np.argsort(-D[bad] / pen.t[bad])]:
-            a, b = i_all[e], j_all[e]
-            d = V[a] - V[b]
-            De = float(d @ d)
-            if De <= pen.t[e]:
-                continue
-            beta = np.sqrt(pen.t[e] / De)
-            m = 0.5 * (V[a] + V[b])
-            V[a] = m + beta * (V[a] - m)
-            V[b] = m + beta * (V[b] - m)
-    return V - V.mean(axis=0)
 
 
 class _OuterLoop:
@@ -289,14 +257,28 @@ class _OuterLoop:
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
         newton = opts.inner == "newton" or (opts.inner == "auto" and (
             self.cheap_prev < 1e-2 or (self.lbfgs_hard and W.size <= _NEWTON_ENTRIES)))
-        if opts.inner == "plbfgs":
+        # "shrink", full space, the first subproblem from zero multipliers: every edge is
+        # stretched far past its bound, and the graph's Laplacian is the curvature (a
+        # weighted-Laplacian preconditioner: docs/tuning.md, "Shrink-only MVU at n = 2,000")
+        first = opts.inner == "auto" and self.pen.mode == "shrink" and self.space.Q is None \
+            and self.it == 1 and not np.any(self.y)
+        if opts.inner == "plbfgs" or first:
             # isotropic Gauss-Newton weights: 4 sigma z_e z_e^T ~ (2 sigma |z_e|^2 / k) I
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
             inner = self.space.preconditioner(om)
         else:
             inner = "newton" if newton else None
-        W, res = run(W, self.gtol * self.obj_scale / np.sqrt(W.size),
-                     opts.max_newton if newton else opts.max_inner, inner)
+        gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
+        W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
+        if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
+                and res.nit >= opts.max_newton and res.gnorm > gtol:
+            # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
+            # the subproblem (multipliers taken there jump, zero on whole groups of edges,
+            # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
+            # MVU at n = 2,000")
+            W, more = run(W, gtol, opts.max_inner, None)
+            more.nit += res.nit
+            res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
         self.W = W if trimmed is None else trimmed
@@ -445,7 +427,7 @@ class _OuterLoop:
         constraint are homogeneous and kept), when the added rows stay within
         ``feas_tol``; else ``None``. ``W`` itself when it is feasible (``infeas`` 0).
         When ``near`` (the gap is nearly closed), also the iterate with its violated edges
-        contracted first (:func:`_contract_violated`, full space) and the iterate moved
+        contracted first (:func:`~.shrink.contract_violated`, full space) and the iterate moved
         onto its violated and active edges first (:func:`restore_feasibility`), each then
         scaled; the lowest objective is kept. Rounds that leave a violation above 1e-12
         end those moves for the rest of the solve."""
@@ -455,7 +437,7 @@ class _OuterLoop:
             return W, quad + pen.objective(D), 0.0
         starts = [W]
         if near and space.Q is None:
-            starts.append(_contract_violated(space, pen, W))
+            starts.append(contract_violated(space, pen, W))
         if near and self.shrink_steps:
             # the violated and active edges moved onto D_e = Dbar_e first (the scaling
             # alone costs the largest violation on every edge); the steps can push slack
