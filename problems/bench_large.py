@@ -255,9 +255,7 @@ def _child(spec, run, backend, queue):
     from sdpembed.recovery import embedding_from_factor, embedding_from_gram
     from sdpembed.solvers import solve
 
-    out = {"method": run["method"], "n": run["n"], "backend": backend, "name": run.get("name"),
-           "basis_rank": run.get("basis_rank"), "distances": _distances(run),
-           "variant": _variant(run, backend, spec)}
+    out = {**_row_head(spec, run, backend), "distances": _distances(run)}
     try:
         X, y, y_obs, labeled, graph, t = _instance(spec, run, with_t=True)
         out["n_edges"] = int(graph.n_edges)
@@ -395,11 +393,16 @@ def _run_one(spec, run, backend, timeout):
             records.append(queue.get(timeout=0.5))
         except Exception:  # noqa: BLE001 - empty, or a record cut off by the kill
             break
-    base = {"method": run["method"], "n": run["n"], "backend": backend,
+    return _collect(records, _row_head(spec, run, backend), killed, timeout, proc.exitcode,
+                    time.perf_counter() - t0)
+
+
+def _row_head(spec, run, backend) -> dict:
+    """The fields that name a row: the child's record starts with them, and the bare row of
+    a child that sent nothing back is them."""
+    return {"method": run["method"], "n": run["n"], "backend": backend,
             "name": run.get("name"), "basis_rank": run.get("basis_rank"),
             "variant": _variant(run, backend, spec)}
-    return _collect(records, base, killed, timeout, proc.exitcode,
-                    time.perf_counter() - t0)
 
 
 def _collect(records, base, killed, timeout, exitcode, wall_s) -> dict:

@@ -288,8 +288,7 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
     and while ``_FACE_MIN_SECONDS`` and ``_FACE_MIN_SHARE`` of the time limit are left
     before ``deadline`` (the whole solve's, restoration included); it leaves
     ``_FACE_CHECK_SHARE`` of that time to the certificate's exact checks, which stop at
-    ``deadline`` too; ``extra["face"]["solve"]`` records what
-    happened."""
+    ``deadline`` too; ``extra["face"]["solve"]`` records what happened."""
     left = deadline - time.perf_counter()
     if gp.n > opts.dense_limits.eig or left < max(_FACE_MIN_SECONDS,
                                                    _FACE_MIN_SHARE * opts.time_limit):

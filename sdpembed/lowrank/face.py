@@ -379,8 +379,8 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     # the candidates in the order of delta; the one with the best bound first, then, where
     # it fails, bisection towards larger delta (a larger shift below lambda_min(A) and a
     # smaller t: more room for the rounding that made the check fail)
-    i, lo, hi, found = max(range(len(candidates)), key=lambda c: candidates[c][0]), -1, \
-        len(candidates), None
+    i = max(range(len(candidates)), key=lambda c: candidates[c][0])
+    lo, hi, found = -1, len(candidates), None      # last failed / passed index, best passed
     for k in range(_EXACT_TRIES):
         if k and deadline is not None and time.perf_counter() > deadline:
             break
