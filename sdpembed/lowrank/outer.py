@@ -135,6 +135,7 @@ class _OuterLoop:
         self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
         alm.deadline = self.loop_deadline
         self.stop_reason, self.cache = "max_outer", state.certificates  # LowRankResult's
+        self.cache.deadline, self.skipped = self.deadline, []   # LowRankResult.skipped
         self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
@@ -686,7 +687,8 @@ class _OuterLoop:
         bound, else the best (or, in equality mode, the more feasible last) iterate with the
         last multipliers certified (every large solve reports a bound, however loose, or
         says why it has none). Past the solve's deadline the equality restoration and that
-        one certificate are still made; the refinement of the multipliers is not."""
+        one certificate are still made where it is dense (n <= ``limits.eig``: bounded), the
+        refinement of the multipliers is not (``skipped`` names what was not made)."""
         space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
         W, status, best_dual = self.W, self.status, self.best_dual
         p = alm.true_objective(W)
@@ -699,7 +701,14 @@ class _OuterLoop:
         if pen.mode == "shrink" and status != "optimal":
             W = pen.shrink_scale(alm.objective_parts(W)[1]) * W   # onto D <= Dbar
             p = alm.true_objective(W)
-        if status == "optimal_inaccurate" and best_dual is None:
+        if status == "optimal_inaccurate" and best_dual is None \
+                and self._late(final=True) and space.dim > space.limits.eig:
+            # past the deadline a sparse eigenvalue computation and its verification are
+            # not bounded (a factorisation of the slack): no certificate, said so
+            self.certificate = Certificate(None, None, "none", "final certificate skipped: "
+                                           "the time limit had passed", y=self.y, nu=self.nu)
+            self.skipped.append("final certificate")
+        elif status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu), self.dual.candidate(
                     self.refine_deadline, final=True) or refine_multipliers(
@@ -735,7 +744,10 @@ class _OuterLoop:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
         # here and not in the outer loop: a sparse factorisation per try
         verify_seconds = None
-        if certificate.check in _UNVERIFIED and certificate.bound is not None:
+        if certificate.check in _UNVERIFIED and certificate.bound is not None \
+                and self._late(final=True):
+            self.skipped.append("verification of the final certificate")
+        elif certificate.check in _UNVERIFIED and certificate.bound is not None:
             t_v = time.perf_counter()
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
@@ -770,4 +782,4 @@ class _OuterLoop:
                  "mode": getattr(c, "mode", "dense"), "factor_nnz": getattr(c, "factor_nnz", None),
                  "seconds": c.seconds, "verified": c.verified} for c in cache.verify_checks],
             reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start,
-            stop_reason=self.stop_reason)
+            stop_reason=self.stop_reason, skipped=self.skipped)
