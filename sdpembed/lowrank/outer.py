@@ -94,8 +94,10 @@ _FINAL_SHARE = 0.1
 
 #: the subproblem tolerance is tightened tenfold where the cheap gap, above ``tol``, has
 #: not fallen below ``_TIGHTEN_RATIO`` times its value ``_TIGHTEN_WINDOW`` outer iterations
-#: before (and no such tightening was made in between): the rule that ties the tolerance to
-#: the gap leaves it put while the gap stalls, and inexact subproblems then creep
+#: before (and no such tightening was made in between), and the last subproblem was
+#: stopped by that tolerance in L-BFGS: the rule that ties the tolerance to the gap leaves
+#: it put while the gap stalls, and inexact subproblems then creep. Newton-CG's points
+#: are not what limits such a gap (docs/tuning.md, "The stalled-gap rule's condition")
 _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
 
@@ -140,6 +142,7 @@ class _OuterLoop:
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
+        self.lbfgs_at_tol = False  # the last subproblem: L-BFGS stopped before its cap
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -271,6 +274,7 @@ class _OuterLoop:
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
+        self.lbfgs_at_tol = not newton and res.nit < opts.max_inner
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
             # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
@@ -278,6 +282,7 @@ class _OuterLoop:
             # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
             # MVU at n = 2,000")
             W, more = run(W, gtol, opts.max_inner, None)
+            self.lbfgs_at_tol = more.nit < opts.max_inner
             more.nit += res.nit
             res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
@@ -666,7 +671,8 @@ class _OuterLoop:
             self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
         w = _TIGHTEN_WINDOW
         if cheap_gap > opts.tol and len(self.history) > w and self.it - self.tightened >= w \
-                and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"]:
+                and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"] \
+                and self.lbfgs_at_tol:
             self.gtol, self.tightened = max(self.gtol * 0.1, 1e-12), self.it
         if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
             # the subproblem was already "solved" at this tolerance: tighten it, or the
