@@ -162,7 +162,7 @@ def test_a_solve_past_its_limit_certifies_once_and_refines_nothing(digits30, mon
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(time_limit=1e-9,
                                                                    warm_start=None))
     assert res.stop_reason == "time_limit" and res.iterations == 1
-    assert res.status == "optimal_inaccurate"
+    assert res.status == "optimal_inaccurate" and res.skipped == []   # dense: bounded
     assert res.certificate is not None and res.certificate.method in (
         "dual-feasible", "shifted", "none")
     if res.bound is not None:
@@ -188,6 +188,7 @@ def test_stop_reason_is_reported(digits30):
     f = dvu(g, y, centroids="eliminated")
     rep = solve(f, "LOWRANK", warm_start=None)
     assert rep.status == "optimal" and rep.extra["stop_reason"] == "certified"
+    assert rep.extra["skipped"] == []
     gp = dvu_problem(g, y)
     res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(max_outer=1,
                                                                    warm_start=None))
@@ -211,3 +212,47 @@ def test_certificate_past_the_deadline_leaves_out_the_anchors(near_optimal):
                              CertificateCache(), target=res.objective,
                              deadline=time.perf_counter() - 1.0)
     assert late.y is y_noisy and late.bound == plain.bound
+
+
+def test_a_solve_past_its_limit_makes_no_sparse_certificate_and_says_so(digits30,
+                                                                         monkeypatch):
+    """Above ``DenseLimits.eig`` the final certificate is a sparse eigenvalue computation
+    and its verification a factorisation of the slack, neither bounded: past the limit
+    neither runs, the result carries no bound (no certified gap) and ``skipped`` names the
+    certificate. With time, the same problem is certified through those steps."""
+    import sdpembed.lowrank.verify as verify
+    from sdpembed.lowrank.options import DenseLimits
+
+    _, y, g = digits30
+    gp = dvu_problem(g, y)
+    sparse = DenseLimits(eig=5)
+    full = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(
+        warm_start=None, dense_limits=sparse))
+    assert full.status == "optimal" and full.skipped == [] and full.certificate.verified
+    for module, name in [(lowrank.certificate, "_bottom"), (lowrank.certificate, "_lambda_min"),
+                         (verify, "sparse_verify")]:
+        _forbid(monkeypatch, module, name)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(
+        time_limit=1e-9, warm_start=None, dense_limits=sparse))
+    assert res.stop_reason == "time_limit" and res.iterations == 1
+    assert res.skipped == ["final certificate"]
+    assert res.bound is None and res.certified_gap is None and res.estimated_gap is None
+    assert res.certificate.method == "none" and "time limit" in res.certificate.note
+    assert res.status == "optimal_inaccurate" and res.objective > full.objective
+
+
+def test_verification_starts_no_factorisation_past_its_deadline(near_optimal, monkeypatch):
+    """``_verified_lambda_min`` past its deadline: no factorisation, and the reason says
+    the time limit (the certificate then stays an unverified estimate)."""
+    import sdpembed.lowrank.verify as verify
+
+    _, res, space, _, _, _ = near_optimal
+    lam = float(lowrank.certify(space, lowrank.DistancePenalty(space.gp), res.y,
+                                res.nu).lambda_min)
+    mu, why, checks = verify._verified_lambda_min(space, res.y, res.nu, lam)
+    assert mu is not None and len(checks) >= 1       # with time: verified
+    for name in ("sparse_verify", "_verify_psd_shift"):
+        _forbid(monkeypatch, verify, name)
+    mu, why, checks = verify._verified_lambda_min(space, res.y, res.nu, lam,
+                                                  deadline=time.perf_counter() - 1.0)
+    assert mu is None and checks == [] and "time limit" in why

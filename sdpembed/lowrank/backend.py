@@ -149,6 +149,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
                               else None),
         "outer_iterations": result.iterations,
         "stop_reason": result.stop_reason,
+        # phases not made because the time limit had passed (the face step adds its own)
+        "skipped": list(result.skipped),
         "function_evaluations": result.function_evaluations,
         "reduced_basis_rank": None if basis is None else basis.shape[1],
         "reduced_solver": result.reduced_solver,
@@ -295,6 +297,8 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
         extra["face"]["solve"] = {"ran": False, "reason": (
             f"n = {gp.n} > {opts.dense_limits.eig}" if gp.n > opts.dense_limits.eig
             else f"{left:.2g} s of the time limit left")}
+        if gp.n <= opts.dense_limits.eig:
+            extra["skipped"].append("face solve")
         return result
     t0 = time.perf_counter()
     Q = face_basis(U)
@@ -307,6 +311,7 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
     record = {"ran": True, "status": sub.status, "objective": float(sub.objective),
               "iterations": sub.iterations, "stop_reason": sub.stop_reason}
     extra["face"]["solve"] = record
+    extra["skipped"] += [f"face solve's {what}" for what in sub.skipped]
     best = result
     if sub.status in ("optimal", "optimal_inaccurate") and np.isfinite(sub.objective):
         restored = restore_on_face(gp, sub.factor, U, space=space)
@@ -321,7 +326,8 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
             nearer = result.infeasibility > opts.tol ** 2 and infeas < result.infeasibility
             if lower or nearer:
                 best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
-        cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu, deadline=deadline)
+        cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu, deadline=deadline,
+                                skipped=extra["skipped"])
         if cert is not None:
             record.update(bound=cert.bound, certificate=cert.describe())
             if result.bound is None or cert.bound > result.bound:

@@ -113,6 +113,9 @@ class CertificateCache:
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
     mu0_verified : (float or None, str) or None
         ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
+    deadline : float
+        The solve's end by its time limit (a :func:`time.perf_counter` value): no
+        verifying factorisation starts after it (:func:`_verified_lambda_min`).
     """
 
     lanczos_start: np.ndarray | None = None
@@ -124,6 +127,7 @@ class CertificateCache:
     trace_bound: float | None = None
     mu0: float | None = None
     mu0_verified: tuple[float | None, str] | None = None
+    deadline: float = np.inf
 
 
 def _trace_bound_equality(gp: GramProblem) -> float:
@@ -274,7 +278,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     mu = eig.value
     if verify and check in _UNVERIFIED:
         with threadpool_limits(limits=_verify_threads()):
-            mu_v, why, checks = _verified_lambda_min(space, y, nu, mu)
+            mu_v, why, checks = _verified_lambda_min(space, y, nu, mu, cache.deadline)
         cache.verify_checks.extend(checks)
         if mu_v is not None:
             source = "Lanczos" if eig.method == "lanczos" else "shift-invert"
@@ -328,12 +332,13 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     mu0 = cache.mu0
     if check in (CHECK_SPARSE, CHECK_CHOLESKY) and np.isfinite(mu0) and mu0 > 0:
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
+        mu0_v, why0 = cache.mu0_verified or (None, "")
         if cache.mu0_verified is None:
             with threadpool_limits(limits=_verify_threads()):
-                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0)
+                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0, cache.deadline)
             cache.verify_checks.extend(checks0)
-            cache.mu0_verified = (mu0_v, why0)
-        mu0_v, why0 = cache.mu0_verified
+            if mu0_v is not None or time.perf_counter() < cache.deadline:
+                cache.mu0_verified = (mu0_v, why0)   # kept unless stopped by the deadline
         if mu0_v is None:
             check = _eig_check(space, eig)
             check_note += f"; lambda_min at y0 unverified: {why0}"

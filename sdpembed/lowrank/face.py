@@ -256,8 +256,8 @@ class FaceCertificate:
 
 def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
                      nulls: list[tuple[list[int], int, np.ndarray]], y: np.ndarray,
-                     nu: np.ndarray, deadline: float | None = None
-                     ) -> FaceCertificate | None:
+                     nu: np.ndarray, deadline: float | None = None,
+                     skipped: list[str] | None = None) -> FaceCertificate | None:
     r"""A lower bound on the optimum of the original problem (not only of the problem
     restricted to the face) from multipliers :math:`(y, \nu)` of the restricted problem.
 
@@ -310,9 +310,11 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     positive definite on :math:`\mathbf 1^\perp` (:func:`_exactly_positive_definite`), the
     dual value summed exactly and rounded down. Where it fails, the candidates of larger
     :math:`\delta` are bisected (a failure moves to larger :math:`\delta`, a pass to
-    smaller), at most ``_EXACT_TRIES`` checks in all, and none after the first once
-    ``deadline`` (a :func:`time.perf_counter` time) has passed; the highest bound that
-    passes is the certificate; if none does, there is none. (Trying the best six in the
+    smaller), at most ``_EXACT_TRIES`` checks in all, none once ``deadline`` (a
+    :func:`time.perf_counter` time) has passed and none after the first that the time
+    left cannot hold (the last check took longer; ``skipped`` is told of checks given up
+    for time); the highest bound that passes is the certificate; if none does, there is
+    none. (Trying the best six in the
     order of their bounds spent every check on neighbouring small shifts that all
     failed.) Up to :data:`EXACT_CHECK` points.
 
@@ -381,11 +383,16 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     # smaller t: more room for the rounding that made the check fail)
     i = max(range(len(candidates)), key=lambda c: candidates[c][0])
     lo, hi, found = -1, len(candidates), None      # last failed / passed index, best passed
+    last = 0.0                                      # seconds of the last exact check
     for k in range(_EXACT_TRIES):
-        if k and deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and deadline - time.perf_counter() <= (last if k else 0.0):
+            if skipped is not None:
+                skipped.append(f"face certificate's exact checks after {k}")
             break
         _, mu, t = candidates[i]
+        t_check = time.perf_counter()
         exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
+        last = time.perf_counter() - t_check
         if exact is None:
             lo = i
         else:

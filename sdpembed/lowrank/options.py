@@ -130,10 +130,13 @@ class LowRankOptions:
         only when no certificate can be computed, with the reason). The same holds
         when ``max_outer`` ends the solve. One deadline for every phase: the outer
         loop and its subproblems stop at 0.9 ``time_limit``, the repairs (refined
-        multipliers, restoration, the lift) at ``time_limit``; only the certificate of
-        the last multipliers (for n > ``DenseLimits.eig`` with its verification) and an
-        equality iterate's restoration come on top. ``report.extra["stop_reason"]``
-        says what ended the loop.
+        multipliers, restoration, the lift) at ``time_limit``; past it only the dense
+        certificate of the last multipliers (n <= ``DenseLimits.eig``) and an equality
+        iterate's restoration (a few Gauss-Newton steps) are made. Above
+        ``DenseLimits.eig`` no certificate or verifying factorisation starts past
+        ``time_limit`` (one started before it finishes): the result then has no
+        certified gap. ``report.extra["stop_reason"]`` says what ended the loop and
+        ``report.extra["skipped"]`` what was not made for the limit.
     eig_tol : float
         Relative tolerance of the Lanczos eigensolver.
     random_state : int or None

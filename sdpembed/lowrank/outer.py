@@ -94,8 +94,10 @@ _FINAL_SHARE = 0.1
 
 #: the subproblem tolerance is tightened tenfold where the cheap gap, above ``tol``, has
 #: not fallen below ``_TIGHTEN_RATIO`` times its value ``_TIGHTEN_WINDOW`` outer iterations
-#: before (and no such tightening was made in between): the rule that ties the tolerance to
-#: the gap leaves it put while the gap stalls, and inexact subproblems then creep
+#: before (and no such tightening was made in between), and the last subproblem was
+#: stopped by that tolerance in L-BFGS: the rule that ties the tolerance to the gap leaves
+#: it put while the gap stalls, and inexact subproblems then creep. Newton-CG's points
+#: are not what limits such a gap (docs/tuning.md, "The stalled-gap rule's condition")
 _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
 
@@ -135,10 +137,12 @@ class _OuterLoop:
         self.refine_deadline = t0 + (1.0 - 0.5 * _FINAL_SHARE) * opts.time_limit
         alm.deadline = self.loop_deadline
         self.stop_reason, self.cache = "max_outer", state.certificates  # LowRankResult's
+        self.cache.deadline, self.skipped = self.deadline, []   # LowRankResult.skipped
         self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
+        self.lbfgs_at_tol = False  # the last subproblem: L-BFGS stopped before its cap
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -270,6 +274,7 @@ class _OuterLoop:
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
+        self.lbfgs_at_tol = not newton and res.nit < opts.max_inner
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
             # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
@@ -277,6 +282,7 @@ class _OuterLoop:
             # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
             # MVU at n = 2,000")
             W, more = run(W, gtol, opts.max_inner, None)
+            self.lbfgs_at_tol = more.nit < opts.max_inner
             more.nit += res.nit
             res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
@@ -665,7 +671,8 @@ class _OuterLoop:
             self.gtol = max(min(self.gtol, 0.1 * max(cheap_gap, rnorm)), 1e-10)
         w = _TIGHTEN_WINDOW
         if cheap_gap > opts.tol and len(self.history) > w and self.it - self.tightened >= w \
-                and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"]:
+                and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"] \
+                and self.lbfgs_at_tol:
             self.gtol, self.tightened = max(self.gtol * 0.1, 1e-12), self.it
         if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
             # the subproblem was already "solved" at this tolerance: tighten it, or the
@@ -686,7 +693,8 @@ class _OuterLoop:
         bound, else the best (or, in equality mode, the more feasible last) iterate with the
         last multipliers certified (every large solve reports a bound, however loose, or
         says why it has none). Past the solve's deadline the equality restoration and that
-        one certificate are still made; the refinement of the multipliers is not."""
+        one certificate are still made where it is dense (n <= ``limits.eig``: bounded), the
+        refinement of the multipliers is not (``skipped`` names what was not made)."""
         space, pen, alm, opts = self.space, self.pen, self.alm, self.opts
         W, status, best_dual = self.W, self.status, self.best_dual
         p = alm.true_objective(W)
@@ -699,7 +707,14 @@ class _OuterLoop:
         if pen.mode == "shrink" and status != "optimal":
             W = pen.shrink_scale(alm.objective_parts(W)[1]) * W   # onto D <= Dbar
             p = alm.true_objective(W)
-        if status == "optimal_inaccurate" and best_dual is None:
+        if status == "optimal_inaccurate" and best_dual is None \
+                and self._late(final=True) and space.dim > space.limits.eig:
+            # past the deadline a sparse eigenvalue computation and its verification are
+            # not bounded (a factorisation of the slack): no certificate, said so
+            self.certificate = Certificate(None, None, "none", "final certificate skipped: "
+                                           "the time limit had passed", y=self.y, nu=self.nu)
+            self.skipped.append("final certificate")
+        elif status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu), self.dual.candidate(
                     self.refine_deadline, final=True) or refine_multipliers(
@@ -735,7 +750,10 @@ class _OuterLoop:
             status = _infeasible_or_failed(space, pen, self.y, self.nu, opts)
         # here and not in the outer loop: a sparse factorisation per try
         verify_seconds = None
-        if certificate.check in _UNVERIFIED and certificate.bound is not None:
+        if certificate.check in _UNVERIFIED and certificate.bound is not None \
+                and self._late(final=True):
+            self.skipped.append("verification of the final certificate")
+        elif certificate.check in _UNVERIFIED and certificate.bound is not None:
             t_v = time.perf_counter()
             certificate = verify_certificate(space, pen, certificate, eig_tol=opts.eig_tol,
                                              cache=cache)
@@ -770,4 +788,4 @@ class _OuterLoop:
                  "mode": getattr(c, "mode", "dense"), "factor_nnz": getattr(c, "factor_nnz", None),
                  "seconds": c.seconds, "verified": c.verified} for c in cache.verify_checks],
             reduced_solver=self.state.reduced_solver, warm_start=self.state.warm_start,
-            stop_reason=self.stop_reason)
+            stop_reason=self.stop_reason, skipped=self.skipped)

@@ -96,6 +96,9 @@ class LowRankResult:
         bound) or ``"infeasible"`` (a verified Farkas certificate from the
         multipliers); on a reduced basis the interior-point method's status; ``None``
         where no iteration ran (the boundedness test).
+    skipped : list of str
+        The phases not made because the time limit had passed (the final certificate, its
+        verification; :func:`~sdpembed.lowrank.lowrank_solve`'s caller adds its own).
     """
 
     factor: np.ndarray
@@ -123,6 +126,7 @@ class LowRankResult:
     timings: dict[str, float] = field(default_factory=dict)
     max_abs_multiplier: list[float] = field(default_factory=list)
     stop_reason: str | None = None
+    skipped: list[str] = field(default_factory=list)
 
     @property
     def rank(self) -> int:

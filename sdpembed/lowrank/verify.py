@@ -141,7 +141,7 @@ _FIRST_MARGIN = 1e-12
 
 
 def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 6,
-                                parts: SlackParts | None = None
+                                parts: SlackParts | None = None, deadline: float = np.inf
                                 ) -> tuple[float | None, str, list[SparseCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
@@ -155,6 +155,7 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     of 100) and checked again below it. Returns ``(mu or None, reason, checks)``; ``None``
     when every try failed or the factorisation could not run (memory, terms that are not
     diagonal plus low rank). ``parts``: :class:`SlackParts` of ``(y, nu)`` if already built.
+    No try starts once ``deadline`` (a :func:`time.perf_counter` value) has passed.
     """
     if parts is None:
         try:
@@ -167,6 +168,8 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     est, step, re_estimated = float(mu_est), margin, False
     try:
         for _ in range(max_steps):
+            if _past(deadline):
+                return None, _late_reason(checks), checks
             chk = sparse_verify(space, y, nu, est - step, parts=parts)
             checks.append(chk)
             if chk.verified:
@@ -186,8 +189,9 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
                   f"{last.mu:.3g} ({last.reason})"), checks
 
 
-def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4
-                         ) -> tuple[float | None, str, list[PSDCheck]]:
+def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4,
+                               deadline: float = np.inf
+                               ) -> tuple[float | None, str, list[PSDCheck]]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
     Tries :func:`_verify_psd_shift` at the Lanczos estimate ``mu_est``, then
@@ -198,7 +202,8 @@ def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_
     below it by a few times the rounding allowance; for larger n the estimate is
     lowered geometrically (``max_steps`` tries, factors 100). Returns
     ``(mu or None, reason, checks)``; ``None`` when nothing could be verified
-    (too large, not enough memory, unsupported terms, every try failed).
+    (too large, not enough memory, unsupported terms, every try failed). No try after the
+    first starts once ``deadline`` has passed.
     """
 
     n = space.dim
@@ -217,6 +222,8 @@ def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_
         return chk.mu, "", checks
     if chk.info == -1:
         return None, chk.reason, checks
+    if _past(deadline):
+        return None, _late_reason(checks), checks
     # an accurate Lanczos value (residual below the rounding allowance) sits within
     # delta of lambda_min: a step of a few allowances down usually verifies
     chk = _verify_psd_shift(space, y, nu, mu_est - 4.0 * chk.delta)
@@ -234,6 +241,8 @@ def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_
         step = max(4.0 * chk.delta, 1e-3 * abs(mu_est), 1e-12 * g)
         tries = [mu_est - step * 100.0**k for k in range(max_steps)]
     for mu in tries:
+        if _past(deadline):
+            return None, _late_reason(checks), checks
         chk = _verify_psd_shift(space, y, nu, mu)
         checks.append(chk)
         if chk.verified:
@@ -241,7 +250,18 @@ def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_
     return None, f"Cholesky failed at {len(checks)} shifts down to {tries[-1]:.3g}", checks
 
 
-def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
+def _past(deadline: float) -> bool:
+    """Whether the :func:`time.perf_counter` value ``deadline`` has passed."""
+    return time.perf_counter() >= deadline
+
+
+def _late_reason(checks: list) -> str:
+    """Why a verification stopped at its deadline, after ``checks``."""
+    return (f"verification stopped by the time limit after {len(checks)} factorisation(s)"
+            if checks else "verification skipped: the time limit had passed")
+
+
+def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: float = np.inf
                          ) -> tuple[float | None, str, list]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
@@ -256,7 +276,8 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
     CHOLMOD (supernodal, :data:`~sdpembed.lowrank.sparse_slack.FACTORISATION`) the tree
     basis is tried first, once, just below the estimate: a success there is as tight as
     the dense proof and far cheaper; otherwise the dense proof follows.
-    Returns ``(mu or None, reason, checks)``.
+    No factorisation starts once ``deadline`` (a :func:`time.perf_counter` value) has
+    passed. Returns ``(mu or None, reason, checks)``.
     """
     from . import sparse_slack
 
@@ -266,12 +287,15 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float
         return None, str(exc), []
     if full_coordinates(space, parts, float(mu_est) - _FIRST_MARGIN * parts.norm_bound) \
             or space.dim > space.limits.verify:
-        return _sparse_verified_lambda_min(space, y, nu, mu_est, parts=parts)
+        return _sparse_verified_lambda_min(space, y, nu, mu_est, parts=parts,
+                                           deadline=deadline)
     tried: list = []
     if sparse_slack.FACTORISATION == "cholmod":
         mu, _, tried = _sparse_verified_lambda_min(space, y, nu, mu_est, max_steps=1,
-                                                   parts=parts)
+                                                   parts=parts, deadline=deadline)
         if mu is not None:
             return mu, "", tried
-    mu, why, checks = _dense_verified_lambda_min(space, y, nu, mu_est)
+    if _past(deadline):
+        return None, _late_reason(tried), tried
+    mu, why, checks = _dense_verified_lambda_min(space, y, nu, mu_est, deadline=deadline)
     return mu, why, tried + checks
