@@ -153,9 +153,8 @@ def test_kink_envelope_switches_to_huber_where_the_optimum_leaves_the_kink():
 
 
 def test_default_initial_rank(digits):
-    """DVU starts at n_classes + 4 or at twice the graph's average degree, the larger (four
-    times the degree above ``DenseLimits.eig`` points where the degree sets it); MVU at a
-    third of the Barvinok-Pataki rank (>= 16)."""
+    """DVU starts at n_classes + 4 or at twice the graph's average degree, the larger; MVU
+    at a third of the Barvinok-Pataki rank (>= 16)."""
     X, _, y, graph = digits
     gp = dvu(graph, y, centroids="eliminated").meta["gram_problem"]
     degree = 2 * gp.edges.shape[0] / gp.n
@@ -166,11 +165,6 @@ def test_default_initial_rank(digits):
     dense = dvu(knn_graph(X, n_neighbors=8, n_random=1), y,
                 centroids="eliminated").meta["gram_problem"]
     assert lowrank.solve._initial_rank(dense) == int(4 * dense.edges.shape[0] / dense.n) > 7
-    # above the dense eigenvalue limit, four times the average degree where the density
-    # sets the rank; the classes' rank where they do
-    assert lowrank.solve._initial_rank(dense, eig_limit=dense.n - 1) \
-        == int(8 * dense.edges.shape[0] / dense.n)
-    assert lowrank.solve._initial_rank(few, eig_limit=few.n - 1) == 3 + 4
     dense = knn_graph(X, n_neighbors=12, n_random=0)
     gp = mvu(dense).meta["gram_problem"]
     m = gp.edges.shape[0]

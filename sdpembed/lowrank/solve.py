@@ -62,23 +62,14 @@ def lowrank_solve(gp: GramProblem, *, basis: np.ndarray | None = None,
 #: the first rank follows the graph's density")
 _RANK_PER_DEGREE = 2.0
 
-#: ... where that exceeds the classes' rank, above ``DenseLimits.eig`` points: there the
-#: optimum's rank on a dense graph is larger (it grows with n too) and a rank grown later
-#: costs capped subproblems and a sparse certificate attempt (docs/tuning.md, "The dense
-#: 2,500 rows: a rank short by half")
-_RANK_PER_DEGREE_LARGE = 4.0
 
-
-def _initial_rank(gp: GramProblem, eig_limit: int = 800) -> int:
+def _initial_rank(gp: GramProblem) -> int:
     r"""Default rank of the first factor (before any rank increase).
 
     With class structure (DVU): ``n_classes + 4``, or ``_RANK_PER_DEGREE`` times the
     graph's average degree :math:`2m/n` where that is larger (denser graphs have DVU
     optima of higher rank, and a rank grown later costs near-capped subproblems while
-    its new columns grow from small). Where the density, not the classes, sets that rank
-    and there are more than ``eig_limit`` points (``DenseLimits.eig``; the solve passes n
-    on a reduced basis, whose spectrum is dense), ``_RANK_PER_DEGREE_LARGE`` times the
-    degree. Without it (MVU): a third of
+    its new columns grow from small). Without it (MVU): a third of
     the Barvinok–Pataki rank :math:`r_{BP}`, the largest :math:`r` with
     :math:`r(r+1)/2 \le m` (``m`` distance constraints; some optimal solution
     has rank at most :math:`r_{BP}`), and at least 16. Growing the rank one
@@ -88,10 +79,7 @@ def _initial_rank(gp: GramProblem, eig_limit: int = 800) -> int:
     """
     m = gp.edges.shape[0]
     if gp.icv is not None and hasattr(gp.icv, "U"):
-        floor, degree = gp.icv.U.shape[1] + 4, 2.0 * m / gp.n
-        if gp.n > eig_limit and _RANK_PER_DEGREE * degree > floor:
-            return int(_RANK_PER_DEGREE_LARGE * degree)
-        return max(floor, int(_RANK_PER_DEGREE * degree))
+        return max(gp.icv.U.shape[1] + 4, int(_RANK_PER_DEGREE * 2.0 * m / gp.n))
     r_bp = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
     return max(16, -(-r_bp // 3))
 
@@ -158,10 +146,7 @@ def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveStat
     padded with small random columns up to the initial rank."""
     gp, basis = space.gp, space.Q
     rng = np.random.default_rng(opts.random_state)
-    # on a reduced basis the spectrum is dense whatever n: the small graphs' rule
-    k0 = max(1, min(opts.rank or _initial_rank(
-        gp, opts.dense_limits.eig if basis is None else gp.n),
-        space.dim - (1 if basis is None else 0)))
+    k0 = max(1, min(opts.rank or _initial_rank(gp), space.dim - (1 if basis is None else 0)))
     W = None
     warm = opts.warm_start
     if isinstance(warm, np.ndarray):
