@@ -56,6 +56,12 @@ _ESCAPE_RATIO = 0.1
 #: L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval instances")
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
+#: L-BFGS iterations per subproblem where ``max_inner`` is ``None``: ``_MAX_INNER_KINK`` for
+#: the kink envelope of ``"interval"`` with n <= ``DenseLimits.eig``, else ``_MAX_INNER``;
+#: a subproblem stopped there is not read as a stall (docs/tuning.md, "Instances with
+#: n <= 600 ... eleventh round")
+_MAX_INNER, _MAX_INNER_KINK = 6000, 2000
+
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
@@ -171,6 +177,9 @@ class _OuterLoop:
         self.max_abs_y: list[float] = []
         self.last_growth = 0  # outer iteration of the last rank growth
         self.stall_raise = False  # raise the penalty although the residual is below feas_tol
+        self.max_inner = opts.max_inner if opts.max_inner is not None else (
+            _MAX_INNER_KINK if alm.on_kink and space.dim <= space.limits.eig else _MAX_INNER)
+        self.cut = False  # the last subproblem's L-BFGS stopped at max_inner
         # "shrink": whether the Gauss-Newton repair is still tried (_onto_shrink)
         self.shrink_steps = True
 
@@ -269,14 +278,16 @@ class _OuterLoop:
         else:
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
-        W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
+        W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner)
+        self.cut = not newton and res.nit >= self.max_inner
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
             # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
             # the subproblem (multipliers taken there jump, zero on whole groups of edges,
             # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
             # MVU at n = 2,000")
-            W, more = run(W, gtol, opts.max_inner, None)
+            W, more = run(W, gtol, self.max_inner, None)
+            self.cut = more.nit >= self.max_inner
             more.nit += res.nit
             res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
@@ -388,8 +399,9 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and (self._stalled(cheap_gap) or self.dual.rank_short(
-                cheap_gap, refined_gap, self.it - self.last_growth)):
+        elif not self._late() and not self.cut and (
+                self._stalled(cheap_gap)
+                or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
             self.timings["certificates"] += time.perf_counter() - t_cert
@@ -567,9 +579,10 @@ class _OuterLoop:
         multipliers, when the cheap gap stalls (:meth:`_stalled`).
 
         A factor of lower rank than the optimum has no stationary point with multipliers
-        that close the gap: the subproblems converge (or stall at ``max_inner``), the cheap
-        gap stays put, and no certificate attempt, whose negative eigenvector would grow
-        the rank, is ever made (docs/tuning.md, "LOWRANK robustness, dense graphs"). The
+        that close the gap: the subproblems converge, the cheap gap stays put, and no
+        certificate attempt, whose negative eigenvector would grow the rank, is ever made
+        (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
+        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
         bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
         column (:func:`_escape`), up to ``max_rank``. Returns whether the rank grew."""
