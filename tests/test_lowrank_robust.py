@@ -117,6 +117,20 @@ def test_dense_graph_two_classes_grows_rank_and_certifies():
     assert abs(rep.objective - _TWO_DIGITS_DENSE_CLARABEL) <= 2e-4
 
 
+def test_subproblem_cut_at_max_inner_grows_no_rank():
+    # L-BFGS capped at 100 iterations: every subproblem before Newton-CG takes over is cut
+    # off there, and its cheap gap stalls; that is an unfinished subproblem, not a missing
+    # dimension, so no stalled-gap growth follows it (before: 19 -> 29 columns after the
+    # fourth cut subproblem, then 16 more outer iterations). The solve still certifies.
+    cap = 100
+    rep = _certified(_two_digits_dense(), max_inner=cap)
+    history = rep.extra["history"]
+    assert any(h["lbfgs_iters"] == cap for h in history)
+    assert not [h["outer"] for h in history
+                if h["lbfgs_iters"] >= cap and "stall_lambda_min" in h]
+    assert abs(rep.objective - _TWO_DIGITS_DENSE_CLARABEL) <= 2e-4
+
+
 @pytest.mark.slow
 def test_recorded_dense_optimum_is_clarabels():
     ref = solve(_two_digits_dense(), solver="CLARABEL")

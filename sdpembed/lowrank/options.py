@@ -109,9 +109,12 @@ class LowRankOptions:
         against the problem.
     max_outer, max_inner, max_newton : int
         Augmented-Lagrangian iterations; L-BFGS iterations per subproblem;
-        truncated Newton–CG iterations per subproblem. ``max_inner`` is generous: a
-        multiplier update after a subproblem cut off by it helps little, and the penalty
-        it raises stiffens the next one.
+        truncated Newton–CG iterations per subproblem. ``max_inner=None`` (default):
+        2,000 for ``distances="interval"`` on the kink envelope with n <=
+        ``dense_limits.eig``, where shorter subproblems and more multiplier updates win,
+        else 6,000 (at large n a multiplier update after a cut-off subproblem helps
+        little, and the penalty it raises stiffens the next one). A subproblem cut off
+        there never counts as a stalled gap (no rank growth on it).
     inner : {"auto", "lbfgs", "plbfgs", "newton"}
         Subproblem solver: ``"auto"`` uses L-BFGS until the duality gap is
         below 1e-2, then truncated Newton–CG with exact (generalized)
@@ -180,7 +183,7 @@ class LowRankOptions:
     warm_basis_rank: int = 30
     warm_multipliers: Any = None
     max_outer: int = 200
-    max_inner: int = 6000
+    max_inner: int | None = None
     max_newton: int = 50
     inner: str = "auto"
     time_limit: float = 3600.0
@@ -218,7 +221,8 @@ class LowRankOptions:
             _require_int("LOWRANK", "rank", self.rank, 1)
         for name in ("max_rank", "max_outer", "max_inner", "max_newton", "warm_basis_rank",
                      "blas_threads"):
-            _require_int("LOWRANK", name, getattr(self, name), 1)
+            if name != "max_inner" or self.max_inner is not None:
+                _require_int("LOWRANK", name, getattr(self, name), 1)
         if not (self.eig_tol > 0):
             raise InputError("LOWRANK eig_tol must be positive")
         if self.inner not in INNER_SOLVERS:

@@ -24,7 +24,7 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
-from .shrink import contract_violated
+from .shrink import _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
@@ -56,6 +56,12 @@ _ESCAPE_RATIO = 0.1
 #: L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval instances")
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
+#: L-BFGS iterations per subproblem where ``max_inner`` is ``None``: ``_MAX_INNER_KINK`` for
+#: the kink envelope of ``"interval"`` with n <= ``DenseLimits.eig``, else ``_MAX_INNER``;
+#: a subproblem stopped there is not read as a stall (docs/tuning.md, "Instances with
+#: n <= 600 ... eleventh round")
+_MAX_INNER, _MAX_INNER_KINK = 6000, 2000
+
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
@@ -73,14 +79,6 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
-#: rounds of :func:`restore_feasibility` for a ``"shrink"`` iterate, each over the edges
-#: then violated or on their bound
-_SHRINK_ROUNDS = 4
-
-#: those rounds are tried once the iterate's cheap gap is within this factor of ``tol``
-#: (before, the restored point cannot close the gap, and the rounds cost LSMR solves)
-_SHRINK_NEAR = 2.0
-
 #: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
 #: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
 #: "Shrink-only distances")
@@ -142,7 +140,6 @@ class _OuterLoop:
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
-        self.lbfgs_at_tol = False  # the last subproblem: L-BFGS stopped before its cap
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
         quad, _, _ = alm.objective_parts(W)
@@ -175,8 +172,16 @@ class _OuterLoop:
         self.max_abs_y: list[float] = []
         self.last_growth = 0  # outer iteration of the last rank growth
         self.stall_raise = False  # raise the penalty although the residual is below feas_tol
+        self.max_inner = opts.max_inner if opts.max_inner is not None else (
+            _MAX_INNER_KINK if alm.on_kink and space.dim <= space.limits.eig else _MAX_INNER)
+        # how the last subproblem ended: "newton", "lbfgs" (L-BFGS stopped before its cap),
+        # "cut" (L-BFGS stopped at max_inner); None before the first
+        self.last_inner: str | None = None
         # "shrink": whether the Gauss-Newton repair is still tried (_onto_shrink)
         self.shrink_steps = True
+
+    def _lbfgs_end(self, res) -> str:
+        return "cut" if res.nit >= self.max_inner else "lbfgs"
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
@@ -273,16 +278,16 @@ class _OuterLoop:
         else:
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
-        W, res = run(W, gtol, opts.max_newton if newton else opts.max_inner, inner)
-        self.lbfgs_at_tol = not newton and res.nit < opts.max_inner
+        W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner)
+        self.last_inner = "newton" if newton else self._lbfgs_end(res)
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
             # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
             # the subproblem (multipliers taken there jump, zero on whole groups of edges,
             # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
             # MVU at n = 2,000")
-            W, more = run(W, gtol, opts.max_inner, None)
-            self.lbfgs_at_tol = more.nit < opts.max_inner
+            W, more = run(W, gtol, self.max_inner, None)
+            self.last_inner = self._lbfgs_end(more)
             more.nit += res.nit
             res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
@@ -394,8 +399,9 @@ class _OuterLoop:
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and (self._stalled(cheap_gap) or self.dual.rank_short(
-                cheap_gap, refined_gap, self.it - self.last_growth)):
+        elif not self._late() and self.last_inner != "cut" and (
+                self._stalled(cheap_gap)
+                or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
             self.timings["certificates"] += time.perf_counter() - t_cert
@@ -573,9 +579,10 @@ class _OuterLoop:
         multipliers, when the cheap gap stalls (:meth:`_stalled`).
 
         A factor of lower rank than the optimum has no stationary point with multipliers
-        that close the gap: the subproblems converge (or stall at ``max_inner``), the cheap
-        gap stays put, and no certificate attempt, whose negative eigenvector would grow
-        the rank, is ever made (docs/tuning.md, "LOWRANK robustness, dense graphs"). The
+        that close the gap: the subproblems converge, the cheap gap stays put, and no
+        certificate attempt, whose negative eigenvector would grow the rank, is ever made
+        (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
+        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
         bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
         column (:func:`_escape`), up to ``max_rank``. Returns whether the rank grew."""
@@ -672,7 +679,7 @@ class _OuterLoop:
         w = _TIGHTEN_WINDOW
         if cheap_gap > opts.tol and len(self.history) > w and self.it - self.tightened >= w \
                 and cheap_gap > _TIGHTEN_RATIO * self.history[-1 - w]["cheap_gap"] \
-                and self.lbfgs_at_tol:
+                and self.last_inner == "lbfgs":
             self.gtol, self.tightened = max(self.gtol * 0.1, 1e-12), self.it
         if inner_iterations == 0 and (not converged_primal or cheap_gap > opts.tol):
             # the subproblem was already "solved" at this tolerance: tighten it, or the

@@ -12,6 +12,14 @@ __all__ = ["contract_violated"]
 #: sweeps of :func:`contract_violated` over the violated edges
 CONTRACT_SWEEPS = 30
 
+#: rounds of :func:`~.repair.restore_feasibility` for a ``"shrink"`` iterate
+#: (``outer._OuterLoop._onto_shrink``), each over the edges then violated or on their bound
+_SHRINK_ROUNDS = 4
+
+#: those rounds are tried once the iterate's cheap gap is within this factor of ``tol``
+#: (before, the restored point cannot close the gap, and the rounds cost LSMR solves)
+_SHRINK_NEAR = 2.0
+
 
 def _first_in_order(ends: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
     """For each of ``n`` points, the smallest ``rank`` of an edge at it (``ends`` (2, q):
