@@ -563,8 +563,67 @@ def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | 
     return solve, bool(np.all(fac.pivots() > 0))
 
 
-#: halvings of a block's shift towards the spectrum (:func:`sparse_bottom`)
+#: halvings of a block's shift towards the spectrum (:func:`sparse_bottom`), where the
+#: estimate below fails
 _RAISE_STEPS = 3
+#: a block's raised shift sits this far (relative) below the estimate of the smallest
+#: eigenvalue from a short shift-invert Krylov run on the first factorisation
+_NEAR_MARGIN = 0.1
+#: Krylov steps of that estimate (one solve each)
+_NEAR_STEPS = 24
+
+
+def _centred_inverse(solve: Callable[[np.ndarray], np.ndarray], n: int) -> spla.LinearOperator:
+    r""":math:`P(S - \sigma I)^{-1}P` on :math:`\mathbf 1^\perp` (``P`` the centring)."""
+    def op(b):
+        b = b.reshape(n, -1)
+        b = b - b.mean(axis=0)
+        x = solve(b)
+        return (x - x.mean(axis=0)).reshape(b.shape)
+    return spla.LinearOperator((n, n), matvec=op, matmat=op, dtype=float)
+
+
+def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: float,
+                  raise_to: float) -> tuple[float, Callable | None]:
+    r"""One factorisation at a shift just below an *estimate* of :math:`\lambda_{\min}`:
+    the largest Ritz value :math:`\theta` of :math:`P(S - \sigma I)^{-1}P` on a short
+    Krylov space (``_NEAR_STEPS`` solves with the factorisation at ``sigma``, from a random
+    start, Rayleigh-Ritz) gives :math:`\sigma + 1/\theta`, at or above
+    :math:`\lambda_{\min}` in exact arithmetic (a Ritz value of the inverse lies below its
+    largest eigenvalue), and the shift goes ``_NEAR_MARGIN`` of it lower, not above
+    ``raise_to``. Only Lanczos's path depends on it: ``(sigma, None)`` when the shift would
+    not rise or the new factorisation has a non-positive pivot (the estimate lay above
+    :math:`\lambda_{\min}` by more than the margin); else ``(new shift, its solve)``."""
+    n = space.dim
+    O = _centred_inverse(solve, n)
+    m = min(_NEAR_STEPS, n - 2)
+    Q, W = np.zeros((n, m)), np.zeros((n, m))
+    q = np.random.default_rng(1).standard_normal(n)
+    for j in range(m):
+        for _ in range(2):                 # orthogonal to 1 and the basis, twice
+            q = q - q.mean() - Q[:, :j] @ (Q[:, :j].T @ q)
+        norm = np.linalg.norm(q)
+        if not norm > 1e-12 * np.linalg.norm(W[:, max(j - 1, 0)]):
+            m = j                          # an invariant subspace: its Ritz values are exact
+            break
+        Q[:, j] = q / norm
+        W[:, j] = O.matvec(Q[:, j])
+        q = W[:, j]
+    if m == 0:
+        return sigma, None
+    # Rayleigh-Ritz on the Krylov space: its largest Ritz value lies below theta_max
+    H = Q[:, :m].T @ W[:, :m]
+    theta = float(np.linalg.eigvalsh(0.5 * (H + H.T))[-1])
+    if not theta > 0:
+        return sigma, None
+    est = sigma + 1.0 / theta
+    nearer = min(est - _NEAR_MARGIN * abs(est), raise_to)
+    if not nearer > sigma:
+        return sigma, None
+    solve_n, positive = factor_at_shift(space, y, nu, nearer, parts=parts)
+    if solve_n is None or not positive:
+        return sigma, None
+    return nearer, solve_n
 
 
 def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
@@ -578,12 +637,15 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     only positive pivots, i.e. :math:`\sigma` lies below the spectrum. Returns
     ``(lam, X, sigma)`` with the shift used. Meant for ``"full"`` coordinates (the
     constant vector an eigenvector of :math:`S`). Given ``raise_to`` (< 0), a shift below
-    the spectrum is then halved towards zero, at most ``_RAISE_STEPS`` times and not above
-    ``raise_to``, while the pivots stay positive: Lanczos on the inverse separates the
-    block's last pair from the next by about
+    the spectrum is then raised towards it, not above ``raise_to``: once to
+    ``_NEAR_MARGIN`` below an estimate of :math:`\lambda_{\min}` from a short Krylov run
+    on the first factorisation (:func:`_nearer_shift`: one more factorisation), else
+    halved towards zero while the pivots stay positive, at most ``_RAISE_STEPS`` times.
+    Lanczos on the inverse separates the block's last pair from the next by about
     :math:`(\lambda_{k+1} - \lambda_k)/(\lambda_k - \sigma)` relative to the spectrum's
     width, so a shift nearer :math:`\lambda_{\min}` needs fewer restarts where the
-    bottom is crowded, for one factorisation per step."""
+    bottom is crowded. The estimate only places the shift: the pairs are Lanczos's on
+    whichever factorisation is used."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     n = space.dim
     for _ in range(30):
@@ -593,7 +655,12 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
         sigma = 10.0 * sigma if sigma < 0 else -1e-12 - 10.0 * abs(sigma)
     else:
         raise RuntimeError("no shift below the spectrum found")
-    for _ in range(_RAISE_STEPS if raise_to is not None else 0):
+    steps = _RAISE_STEPS if raise_to is not None else 0
+    if raise_to is not None:
+        sigma_n, solve_n = _nearer_shift(space, y, nu, parts, solve, sigma, raise_to)
+        if solve_n is not None:
+            sigma, solve, steps = sigma_n, solve_n, 0
+    for _ in range(steps):
         nearer = 0.5 * sigma
         if not nearer <= raise_to:
             break
@@ -601,13 +668,7 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
         if solve_n is None or not positive:
             break
         sigma, solve = nearer, solve_n
-
-    def op(b):
-        b = b.reshape(n, -1)
-        b = b - b.mean(axis=0)
-        x = solve(b)
-        return (x - x.mean(axis=0)).reshape(b.shape)
-    O = spla.LinearOperator((n, n), matvec=op, matmat=op, dtype=float)
+    O = _centred_inverse(solve, n)
     v0 = np.random.default_rng(0).standard_normal(n)
     v0 -= v0.mean()
     k = min(k, n - 2)
