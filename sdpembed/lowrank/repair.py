@@ -74,7 +74,8 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     row :math:`\\langle A_k, G\\rangle \\le b_k` gets :math:`z_k \\ge 0`, and :math:`z_k = 0`
     where it is inactive (slack above ``kink_tol`` times its size and a zero multiplier
     given: complementary slackness asks for zero there); equality rows are free. Solved by
-    :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
+    :func:`scipy.optimize.lsq_linear` (TRF with LSMR, matrix-free; BVLS, see
+    :func:`_fit_method`, for a dense matrix with a one-sided bound). The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
