@@ -233,7 +233,8 @@ def check_result(solver: str, status: str, objective: float | None,
         return
     limit = NEAR_OPTIMAL.get(name, FAR_FROM_OPTIMAL)
     distance = distance_from_optimal(name, p, stats)
-    if distance is None and name in _GAP_OR_NOTHING:
+    if name in _GAP_OR_NOTHING and signed is None and _get(stats, "gap") is None:
+        # a relative infeasibility alone (0 at a feasible point) says nothing of optimality
         raise _fail(
             f"{name}{on} stopped (optimal_inaccurate) without a certificate or an estimate of "
             "its gap: nothing says how far its point is from the optimum, so it is not a "

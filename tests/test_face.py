@@ -337,3 +337,17 @@ def test_the_full_solve_leaves_the_face_solve_its_share_of_the_time_limit():
     assert rep.bound <= FACE_OPTIMUM_90381 + 1e-7
     assert rep.certified_gap <= 1e-3
     assert rep.primal_infeasibility <= 1e-12
+
+
+@pytest.mark.slow
+def test_seed_90598_solves_without_a_library_runtime_warning():
+    """Seed 90598 (20 points, equality DVU with SNR, on a face): the multiplier fits with
+    the one-sided bound nu >= 0 are exact active-set solves (BVLS), so scipy's TRF line
+    search never evaluates 0 * inf at the user's line; the solve stays certified within
+    its tolerance and its bound stays below its objective."""
+    f, _ = make_instance(90598).build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        rep = solve(f, "LOWRANK")
+    assert rep.status == "optimal"
+    assert rep.certified_gap <= 1e-4 and rep.bound <= rep.objective

@@ -239,6 +239,8 @@ def test_check_result_rule():
         (report(gap=1e-5, certified_gap=1e-5, bound=-1.0, primal_infeasibility=3.8e-4),
          "above the feasibility tolerance"),
         (report(), "without a certificate"),
+        # a feasible point (infeasibility 0) with no bound and no estimate: still nothing
+        (report(primal_infeasibility=0.0), "without a certificate"),
         (report(status="optimal", objective=float("nan")), "without a finite objective"),
     ]:
         with pytest.raises(SolverFailedError, match=words):

@@ -256,3 +256,58 @@ def test_verification_starts_no_factorisation_past_its_deadline(near_optimal, mo
     mu, why, checks = verify._verified_lambda_min(space, res.y, res.nu, lam,
                                                   deadline=time.perf_counter() - 1.0)
     assert mu is None and checks == [] and "time limit" in why
+
+
+def test_cache_start_by_keeps_the_slack_of_an_estimated_step():
+    """A step with no estimate may start until the deadline; one estimated to take
+    ``s`` seconds until ``deadline + slack - s``, never after the deadline."""
+    from sdpembed.lowrank.certificate import CertificateCache
+
+    cache = CertificateCache(deadline=100.0, slack=0.5)
+    assert cache.start_by(None) == 100.0
+    assert cache.start_by(0.2) == 100.0            # within the slack
+    assert cache.start_by(2.5) == pytest.approx(98.0)
+    assert cache.block_estimate() is None and cache.verify_estimate() is None
+    cache.eig_seconds = 1.0
+    assert cache.block_estimate() == 1.0           # before any certificate: the Lanczos run
+    cache.block_seconds += [0.3, 0.7]
+    assert cache.block_estimate() == 0.7
+    assert not CertificateCache().late(1e9)        # no time limit: never late
+
+
+def test_a_final_certificate_estimated_past_the_deadline_is_not_started(near_optimal,
+                                                                         monkeypatch):
+    """Above ``DenseLimits.eig`` a final certificate whose estimate (the solve's earlier
+    sparse certificates) ends past the deadline by more than the slack is not started: no
+    bound, the note says so. With the deadline far enough, it is made and bounds the
+    solved optimum."""
+    from sdpembed.lowrank.certificate import FINAL_SKIPPED, CertificateCache, _best_certificate
+    from sdpembed.lowrank.options import DenseLimits
+
+    gp, res, _, pen, W, y_noisy = near_optimal
+    space = lowrank.FactorSpace(gp, None, limits=DenseLimits(eig=5))
+    opts = lowrank.LowRankOptions()
+    cands = [(res.y, res.nu), (y_noisy, res.nu)]
+    made = _best_certificate(space, pen, W, cands, opts, CertificateCache(), final=True)
+    assert made.bound is not None and made.bound <= res.objective + 1e-9 * abs(res.objective)
+    cache = CertificateCache(deadline=time.perf_counter() + 30.0, slack=1.0,
+                             block_seconds=[60.0])
+    _forbid(monkeypatch, lowrank.certificate, "_bottom")
+    skipped = _best_certificate(space, pen, W, cands, opts, cache, final=True,
+                                deadline=cache.deadline)
+    assert skipped.bound is None and skipped.note == FINAL_SKIPPED and skipped.y is res.y
+
+
+def test_a_lowrank_point_with_no_bound_and_no_estimate_is_refused(digits30):
+    """A solve stopped by its limit whose final certificate was not made (no bound, no
+    estimated gap) has nothing saying how far it is from the optimum: ``solve`` raises
+    a typed error carrying the point instead of returning it (its relative
+    infeasibility, 0, is not a distance from the optimum)."""
+    from sdpembed.lowrank.options import DenseLimits
+
+    _, y, g = digits30
+    f = dvu(g, y, centroids="eliminated")
+    with pytest.raises(SolverFailedError, match="without a certificate") as info:
+        solve(f, "LOWRANK", time_limit=1e-9, warm_start=None,
+              dense_limits=DenseLimits(eig=5))
+    assert info.value.point is not None and info.value.bound is None

@@ -88,6 +88,13 @@ class Certificate:
         return head + "; " + how + (f" [{self.check_note}]" if self.check_note else "")
 
 
+#: a certificate step estimated from this solve's own (:meth:`CertificateCache.start_by`)
+#: starts only if it would end at most this share of ``time_limit`` past the deadline
+OVERRUN_SHARE = 0.05
+#: the note of a final certificate not made for the time limit
+FINAL_SKIPPED = "final certificate skipped: the time limit"
+
+
 @dataclass
 class CertificateCache:
     """What the certificates of one solve share (pass one to :func:`certify` to reuse it).
@@ -115,7 +122,16 @@ class CertificateCache:
         ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
     deadline : float
         The solve's end by its time limit (a :func:`time.perf_counter` value): no
-        verifying factorisation starts after it (:func:`_verified_lambda_min`).
+        verifying factorisation starts after it (:func:`_verified_lambda_min`), nor one
+        that its estimate (:meth:`start_by`) says would end more than ``slack`` past it.
+    slack : float
+        Seconds past ``deadline`` a step estimated from this solve's own may end by.
+    block_seconds : list of float
+        Seconds of each shift-invert certificate of this solve (eigenpairs and the bound,
+        without its verification): the estimate of the next one.
+    eig_seconds : float or None
+        Seconds of the boundedness test's :math:`\\lambda_{\\min}` at :math:`y_0` (one
+        Lanczos run on the whole space): the estimate of a certificate before any is made.
     """
 
     lanczos_start: np.ndarray | None = None
@@ -128,6 +144,30 @@ class CertificateCache:
     mu0: float | None = None
     mu0_verified: tuple[float | None, str] | None = None
     deadline: float = np.inf
+    slack: float = 0.0
+    block_seconds: list = field(default_factory=list)
+    eig_seconds: float | None = None
+
+    def start_by(self, seconds: float | None) -> float:
+        """The latest :func:`time.perf_counter` value at which a step estimated to take
+        ``seconds`` may start: ``deadline``, earlier by what the step would end past
+        ``deadline + slack``; ``deadline`` itself where there is no estimate (``None``)."""
+        if seconds is None:
+            return self.deadline
+        return min(self.deadline, self.deadline + self.slack - seconds)
+
+    def late(self, seconds: float | None) -> bool:
+        """Whether a step estimated to take ``seconds`` (``None``: unknown) must not start."""
+        return time.perf_counter() >= self.start_by(seconds)
+
+    def block_estimate(self) -> float | None:
+        """The longest shift-invert certificate of this solve so far, else the boundedness
+        test's Lanczos run (``None``: neither made)."""
+        return max(self.block_seconds) if self.block_seconds else self.eig_seconds
+
+    def verify_estimate(self) -> float | None:
+        """The longest verifying factorisation of this solve so far (``None``: none made)."""
+        return max((c.seconds for c in self.verify_checks), default=None)
 
 
 def _trace_bound_equality(gp: GramProblem) -> float:
@@ -214,6 +254,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)
     if _block_certificate(space, pen):
+        t0, n_checks = time.perf_counter(), len(cache.verify_checks)
         k = space.limits.block if block is None else block
         lam, X = _bottom(space, y, nu, max(1, min(k, space.dim - 2)), guess=cache.lambda_guess)
         cache.lambda_guess = float(lam[0])
@@ -221,7 +262,10 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
         cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),
                                                         lam, X)]
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0, "shift-invert")
-        return _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify, anchors)
+        cert = _certificate_from_eig(space, pen, y, nu, eig, cache, eig_tol, verify, anchors)
+        cache.block_seconds.append(time.perf_counter() - t0 - sum(
+            c.seconds for c in cache.verify_checks[n_checks:]))
+        return cert
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
                           start=cache.lanczos_start)
@@ -278,7 +322,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     mu = eig.value
     if verify and check in _UNVERIFIED:
         with threadpool_limits(limits=_verify_threads()):
-            mu_v, why, checks = _verified_lambda_min(space, y, nu, mu, cache.deadline)
+            mu_v, why, checks = _verified_lambda_min(
+                space, y, nu, mu, cache.start_by(cache.verify_estimate()))
         cache.verify_checks.extend(checks)
         if mu_v is not None:
             source = "Lanczos" if eig.method == "lanczos" else "shift-invert"
@@ -335,9 +380,10 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         mu0_v, why0 = cache.mu0_verified or (None, "")
         if cache.mu0_verified is None:
             with threadpool_limits(limits=_verify_threads()):
-                mu0_v, why0, checks0 = _verified_lambda_min(space, y0, nu0, mu0, cache.deadline)
+                mu0_v, why0, checks0 = _verified_lambda_min(
+                    space, y0, nu0, mu0, cache.start_by(cache.verify_estimate()))
             cache.verify_checks.extend(checks0)
-            if mu0_v is not None or time.perf_counter() < cache.deadline:
+            if mu0_v is not None or not cache.late(cache.verify_estimate()):
                 cache.mu0_verified = (mu0_v, why0)   # kept unless stopped by the deadline
         if mu0_v is None:
             check = _eig_check(space, eig)
@@ -419,13 +465,16 @@ def _lift_start(space: FactorSpace, pen: DistancePenalty, candidates: list,
 
 def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
                       deadline=np.inf, label="refined multipliers; ",
-                      lift_from: float | None = None):
+                      lift_from: float | None = None, final: bool = False):
     r"""The certificate with the highest bound over candidate dual points (it carries its
     ``y`` and ``nu``; ``target``: the bound wanted, see :func:`certify`; ``label``: the
     note's prefix for a candidate after the first, naming where it came from). Past
     ``deadline`` (a :func:`time.perf_counter` value) only the first candidate is
     certified, without the ``target`` re-run and the shifted certificate's nearer
-    anchors: one certificate is always made.
+    anchors: one certificate is always made, except, ``final``, a sparse one (n >
+    ``limits.eig``) that its estimate (:meth:`CertificateCache.block_estimate`) says would
+    end past the deadline by more than ``cache.slack``: then a certificate without a bound
+    whose note is ``FINAL_SKIPPED``.
 
     Where :math:`\lambda_{\min}` comes from a shift-invert block (:func:`_block_certificate`)
     a candidate's block holds ``_CANDIDATE_BLOCK`` eigenpairs, except, given ``lift_from``
@@ -441,8 +490,12 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
             full = None    # the lift clips y into the box first: other eigenpairs
     best = None
     for k, (y, nu) in enumerate(candidates):
+        if k == 0 and final and space.dim > space.limits.eig \
+                and cache.late(cache.block_estimate()):
+            return Certificate(None, None, "none", FINAL_SKIPPED, y=y, nu=nu)
         late = time.perf_counter() >= deadline
-        if k > 0 and late:
+        if k > 0 and (late or _block_certificate(space, pen)
+                      and cache.late(cache.block_estimate())):
             break
         cert = certify(space, pen, y, nu, factor=W, eig_tol=opts.eig_tol, cache=cache,
                        target=None if late else target, anchors=not late,

@@ -11,6 +11,8 @@ from ..solve_status import BOUND_TOLERANCE, bound_gap
 from .alm import _ALM, _escape, extrapolated
 from .certificate import (
     _UNVERIFIED,
+    FINAL_SKIPPED,
+    OVERRUN_SHARE,
     Certificate,
     _best_certificate,
     _higher_bound,
@@ -136,6 +138,7 @@ class _OuterLoop:
         alm.deadline = self.loop_deadline
         self.stop_reason, self.cache = "max_outer", state.certificates  # LowRankResult's
         self.cache.deadline, self.skipped = self.deadline, []   # LowRankResult.skipped
+        self.cache.slack = OVERRUN_SHARE * opts.time_limit
         self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
@@ -715,19 +718,20 @@ class _OuterLoop:
             W = pen.shrink_scale(alm.objective_parts(W)[1]) * W   # onto D <= Dbar
             p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None \
-                and self._late(final=True) and space.dim > space.limits.eig:
-            # past the deadline a sparse eigenvalue computation and its verification are
-            # not bounded (a factorisation of the slack): no certificate, said so
-            self.certificate = Certificate(None, None, "none", "final certificate skipped: "
-                                           "the time limit had passed", y=self.y, nu=self.nu)
+                and self.cache.late(self.cache.block_estimate()) and space.dim > space.limits.eig:
+            # a sparse eigenvalue computation is not bounded (a factorisation of the slack):
+            # none past the deadline or estimated to end past it; no certificate, said so
+            self.certificate = Certificate(None, None, "none", FINAL_SKIPPED, y=self.y, nu=self.nu)
             self.skipped.append("final certificate")
         elif status == "optimal_inaccurate" and best_dual is None:
             cert = _best_certificate(
                 space, pen, W, [(self.y, self.nu), self.dual.candidate(
                     self.refine_deadline, final=True) or refine_multipliers(
                     space, pen, W, self.y, self.nu, deadline=self.refine_deadline)],
-                opts, self.cache, target=p, deadline=self.deadline, label=self.dual.label)
+                opts, self.cache, target=p, deadline=self.deadline, label=self.dual.label,
+                final=True)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
+            self.skipped += ["final certificate"] * (cert.note == FINAL_SKIPPED)
         if status != "optimal" and best_dual is not None:
             self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
         if status != "optimal" and self.best_primal is not None and (
@@ -758,7 +762,7 @@ class _OuterLoop:
         # here and not in the outer loop: a sparse factorisation per try
         verify_seconds = None
         if certificate.check in _UNVERIFIED and certificate.bound is not None \
-                and self._late(final=True):
+                and cache.late(cache.verify_estimate()):
             self.skipped.append("verification of the final certificate")
         elif certificate.check in _UNVERIFIED and certificate.bound is not None:
             t_v = time.perf_counter()

@@ -74,7 +74,8 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     row :math:`\\langle A_k, G\\rangle \\le b_k` gets :math:`z_k \\ge 0`, and :math:`z_k = 0`
     where it is inactive (slack above ``kink_tol`` times its size and a zero multiplier
     given: complementary slackness asks for zero there); equality rows are free. Solved by
-    :func:`scipy.optimize.lsq_linear` (LSMR, matrix-free). The result is only a
+    :func:`scipy.optimize.lsq_linear` (TRF with LSMR, matrix-free; BVLS, see
+    :func:`_fit_method`, for a dense matrix with a one-sided bound). The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
@@ -143,7 +144,7 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     x0 = np.clip(x0, lo, hi)
     try:
         sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
-                              method="trf", tol=1e-12, max_iter=200)
+                              method=_fit_method(op, lo, hi), tol=1e-12, max_iter=200)
     except _DeadlinePassed:
         return y, nu
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
@@ -159,6 +160,17 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         z[rows] = x[n_var - rows.size:]
         nu_new[space.n_snr:] = z
     return y_new, nu_new
+
+
+def _fit_method(op, lo: np.ndarray, hi: np.ndarray) -> str:
+    """``lsq_linear``'s method for :func:`refine_multipliers`: ``"bvls"`` (an exact
+    active-set solve) for a dense matrix with a one-sided bound (:math:`\\nu_0 \\ge 0`, an
+    inequality row's :math:`z_k \\ge 0`), else ``"trf"``. TRF's reflected step along a
+    direction bounded on no side has an infinite step bound, for which scipy's line search
+    evaluates ``0 * inf`` (a ``RuntimeWarning`` at the caller's line); BVLS has no such step
+    and needs the explicit matrix, which the matrix-free and sparse fits do not have."""
+    one_sided = np.isfinite(lo) != np.isfinite(hi)
+    return "bvls" if isinstance(op, np.ndarray) and bool(one_sided.any()) else "trf"
 
 
 def _with_deadline(op: spla.LinearOperator, deadline: float,

@@ -11,6 +11,7 @@ from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
+from .certificate import CertificateCache
 from .options import LowRankOptions
 from .outer import _OuterLoop, loop_deadline
 from .penalty import DistancePenalty
@@ -98,7 +99,7 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     pen = DistancePenalty(gp)
     alm = _ALM(space, pen, opts)
     state = _SolveState()
-    unbounded = _unbounded_at_slack_weight(space, pen, opts)
+    unbounded = _unbounded_at_slack_weight(space, pen, opts, state.certificates)
     if unbounded is not None:
         return LowRankResult(np.zeros((gp.n, 1)), -np.inf, None, None, 0.0, unbounded[0], 0.0,
                              "unbounded", 0, time.perf_counter() - t0,
@@ -122,19 +123,25 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
     return loop.result()
 
 
-def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
+def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions,
+                               cache: CertificateCache | None = None):
     r"""``(y0, lambda_min)`` when the relaxed problem is unbounded below, else ``None``.
 
     ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
     :math:`S(y_0) \succeq 0` at the coercive point (``y0 = w``, resp.
     :math:`\lambda`; cf. :func:`~sdpembed.formulations.dvu.min_bounded_slack_weight`).
     Added constraints may bound it otherwise, so with them the test is not made.
+    ``"interval"``: its :math:`\lambda_{\min}` at :math:`y_0` is the certificates'
+    ``cache.mu0`` (the same computation), and its seconds ``cache.eig_seconds``.
     """
     if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None \
             or space.K is not None:
         return None
     y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
+    t0 = time.perf_counter()
     eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+    if cache is not None and pen.mode == "interval":
+        cache.mu0, cache.eig_seconds = eig.value, time.perf_counter() - t0
     if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):
         return y0, eig.ritz
     return None

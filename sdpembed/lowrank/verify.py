@@ -258,7 +258,8 @@ def _past(deadline: float) -> bool:
 def _late_reason(checks: list) -> str:
     """Why a verification stopped at its deadline, after ``checks``."""
     return (f"verification stopped by the time limit after {len(checks)} factorisation(s)"
-            if checks else "verification skipped: the time limit had passed")
+            if checks else "verification skipped: the time limit had passed (or a "
+            "factorisation would end past it)")
 
 
 def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: float = np.inf
