@@ -26,7 +26,7 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
-from .shrink import _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated
+from .shrink import _SHRINK_NEAR, _SHRINK_ROUNDS, _SIGMA_MAX_SHRINK, contract_violated
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
@@ -81,11 +81,6 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
-#: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
-#: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
-#: "Shrink-only distances")
-_SIGMA_MAX_SHRINK = 2187.0
-
 #: share of ``time_limit`` kept for the final certificate: the outer loop stops at
 #: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
 #: until ``time_limit`` (the final refinement half of that share); one certificate of the

@@ -20,6 +20,11 @@ _SHRINK_ROUNDS = 4
 #: (before, the restored point cannot close the gap, and the rounds cost LSMR solves)
 _SHRINK_NEAR = 2.0
 
+#: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
+#: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
+#: "Shrink-only distances")
+_SIGMA_MAX_SHRINK = 2187.0
+
 
 def _first_in_order(ends: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
     """For each of ``n`` points, the smallest ``rank`` of an edge at it (``ends`` (2, q):
