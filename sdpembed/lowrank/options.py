@@ -86,10 +86,15 @@ class LowRankOptions:
         mode; :math:`\|(D - \bar D)_+\|/\|\bar D\|` for shrink) and the SNR constraint's
         relative violation.
     rank : int or None
-        Initial rank of the factor; default ``n_classes + 4`` for DVU, a third
-        of the Barvinok–Pataki rank (at least 16) for MVU, at most ``n - 1``
-        (grown as needed, see :func:`_initial_rank`; trimmed when a quarter of
-        its columns become numerically null, see :func:`sdpembed.lowrank.space._trim_rank`).
+        Initial rank of the factor; default ``n_classes + 4`` or twice the graph's
+        average degree, whichever is larger, for DVU, a third of the Barvinok–Pataki
+        rank (at least 16) for MVU, at most ``n - 1`` (grown as needed, see
+        :func:`_initial_rank`; trimmed when a quarter of its columns become numerically
+        null, see :func:`sdpembed.lowrank.space._trim_rank`). A rank grown late costs
+        subproblems near their iteration cap: where a solve of a similar problem ended at a
+        much higher rank (``report.extra["rank"]``, the progress table), start there
+        (on dense graphs of thousands of points the default can be short by half;
+        ``docs/tuning.md``, "The dense 2,500 rows").
     max_rank : int
         Largest rank the factor may grow to.
     warm_start : {None, "basis"} or ndarray
