@@ -165,6 +165,12 @@ class CertificateCache:
         test's Lanczos run (``None``: neither made)."""
         return max(self.block_seconds) if self.block_seconds else self.eig_seconds
 
+    def final_late(self, space: FactorSpace) -> bool:
+        """Whether a final certificate must not start: a sparse one (n > ``limits.eig``,
+        not bounded: a factorisation of the slack) that :meth:`block_estimate` says would
+        end past ``deadline + slack``."""
+        return space.dim > space.limits.eig and self.late(self.block_estimate())
+
     def verify_estimate(self) -> float | None:
         """The longest verifying factorisation of this solve so far (``None``: none made)."""
         return max((c.seconds for c in self.verify_checks), default=None)
@@ -471,10 +477,9 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
     note's prefix for a candidate after the first, naming where it came from). Past
     ``deadline`` (a :func:`time.perf_counter` value) only the first candidate is
     certified, without the ``target`` re-run and the shifted certificate's nearer
-    anchors: one certificate is always made, except, ``final``, a sparse one (n >
-    ``limits.eig``) that its estimate (:meth:`CertificateCache.block_estimate`) says would
-    end past the deadline by more than ``cache.slack``: then a certificate without a bound
-    whose note is ``FINAL_SKIPPED``.
+    anchors: one certificate is always made, except, ``final``, one that
+    :meth:`CertificateCache.final_late` says must not start: then a certificate without a
+    bound whose note is ``FINAL_SKIPPED``.
 
     Where :math:`\lambda_{\min}` comes from a shift-invert block (:func:`_block_certificate`)
     a candidate's block holds ``_CANDIDATE_BLOCK`` eigenpairs, except, given ``lift_from``
@@ -490,8 +495,7 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
             full = None    # the lift clips y into the box first: other eigenpairs
     best = None
     for k, (y, nu) in enumerate(candidates):
-        if k == 0 and final and space.dim > space.limits.eig \
-                and cache.late(cache.block_estimate()):
+        if k == 0 and final and cache.final_late(space):
             return Certificate(None, None, "none", FINAL_SKIPPED, y=y, nu=nu)
         late = time.perf_counter() >= deadline
         if k > 0 and (late or _block_certificate(space, pen)

@@ -713,9 +713,9 @@ class _OuterLoop:
             W = pen.shrink_scale(alm.objective_parts(W)[1]) * W   # onto D <= Dbar
             p = alm.true_objective(W)
         if status == "optimal_inaccurate" and best_dual is None \
-                and self.cache.late(self.cache.block_estimate()) and space.dim > space.limits.eig:
-            # a sparse eigenvalue computation is not bounded (a factorisation of the slack):
-            # none past the deadline or estimated to end past it; no certificate, said so
+                and self.cache.final_late(space):
+            # checked before the refinement too (_best_certificate checks after it, final):
+            # no certificate, said so
             self.certificate = Certificate(None, None, "none", FINAL_SKIPPED, y=self.y, nu=self.nu)
             self.skipped.append("final certificate")
         elif status == "optimal_inaccurate" and best_dual is None:
