@@ -41,6 +41,17 @@ Counted (``summary``):
 
 Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (one JSON line per
 instance, then the counts).
+
+**Truncation mode** (``--truncate``, :func:`run_truncated`): the same instances, each
+solve cut short by a limit drawn per seed (:func:`draw_cuts`, recorded in the record's
+``cuts``): LOWRANK by a ``time_limit`` of 0.05-5 s, a ``max_outer`` of 1-10 or a
+``max_inner`` of 10-500; the same LOWRANK options as :class:`~sdpembed.DVU`'s
+``solver_options`` (DVU instances without added constraints; its embedding must be
+finite); SCS by ``max_iters`` 50-2,000; CLARABEL by ``max_iter`` 3-30. Each is judged by
+the counts above against CLARABEL without a cut (and a second reference where a cut
+solve's result or proof is not CLARABEL's): a cut solve may refuse with a typed error,
+never report something untrue (``false_unbounded``: an ``UnboundedError`` where a
+reference solves).
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ import cvxpy as cp
 import numpy as np
 
 from sdpembed import knn_graph, solve
+from sdpembed.estimators import DVU
 from sdpembed.exceptions import SdpEmbedError
 from sdpembed.formulations import dvu, mvu
 from sdpembed.solve_status import BOUND_TOLERANCE
@@ -79,6 +91,9 @@ class Instance:
     seed: int
     description: dict[str, Any]
     build: Any = field(repr=False)
+    #: ``estimator(solver_options)``: an unfitted :class:`~sdpembed.DVU` and its ``(X, y)``
+    #: whose ``fit`` solves the same problem as ``build`` (``None``: constraints were added)
+    estimator: Any = field(default=None, repr=False)
 
 
 def _data(rng, n: int, n_classes: int):
@@ -173,7 +188,17 @@ def make_instance(seed: int, n_range: tuple[int, int] = (12, 60)) -> Instance:
             f = f.with_constraints(cons)
         return f, words
 
-    return Instance(seed, desc, build)
+    def estimator(solver_options):
+        graph = knn_graph(X, n_neighbors=k, n_random=n_random, random_state=graph_seed)
+        weights = {name: opts[name] * change.get("factor", 1.0)
+                   for name in ("slack_weight", "trace_weight", "snr") if name in opts}
+        est = DVU(graph=graph, n_components=2, validation_fraction=None, solver="LOWRANK",
+                  solver_options=solver_options,
+                  **{**{kk: v for kk, v in opts.items() if kk not in weights}, **weights})
+        return est, X, y
+
+    return Instance(seed, desc, build,
+                    estimator if method == "dvu" and not add else None)
 
 
 def _outcome(f, solver: str, **options) -> dict[str, Any]:
@@ -267,12 +292,16 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
     return rec
 
 
-def _judge(low, ref, second) -> dict[str, int]:
-    """The counts of one instance (see the module docstring)."""
+def _judge(low, ref, second, *, references: bool = True) -> dict[str, int]:
+    """The counts of one instance (see the module docstring): ``low``'s outcome judged
+    against the references ``ref`` (CLARABEL) and ``second``. ``references=False``: the
+    references' own untruths (untyped, wrong point, far) are not counted (they are, once,
+    in the verdict of another subject of the same instance)."""
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "disagree": 0, "disagree_inaccurate": 0, "lowrank_result": 0, "lowrank_error": 0,
-         "false_infeasible": 0, "outside_gap": 0, "reference_inaccurate": 0}
-    results = [o for o in (low, ref, second) if o is not None]
+         "false_infeasible": 0, "false_unbounded": 0, "outside_gap": 0,
+         "reference_inaccurate": 0}
+    results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
         if o["kind"] == "untyped":
             v["untyped"] += 1
@@ -301,7 +330,7 @@ def _judge(low, ref, second) -> dict[str, int]:
     optimum = None if best is None else best["objective"]
     proven = next((o["error"] for o in refs if o["kind"] == "error"
                    and o["error"] in ("InfeasibleError", "UnboundedError")), None)
-    for o in (low, ref):
+    for o in (low, ref) if references else (low,):
         if o["kind"] != "result":
             continue
         if optimum is not None and not _close(o["objective"], optimum, FAR):
@@ -317,6 +346,8 @@ def _judge(low, ref, second) -> dict[str, int]:
             v["outside_gap"] = 1
     if low["kind"] == "error" and low["error"] == "InfeasibleError" and optimum is not None:
         v["false_infeasible"] = 1
+    if low["kind"] == "error" and low["error"] == "UnboundedError" and optimum is not None:
+        v["false_unbounded"] = 1
     if low["kind"] == ref["kind"] == "result":
         # against the optimum (CLARABEL's objective unless the second reference decided
         # for an 'optimal' point where CLARABEL's is 'optimal_inaccurate')
@@ -332,16 +363,140 @@ def _judge(low, ref, second) -> dict[str, int]:
     return v
 
 
+#: the truncation mode's cuts (``--truncate``), drawn per seed: LOWRANK's (one of
+#: ``time_limit`` seconds, ``max_outer``, ``max_inner``; the other limits generous), also
+#: given to :class:`~sdpembed.DVU` as ``solver_options`` (DVU instances without added
+#: constraints), SCS's ``max_iters`` and CLARABEL's ``max_iter``
+CUTS: dict[str, tuple[float, float]] = {
+    "time_limit": (0.05, 5.0), "max_outer": (1, 10), "max_inner": (10, 500),
+    "SCS:max_iters": (50, 2000), "CLARABEL:max_iter": (3, 30)}
+
+
+def draw_cuts(seed: int) -> dict[str, dict[str, Any]]:
+    """The cuts of ``seed`` (deterministic; a stream of its own, so that the instance of
+    ``seed`` is the default mode's): ``{subject: options}``."""
+    rng = np.random.default_rng([seed, 40])
+
+    def loguniform(lo, hi):
+        return float(np.exp(rng.uniform(np.log(lo), np.log(hi))))
+
+    kind = str(rng.choice(["time_limit", "max_outer", "max_inner"]))
+    low: dict[str, Any] = {"time_limit": TIME_LIMIT}
+    if kind == "time_limit":
+        low["time_limit"] = round(loguniform(*CUTS["time_limit"]), 3)
+    elif kind == "max_outer":
+        low["max_outer"] = int(rng.integers(CUTS["max_outer"][0], CUTS["max_outer"][1] + 1))
+    else:
+        low["max_inner"] = int(round(loguniform(*CUTS["max_inner"])))
+    scs = {"max_iters": int(round(loguniform(*CUTS["SCS:max_iters"])))}
+    lo, hi = CUTS["CLARABEL:max_iter"]
+    clarabel = {"max_iter": int(rng.integers(lo, hi + 1))}
+    return {"LOWRANK": low, "SCS": scs, "CLARABEL": clarabel, "DVU.fit": low}
+
+
+def _fit_outcome(estimator, X, y) -> dict[str, Any]:
+    """Fit the estimator, and check its solve's point and embedding as :func:`_outcome`."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"solver": "DVU.fit"}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            estimator.fit(X, y)
+    except SdpEmbedError as exc:
+        out.update(kind="error", error=type(exc).__name__, message=str(exc)[:300])
+    except Exception as exc:  # noqa: BLE001 - the test counts them
+        out.update(kind="untyped", error=type(exc).__name__, message=str(exc)[:300],
+                   trace=traceback.format_exc()[-1500:])
+    else:
+        rep = estimator.solve_report_
+        out.update(kind="result", status=rep.status, objective=rep.objective,
+                   bound=rep.bound, gap=rep.gap, certified_gap=rep.certified_gap)
+        fm = estimator.formulation_
+        if not fm.variables_built and getattr(fm, "factor", None) is not None:
+            # the fit's formulation was built without its cvxpy problem: build it and write
+            # the solve's factor into it as a solve on a built problem does
+            from sdpembed.lowrank.backend import _formulation_problem, _write_solution
+            _ = fm.problem
+            gp, _basis, lifted = _formulation_problem(fm)
+            _write_solution(fm, gp, fm.factor, lifted)
+        out.update(_check_point(fm, rep.objective))
+        if not np.all(np.isfinite(estimator.embedding_)):
+            out["violation"] = np.inf     # a non-finite embedding is a wrong point
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, Any]:
+    """The truncation mode's record of ``seed``: the instance of :func:`run_instance`,
+    solved by each subject of :func:`draw_cuts` under its cut (``rec["cut:<subject>"]``)
+    and by CLARABEL without a cut (the reference), a second reference where a subject's
+    result or proof is not the reference's; each subject judged by :func:`_judge`
+    (``rec["verdicts"]``), their sum in ``rec["verdict"]``."""
+    inst = make_instance(seed, n_range)
+    cuts = draw_cuts(seed)
+    rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts}
+    try:
+        f, words = inst.build()
+    except SdpEmbedError as exc:
+        rec["build"] = {"kind": "error", "error": type(exc).__name__, "message": str(exc)[:300]}
+        rec["verdict"] = {"refused_at_build": True}
+        return rec
+    except Exception as exc:  # noqa: BLE001
+        rec["build"] = {"kind": "untyped", "error": type(exc).__name__, "message": str(exc)[:300]}
+        rec["verdict"] = {"untyped": 1}
+        return rec
+    rec["instance"]["added"] = words
+    _ = f.problem
+    subjects: dict[str, dict[str, Any]] = {}
+    for name in ("LOWRANK", "SCS", "CLARABEL"):
+        subjects[name] = _outcome(f, name, **cuts[name])
+    if inst.estimator is not None:
+        subjects["DVU.fit"] = _fit_outcome(*inst.estimator(dict(cuts["DVU.fit"])))
+    ref = _outcome(f, "CLARABEL")    # last: every subject's point has been checked
+    rec["CLARABEL"] = ref
+    for name, o in subjects.items():
+        rec[f"cut:{name}"] = o
+
+    def settled(o):
+        if o["kind"] == "result":
+            return ref["kind"] == "result" and _close(o["objective"], ref["objective"], AGREE)
+        if o["kind"] == "error" and o["error"] in ("InfeasibleError", "UnboundedError"):
+            return ref["kind"] == "error" and ref["error"] == o["error"]
+        return True    # a failure to solve says nothing the optimum could contradict
+
+    second = None
+    if not all(settled(o) for o in subjects.values()):
+        name = _second_reference()
+        if name is not None:
+            second = _outcome(f, name)
+            rec[name] = second
+    verdicts = {name: _judge(o, ref, second, references=(k == 0))
+                for k, (name, o) in enumerate(subjects.items())}
+    rec["verdicts"] = verdicts
+    total: dict[str, int] = {}
+    for name, v in verdicts.items():
+        for key, val in v.items():
+            if key.startswith("lowrank_") and name != "LOWRANK":
+                continue    # the other subjects' results and errors: summarize's cut:<name>
+            total[key] = total.get(key, 0) + int(val)
+    rec["verdict"] = total
+    return rec
+
+
 def summarize(records: list[dict]) -> dict[str, int]:
     """Totals of the verdicts, and how often each backend's error type occurred."""
     total: dict[str, int] = {"instances": len(records)}
     for r in records:
         for k, val in r["verdict"].items():
             total[k] = total.get(k, 0) + int(val)
-        for name in ("LOWRANK", "CLARABEL"):
+        names = ["LOWRANK", "CLARABEL"] + [k for k in r if k.startswith("cut:")]
+        for name in names:
             o = r.get(name)
-            if o is not None and o["kind"] != "result":
-                key = f"{name}:{o['error']}"
+            if o is None:
+                continue
+            key = f"{name}:{o['error']}" if o["kind"] != "result" else (
+                f"{name}:result" if name.startswith("cut:") else None)
+            if key is not None:
                 total[key] = total.get(key, 0) + 1
     return total
 
@@ -355,14 +510,20 @@ def main(argv=None) -> int:
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT,
                     help="LOWRANK's time limit per instance (seconds)")
     ap.add_argument("--max-outer", type=int, default=None, help="LOWRANK's max_outer")
+    ap.add_argument("--truncate", action="store_true",
+                    help="truncation mode: each solve cut short by a random limit drawn per "
+                         "seed (draw_cuts), judged against CLARABEL without a cut")
     ap.add_argument("--out", default=None, help="JSON lines file (one record per instance)")
     args = ap.parse_args(argv)
     records = []
     sink = open(args.out, "a") if args.out else None
     try:
         for seed in range(args.start, args.start + args.n):
-            rec = run_instance(seed, (args.min_points, args.max_points),
-                               time_limit=args.time_limit, max_outer=args.max_outer)
+            if args.truncate:
+                rec = run_truncated(seed, (args.min_points, args.max_points))
+            else:
+                rec = run_instance(seed, (args.min_points, args.max_points),
+                                   time_limit=args.time_limit, max_outer=args.max_outer)
             records.append(rec)
             if sink:
                 sink.write(json.dumps(rec, default=str) + "\n")

@@ -123,7 +123,9 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
         not retried). Every attempt is recorded in ``report.attempts``.
     **options
         Backend options (e.g. SCS ``eps_abs``, CSDP ``axtol``), merged over
-        :data:`DEFAULT_OPTIONS` and recorded in ``report.options``.
+        :data:`DEFAULT_OPTIONS` and recorded in ``report.options``. A cvxpy backend
+        starts cold (cvxpy's ``warm_start=False``) unless ``warm_start=True`` is given:
+        no option or point of an earlier solve of the same formulation carries over.
 
     Returns
     -------
@@ -345,7 +347,10 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     cvx_solver = entry.solver()
     t0 = time.perf_counter()
     try:
-        problem.solve(solver=cvx_solver, verbose=verbose, **effective)
+        # cold unless warm_start is asked: cvxpy warm-starts by default, and its CLARABEL
+        # interface then updates the cached solver with these options over the previous
+        # solve's settings, so a limit given once (max_iter=3) stayed for later solves
+        problem.solve(solver=cvx_solver, verbose=verbose, **{"warm_start": False, **effective})
     except cp.error.SolverError as exc:
         said = str(exc).replace(f"'SDPEMBED_{name}'", f"'{name}'")  # our plug-ins' names
         raise SolverFailedError(

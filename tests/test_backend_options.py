@@ -69,6 +69,24 @@ def test_good_options_reach_the_backend():
     check_backend_options("MY_PLUGIN", {"anything": object()})  # plug-ins check their own
 
 
+def test_a_cut_solve_leaves_no_option_to_the_next_one():
+    """A limit given to one solve is not the next solve's: cvxpy warm-starts by default,
+    and its CLARABEL interface then updates the cached solver with the new options over
+    the old settings, so an untruncated solve after ``max_iter=3`` stopped at 3 iterations
+    too (differential seeds 94002, 94006, 94007, ...). Both solves of one formulation give
+    the fresh formulation's optimum in as many iterations."""
+    fresh = solve(_iris_dvu(), solver="CLARABEL")
+    f = _iris_dvu()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SolverFailedError):
+            solve(f, solver="CLARABEL", max_iter=3)
+    again = solve(f, solver="CLARABEL")
+    assert again.status == fresh.status == "optimal"
+    assert again.iterations == fresh.iterations
+    assert again.objective == pytest.approx(fresh.objective, rel=1e-9, abs=1e-12)
+
+
 def test_file_writing_options_can_be_refused():
     check_backend_options("SCS", {"write_data_filename": "dump"})
     with pytest.raises(InputError, match="'write_data_filename' writes the file 'dump'"):

@@ -10,13 +10,28 @@ there is none, no proof of infeasibility for a problem a reference solves, and t
 ``optimal`` results agree to 1e-4 relative. LOWRANK runs under a small time limit
 here, so it may stop with a typed error instead of a result: that is allowed, a
 wrong answer is not. The full run: ``python -m problems.differential --n 1000``.
+
+The truncation mode (``--truncate``) solves the same instances with each backend cut
+short (a random LOWRANK ``time_limit``, ``max_outer`` or ``max_inner``, also through
+``DVU(solver_options=...).fit``; SCS ``max_iters``; CLARABEL ``max_iter``), judged against
+CLARABEL without a cut: a cut solve may refuse with a typed error, never report
+something untrue.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from problems.differential import _judge, run_instance, summarize
+from problems.differential import (
+    CUTS,
+    TIME_LIMIT,
+    _judge,
+    draw_cuts,
+    make_instance,
+    run_instance,
+    run_truncated,
+    summarize,
+)
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
           "false_infeasible", "outside_gap")
@@ -132,3 +147,55 @@ def test_larger_slice_reports_nothing_untrue():
     assert bad == [], bad
     assert all(total.get(k, 0) == 0 for k in UNTRUE), total
     assert total["agree"] >= 50, total
+
+
+# ----------------------------------------------------------------- truncation mode
+#: the untruths of the truncation mode: those of the default mode, and a proof of
+#: unboundedness where a reference solves
+UNTRUE_CUT = UNTRUE + ("false_unbounded",)
+
+
+def _run_truncated(seeds, n_range):
+    records = [run_truncated(s, n_range) for s in seeds]
+    total = summarize(records)
+    bad = [(r["instance"], r["cuts"], r["verdicts"]) for r in records
+           if any(r["verdict"].get(k) for k in UNTRUE_CUT)]
+    return records, total, bad
+
+
+def test_draw_cuts_is_deterministic_and_in_range():
+    for seed in range(50):
+        cuts = draw_cuts(seed)
+        assert cuts == draw_cuts(seed)
+        low = cuts["LOWRANK"]
+        assert len(low) in (1, 2)      # the time limit, and at most one other cut
+        assert CUTS["time_limit"][0] <= low["time_limit"] <= CUTS["time_limit"][1] \
+            or low["time_limit"] == TIME_LIMIT
+        for key in ("max_outer", "max_inner"):
+            if key in low:
+                assert CUTS[key][0] <= low[key] <= CUTS[key][1]
+        assert CUTS["SCS:max_iters"][0] <= cuts["SCS"]["max_iters"] <= CUTS["SCS:max_iters"][1]
+        lo, hi = CUTS["CLARABEL:max_iter"]
+        assert lo <= cuts["CLARABEL"]["max_iter"] <= hi
+        assert cuts["DVU.fit"] == low
+    # the instance of a seed is the default mode's: the cuts draw from a stream of their own
+    assert make_instance(7).description == make_instance(7).description
+
+
+def test_truncated_fast_slice_reports_nothing_untrue():
+    """Five seeds on 12-14 points, each solve cut short (draw_cuts): every counter 0;
+    the refusals are typed. Among the cuts: LOWRANK ``max_outer`` 2 (an
+    ``optimal_inaccurate`` result, through DVU.fit too), ``time_limit`` 1.2 s, ``max_outer``
+    3 and 4 (refused), SCS cut off (``optimal_inaccurate``, checked by CSDP)."""
+    records, total, bad = _run_truncated((102, 103, 106, 107, 109), (12, 14))
+    assert bad == [], bad
+    assert all(total.get(k, 0) == 0 for k in UNTRUE_CUT), total
+    cut = [o for r in records for k, o in r.items() if k.startswith("cut:")]
+    assert len(cut) >= 12 and all(o["kind"] in ("result", "error") for o in cut), total
+
+
+@pytest.mark.slow
+def test_truncated_larger_slice_reports_nothing_untrue():
+    records, total, bad = _run_truncated(range(94000, 94040), (12, 60))
+    assert bad == [], bad
+    assert all(total.get(k, 0) == 0 for k in UNTRUE_CUT), total

@@ -123,3 +123,36 @@ def test_quadratic_multipliers_are_never_extrapolated(outer_loop):
     a, b, c = np.zeros(m), np.ones(m), 2 * np.ones(m)
     for g, gap in ((a, 0.5), (b, 0.4), (c, 0.3)):
         np.testing.assert_array_equal(loop._extrapolate(g, gap), g)
+
+
+@pytest.mark.slow
+def test_added_rows_keep_lbfgs_after_a_long_subproblem(monkeypatch):
+    """Seed 90202 (interval DVU, 27 points, SNR, added ``trace(G) <=`` and ``G[i, j] ==``
+    rows): outer 8's L-BFGS subproblem takes 1,309 iterations (``lbfgs_hard``). Without
+    added rows that switches a small factor to Newton-CG; here the later Newton-CG
+    subproblems stopped at ``max_newton`` with the cheap gap stuck at 0.12-0.19, where
+    L-BFGS brings it from 0.13 to 3e-2 in two outer iterations (docs/tuning.md, twelfth
+    round). With added rows, Newton-CG waits for the cheap gap below 1e-2, which the first
+    ten outer iterations do not reach: no Newton-CG subproblem in them."""
+    from sdpembed.lowrank import alm
+    from sdpembed.lowrank.options import LowRankOptions
+    from sdpembed.lowrank.solve import lowrank_solve
+
+    calls = []
+    subproblem = alm._ALM.subproblem
+
+    def recording(self, *args, **kwargs):
+        run = subproblem(self, *args, **kwargs)
+
+        def wrapped(W, gtol, maxiter, precond):
+            W, res = run(W, gtol, maxiter, precond)
+            calls.append((precond, int(res.nit)))
+            return W, res
+        return wrapped
+
+    monkeypatch.setattr(alm._ALM, "subproblem", recording)
+    gp, basis, _ = _formulation_problem(_instance(90202))
+    assert gp.n == 27
+    lowrank_solve(gp, basis=basis, options=LowRankOptions(max_outer=10))
+    assert any(p is None and nit >= 1000 for p, nit in calls), calls   # lbfgs_hard set
+    assert not any(isinstance(p, str) and p == "newton" for p, _ in calls), calls

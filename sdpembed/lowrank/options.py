@@ -125,7 +125,8 @@ class LowRankOptions:
         below 1e-2, then truncated Newton–CG with exact (generalized)
         Hessian-vector products, which reaches the accuracy a certificate
         needs where L-BFGS stalls (for ``distances="interval"`` with a factor of at most
-        1,000 entries, also once a subproblem took 1,000 L-BFGS iterations); ``"plbfgs"``:
+        1,000 entries and no added rows, also once a subproblem took 1,000 L-BFGS
+        iterations); ``"plbfgs"``:
         L-BFGS whose
         initial inverse Hessian is a sparse-LU solve with the weighted graph Laplacian
         :math:`\sum_e \omega_e a_ea_e^T`, :math:`\omega_e = 2\sigma\bar D_e/k` (the

@@ -54,8 +54,8 @@ _SIGMA_KINK = 0.1
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
 
-#: ``"interval"`` factors of at most this many entries get Newton-CG once a subproblem took
-#: L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval instances")
+#: ``"interval"`` factors of at most this many entries, no added rows, get Newton-CG once a
+#: subproblem took L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval ...")
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
 #: L-BFGS iterations per subproblem where ``max_inner`` is ``None``: ``_MAX_INNER_KINK`` for
@@ -258,12 +258,12 @@ class _OuterLoop:
 
     def solve_subproblem(self):
         """Minimise the augmented Lagrangian over the factor (L-BFGS, or Newton–CG once the
-        cheap gap is below 1e-2 or, small ``"interval"`` factor, L-BFGS struggled); trims null
-        columns. Returns the inner result and whether the rank was trimmed."""
+        cheap gap is below 1e-2 or, small ``"interval"`` factor, no added rows, L-BFGS
+        struggled); trims null columns. Returns the inner result and whether it trimmed."""
         opts, W = self.opts, self.W
         run = self.alm.subproblem(self.y, self.nu, self.sigma, self.sigma_h, self.rho)
-        newton = opts.inner == "newton" or (opts.inner == "auto" and (
-            self.cheap_prev < 1e-2 or (self.lbfgs_hard and W.size <= _NEWTON_ENTRIES)))
+        newton = opts.inner == "newton" or (opts.inner == "auto" and (self.cheap_prev < 1e-2 or (
+            self.lbfgs_hard and W.size <= _NEWTON_ENTRIES and self.space.K is None)))
         # "shrink", full space, the first subproblem from zero multipliers: every edge is
         # stretched far past its bound, and the graph's Laplacian is the curvature (a
         # weighted-Laplacian preconditioner: docs/tuning.md, "Shrink-only MVU at n = 2,000")
