@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -350,7 +351,13 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         # cold unless warm_start is asked: cvxpy warm-starts by default, and its CLARABEL
         # interface then updates the cached solver with these options over the previous
         # solve's settings, so a limit given once (max_iter=3) stayed for later solves
-        problem.solve(solver=cvx_solver, verbose=verbose, **{"warm_start": False, **effective})
+        with warnings.catch_warnings():
+            # cvxpy's "Solution may be inaccurate" would point into this module; the
+            # status is judged below and said at the caller's line (_warn_inaccurate)
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate",
+                                    category=UserWarning)
+            problem.solve(solver=cvx_solver, verbose=verbose,
+                          **{"warm_start": False, **effective})
     except cp.error.SolverError as exc:
         said = str(exc).replace(f"'SDPEMBED_{name}'", f"'{name}'")  # our plug-ins' names
         raise SolverFailedError(

@@ -156,6 +156,19 @@ def test_scs_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
     assert np.isfinite(near.objective)
 
 
+def test_an_inaccurate_conic_solve_warns_once_at_the_callers_line():
+    """cvxpy's own "Solution may be inaccurate" UserWarning pointed into
+    ``sdpembed/solvers.py`` beside the toolkit's warning; only the toolkit's
+    InaccurateSolutionWarning is emitted now, at this file's line."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        near = solve(_iris_dvu(), solver="SCS", max_iters=8000)
+    assert near.status == "optimal_inaccurate"
+    assert not [w for w in caught if "Solution may be inaccurate" in str(w.message)]
+    ours = [w for w in caught if issubclass(w.category, InaccurateSolutionWarning)]
+    assert len(ours) == 1 and ours[0].filename == __file__
+
+
 def test_sdpa_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
     """SDPA stopped by maxIteration is 'optimal_inaccurate' to cvxpy, which drops SDPA's gap:
     at 8 iterations (objective 20 against CLARABEL's -1.07) it passed as a result. Its gap
