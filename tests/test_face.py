@@ -21,7 +21,7 @@ import pytest
 
 from problems.differential import make_instance
 from sdpembed.exceptions import InaccurateSolutionWarning
-from sdpembed.lowrank.face import exposing_vectors, restore_on_face
+from sdpembed.lowrank.face import exposing_vectors, restore_at_lower_rank, restore_on_face
 from sdpembed.solvers import solve
 
 #: the optimum of seed 383, solved on its face (module docstring; solvers agree to 1e-8)
@@ -189,9 +189,10 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
     at a residual 8.4e-6 and the point, reported 'optimal_inaccurate' at -95.97 with gap
     2.6e-3, lay 0.9 % below the references' -95.08 (CLARABEL, CSDP): outside its stated
     gap. A point restored onto an exposed face to no better than tol**2 is now refused.
-    Simulated here on seed 383 by a restoration that stops at 1e-6."""
+    Simulated here on seed 383 by a restoration that stops at 1e-6 (at every rank: the
+    retries at lower ranks, ``restore_at_lower_rank``, stall too)."""
     from sdpembed.exceptions import SolverFailedError
-    from sdpembed.lowrank import backend
+    from sdpembed.lowrank import backend, face
 
     real = backend.restore_on_face
 
@@ -200,6 +201,7 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
         return V, 1e-6
 
     monkeypatch.setattr(backend, "restore_on_face", stalled)
+    monkeypatch.setattr(face, "restore_on_face", stalled)
     with pytest.raises(SolverFailedError, match="degenerate on the face") as err:
         solve(_seed383(), solver="LOWRANK", max_outer=10)
     assert err.value.point is not None and err.value.bound is not None
@@ -351,3 +353,63 @@ def test_seed_90598_solves_without_a_library_runtime_warning():
         rep = solve(f, "LOWRANK")
     assert rep.status == "optimal"
     assert rep.certified_gap <= 1e-4 and rep.bound <= rep.objective
+
+
+#: differential seeds 90940 (equality MVU, 29 points, one 5-clique of rank 3) and 90521
+#: (equality DVU, eliminated centroids, a row-sum row, 32 points, two 5-cliques of rank
+#: 3): CSDP's objectives (``optimal``); CLARABEL stops ``optimal_inaccurate`` on both
+#: (-22.5742307, -0.6735903)
+CSDP_90940 = -22.57420288904263
+CSDP_90521 = -0.673589956412278
+
+
+def _seed(seed):
+    f, _ = make_instance(seed, (12, 60)).build()
+    _ = f.problem
+    return f
+
+
+def test_a_face_the_cliques_do_not_expose_stalls_the_restoration_not_at_lower_rank():
+    """Seed 90940: on the face its clique exposes, the problem still has no strictly
+    feasible point (max t with Z - tI PSD on the face: -1.4e-8); facial reduction there
+    finds a PSD stress of rank 24 on the 27-dimensional face: the framework is universally
+    rigid in R^3 and its only feasible Gram matrix has rank 3. Gauss-Newton from an
+    interior-point method's point (CLARABEL's, of full rank) stalls above tol**2 = 1e-8
+    (the surplus columns shrink linearly); cut to rank 3 or 4 it converges to rounding, at
+    CSDP's optimum (the one feasible point)."""
+    f = _seed(90940)
+    gp = f.meta["gram_problem"]
+    U, _ = exposing_vectors(gp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        solve(f, solver="CLARABEL")
+    w, V = np.linalg.eigh(f.value("gram"))
+    F = V[:, w > 0] * np.sqrt(w[w > 0])
+    _, infeas = restore_on_face(gp, F, U)
+    assert infeas > 1e-8
+    R, infeas, rank = restore_at_lower_rank(gp, F, U, 1e-8, first=3)
+    assert rank in (3, 4) and infeas <= 1e-13
+    assert np.abs(U.T @ R).max() <= 1e-12
+    C = _objective_matrix(f)
+    assert float(np.sum(R * (C @ R))) == pytest.approx(CSDP_90940, rel=1e-8)
+    assert np.linalg.matrix_rank(R @ R.T, tol=1e-8 * np.trace(R @ R.T)) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, reference", [(90940, CSDP_90940), (90521, CSDP_90521)])
+def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank(seed, reference):
+    """Before (``time_limit`` 20 and 60): ``SolverFailedError`` ("face restoration
+    stalled": the point restored onto the clique face to 1.2e-8 and 1.6e-8, above tol**2;
+    90940's objective -22.5741911, within 5e-7 of CSDP's). Now the stalled point's factor,
+    cut to a lower rank, restores to rounding: a feasible point at CSDP's objective, above
+    the certified bound, the gap within tol. (Where the face solve's own point restores to
+    tol**2, as 90521's did once at ``time_limit`` 120, no lower rank is needed: the
+    residual is then up to tol**2.)"""
+    f = _seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+    assert rep.status == "optimal"
+    assert rep.primal_infeasibility <= 1e-8
+    assert rep.objective == pytest.approx(reference, rel=1e-6)
+    assert rep.bound <= rep.objective and rep.certified_gap <= 1e-4

@@ -25,6 +25,7 @@ from .face import (
     exposing_vectors,
     face_basis,
     face_certificate,
+    restore_at_lower_rank,
     restore_on_face,
 )
 from .farkas import farkas_certificate
@@ -165,6 +166,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
+        result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(result, opts, extra, formulation)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
@@ -345,6 +347,43 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
         best, certified_gap=gap, status=status, seconds=result.seconds + record["seconds"],
         estimated_gap=(None if best.estimated_bound is None
                        else relative_gap(best.objective, best.estimated_bound)))
+
+
+def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
+                        nulls: list[tuple[list[int], int, np.ndarray]]):
+    r"""Where the point restored onto an exposed face is still off the constraints by more
+    than ``tol**2`` (Gauss-Newton stalled: the constraints are degenerate on the face too),
+    the point restored from its factor cut to a lower rank
+    (:func:`~sdpembed.lowrank.face.restore_at_lower_rank`, from the largest rank of a
+    clique's block) replaces it where one restores to ``tol**2``; its objective and gap
+    are re-evaluated against the result's bound. ``extra["face"]["lower_rank"]`` records
+    what happened."""
+    face = extra.get("face")
+    if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
+        return result
+    U, _ = exposing_vectors(gp, nulls)
+    first = max((rank for _, rank, _ in nulls), default=1)
+    out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, first=first)
+    if out is None:
+        face["lower_rank"] = {"rank": None}
+        return result
+    V, infeas, k = out
+    p = float(np.sum(V * FactorSpace(gp).apply_C(V)))
+    certified = result.certified_gap is not None and result.bound is not None
+    gap = relative_gap(p, result.bound) if certified else None
+    face["lower_rank"] = {"rank": k, "infeasibility": infeas, "objective": p,
+                          "objective_before": float(result.objective),
+                          "infeasibility_before": float(result.infeasibility)}
+    logger.info("LOWRANK: the restoration on the face stalled at %.2g; at rank %d the point "
+                "restores to %.2g, objective %.8g -> %.8g", result.infeasibility, k, infeas,
+                result.objective, p)
+    status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
+              else "optimal_inaccurate")
+    return dataclasses.replace(
+        result, factor=V, objective=p, infeasibility=infeas, status=status,
+        certified_gap=gap,
+        estimated_gap=(None if result.estimated_bound is None
+                       else relative_gap(p, result.estimated_bound)))
 
 
 def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
