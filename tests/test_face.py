@@ -413,3 +413,25 @@ def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank(seed, refere
     assert rep.primal_infeasibility <= 1e-8
     assert rep.objective == pytest.approx(reference, rel=1e-6)
     assert rep.bound <= rep.objective and rep.certified_gap <= 1e-4
+
+
+@pytest.mark.slow
+def test_a_far_point_at_lower_rank_is_refused_naming_the_further_face():
+    """Seed 91181 (equality DVU, 21 points, five 5-cliques of rank 3): on the clique face
+    facial reduction finds a stress of rank 2 on 5 points (a sub-framework rigid in R^3),
+    not the whole face, so the optimum has rank 5 and no lower rank restores near it. The
+    point restored at rank 3 is feasible, and its objective and the certified bound hold
+    the optimum between them (CSDP -0.4157672 and CLARABEL -0.4089640, both inaccurate),
+    but 1 % apart: refused, naming the further face and the backends that solve it (before:
+    refused as a stalled restoration whose objective -0.4165 lay below its bound -0.4152,
+    or as far from optimal, advising more time)."""
+    from sdpembed.exceptions import SolverFailedError
+
+    f = _seed(91181)
+    gp = f.meta["gram_problem"]
+    with pytest.raises(SolverFailedError, match="not even on the face") as err:
+        solve(f, solver="LOWRANK", time_limit=60.0)
+    e = err.value
+    D = gp.distances_of_factor(e.point)
+    np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
+    assert e.bound <= -0.4157672 + 1e-6 and e.objective >= -0.4089640 - 1e-6

@@ -17,6 +17,7 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
+from ..solve_status import FAR_FROM_OPTIMAL, bound_gap
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
@@ -396,6 +397,22 @@ def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulati
     state, so the point is a result only where :math:`\sqrt r` is within the accuracy asked,
     ``tol``. The error carries the point and the bound."""
     face = extra.get("face")
+    lower = (face or {}).get("lower_rank") or {}
+    signed = bound_gap(result.objective, result.bound)
+    if lower.get("rank") and signed is not None and signed > FAR_FROM_OPTIMAL:
+        raise SolverFailedError(
+            f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
+            f"equalities leave no strictly feasible point, not even on the face that "
+            f"{face['cliques']} clique(s) expose (a further face the cliques do not expose, "
+            "e.g. a part of the graph rigid in the data's dimension); the restoration there "
+            f"stalled at {lower['infeasibility_before']:.2g}, and the point restored at rank "
+            f"{lower['rank']} is feasible (residual {lower['infeasibility']:.2g}) but its "
+            f"objective {result.objective:.6g} lies {signed:.3g} (relative) above the "
+            f"certified lower bound {result.bound:.6g}, above {FAR_FROM_OPTIMAL:g}: the "
+            "optimum lies between the two, and the point is not a solution. More time does "
+            "not remove the degeneracy: solve with a conic backend (CSDP, CLARABEL) and check "
+            "its status.", objective=float(result.objective), bound=result.bound,
+            gap=result.certified_gap, point=result.factor)
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return
     raise SolverFailedError(
