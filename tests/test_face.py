@@ -435,3 +435,21 @@ def test_a_far_point_at_lower_rank_is_refused_naming_the_further_face():
     D = gp.distances_of_factor(e.point)
     np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
     assert e.bound <= -0.4157672 + 1e-6 and e.objective >= -0.4089640 - 1e-6
+
+
+@pytest.mark.slow
+def test_an_equality_point_below_its_own_bound_is_restored_onto_the_constraints():
+    """Seed 90882 (equality MVU with a trace and a row-sum row, 23 points, no clique face;
+    class F: almost no interior): LOWRANK stopped at -24.079348 with residual 1.3e-6,
+    below its own certified bound -24.078667, and was refused. The point restored onto the
+    constraints by Gauss-Newton is feasible to rounding, and its objective and the bound
+    now hold the optimum between them (CSDP -24.0728074, CLARABEL -24.0728093, both
+    ``optimal``): a result, ``optimal_inaccurate`` where the gap exceeds tol."""
+    f = _seed(90882)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+    assert rep.extra["restoration"]["restored"]
+    assert rep.primal_infeasibility <= 1e-12
+    assert rep.bound <= -24.0728074 <= rep.objective
+    assert rep.certified_gap <= 1e-2

@@ -169,6 +169,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(result, opts, extra, formulation)
+        result = _restored_below_bound(gp, result, opts, extra)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -379,6 +380,49 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
                 "restores to %.2g, objective %.8g -> %.8g", result.infeasibility, k, infeas,
                 result.objective, p)
     status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
+              else "optimal_inaccurate")
+    return dataclasses.replace(
+        result, factor=V, objective=p, infeasibility=infeas, status=status,
+        certified_gap=gap,
+        estimated_gap=(None if result.estimated_bound is None
+                       else relative_gap(p, result.estimated_bound)))
+
+
+def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: dict):
+    r"""An equality problem's point that lies below its own certified bound, restored onto
+    the constraints (Gauss-Newton, :func:`~sdpembed.lowrank.face.restore_on_face` without a
+    face, then at lower ranks, :func:`~sdpembed.lowrank.face.restore_at_lower_rank`), where
+    that brings it within ``tol**2``: a feasible point, whose objective cannot lie below a
+    valid bound, replaces the infeasible one (which would be refused). Only where no
+    clique exposes a face (that case is :func:`_on_exposed_face`'s); the equalities may
+    still leave almost no interior (no strictly feasible point to working precision), where
+    a residual within ``feas_tol`` can buy an objective below the optimum by about its
+    square root. ``extra["restoration"]`` records what happened."""
+    if (gp.distances != "equality" or "face" in extra or result.bound is None
+            or result.certified_gap is None or not result.infeasibility > opts.tol ** 2):
+        return result
+    signed = bound_gap(result.objective, result.bound)
+    if signed is None or signed >= 0.0:
+        return result
+    U = np.zeros((gp.n, 0))
+    space = FactorSpace(gp)
+    record: dict[str, Any] = {"objective_before": float(result.objective),
+                              "infeasibility_before": float(result.infeasibility)}
+    extra["restoration"] = record
+    out = restore_on_face(gp, result.factor, U, space=space)
+    if out is not None and out[1] > opts.tol ** 2:
+        out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, space=space)
+    if out is None or out[1] > opts.tol ** 2:
+        record["restored"] = False
+        return result
+    V, infeas = out[0], out[1]
+    p = float(np.sum(V * space.apply_C(V)))
+    gap = relative_gap(p, result.bound)
+    record.update(restored=True, rank=V.shape[1], infeasibility=infeas, objective=p)
+    logger.info("LOWRANK: the point lay below its own bound (residual %.2g); restored onto "
+                "the constraints at rank %d: objective %.8g -> %.8g, residual %.2g",
+                result.infeasibility, V.shape[1], result.objective, p, infeas)
+    status = ("optimal" if gap <= opts.tol and infeas <= opts.feas_tol
               else "optimal_inaccurate")
     return dataclasses.replace(
         result, factor=V, objective=p, infeasibility=infeas, status=status,
