@@ -351,6 +351,11 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
                        else relative_gap(best.objective, best.estimated_bound)))
 
 
+#: the share of the time limit the restorations at lower ranks may take (wall seconds,
+#: counted from their start; the first rank is always tried)
+_LOWER_RANK_SHARE = 0.05
+
+
 def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
                         nulls: list[tuple[list[int], int, np.ndarray]]):
     r"""Where the point restored onto an exposed face is still off the constraints by more
@@ -365,7 +370,8 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
         return result
     U, _ = exposing_vectors(gp, nulls)
     first = max((rank for _, rank, _ in nulls), default=1)
-    out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, first=first)
+    out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, first=first,
+                                max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
     if out is None:
         face["lower_rank"] = {"rank": None}
         return result
@@ -411,7 +417,8 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     extra["restoration"] = record
     out = restore_on_face(gp, result.factor, U, space=space)
     if out is not None and out[1] > opts.tol ** 2:
-        out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, space=space)
+        out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, space=space,
+                                    max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
     if out is None or out[1] > opts.tol ** 2:
         record["restored"] = False
         return result

@@ -226,7 +226,8 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
 
 
 def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: float, *,
-                          first: int = 1, space: FactorSpace | None = None
+                          first: int = 1, space: FactorSpace | None = None,
+                          max_seconds: float | None = None
                           ) -> tuple[np.ndarray, float, int] | None:
     r"""A factor of lower rank than ``F`` on the face :math:`\{GU = 0\}`, restored onto the
     constraints to a relative residual at most ``floor``: ``(V, infeasibility, rank)``, or
@@ -243,12 +244,17 @@ def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: 
     upwards from ``first`` (e.g. the largest rank of a clique's block: no feasible point
     has less) while they restore to ``floor``, or until the first that restores; of those
     that do, the point of the lowest objective is returned (a feasible point of lower rank
-    is a feasible point: its objective bounds the optimum from above)."""
+    is a feasible point: its objective bounds the optimum from above). No rank is started
+    after the first once ``max_seconds`` have passed (each costs a dense Gauss-Newton)."""
     space = FactorSpace(gp) if space is None else space
     u, s, _ = np.linalg.svd(F, full_matrices=False)
     best = None
+    t0 = time.perf_counter()
     for k in range(max(int(first), 1), F.shape[1]):
         if not s[k - 1] > 0:
+            break
+        if (max_seconds is not None and k > max(int(first), 1)
+                and time.perf_counter() - t0 > max_seconds):
             break
         out = restore_on_face(gp, u[:, :k] * s[:k], U, space=space)
         if out is None:
