@@ -22,6 +22,7 @@ from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
     EXACT_CHECK,
+    ROUNDING_FLOOR,
     clique_null_vectors,
     exposing_vectors,
     face_basis,
@@ -362,15 +363,16 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
     than ``tol**2`` (Gauss-Newton stalled: the constraints are degenerate on the face too),
     the point restored from its factor cut to a lower rank
     (:func:`~sdpembed.lowrank.face.restore_at_lower_rank`, from the largest rank of a
-    clique's block) replaces it where one restores to ``tol**2``; its objective and gap
-    are re-evaluated against the result's bound. ``extra["face"]["lower_rank"]`` records
+    clique's block) replaces it where one restores to rounding
+    (:data:`~sdpembed.lowrank.face.ROUNDING_FLOOR`); its objective and gap are re-evaluated
+    against the result's bound. ``extra["face"]["lower_rank"]`` records
     what happened."""
     face = extra.get("face")
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return result
     U, _ = exposing_vectors(gp, nulls)
     first = max((rank for _, rank, _ in nulls), default=1)
-    out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, first=first,
+    out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, first=first,
                                 max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
     if out is None:
         face["lower_rank"] = {"rank": None}
@@ -398,8 +400,9 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     r"""An equality problem's point that lies below its own certified bound, restored onto
     the constraints (Gauss-Newton, :func:`~sdpembed.lowrank.face.restore_on_face` without a
     face, then at lower ranks, :func:`~sdpembed.lowrank.face.restore_at_lower_rank`), where
-    that brings it within ``tol**2``: a feasible point, whose objective cannot lie below a
-    valid bound, replaces the infeasible one (which would be refused). Only where no
+    that brings it to rounding (:data:`~sdpembed.lowrank.face.ROUNDING_FLOOR`): a feasible
+    point, whose objective cannot lie below a valid bound, replaces the infeasible one
+    (which would be refused). Only where no
     clique exposes a face (that case is :func:`_on_exposed_face`'s); the equalities may
     still leave almost no interior (no strictly feasible point to working precision), where
     a residual within ``feas_tol`` can buy an objective below the optimum by about its
@@ -416,10 +419,10 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
                               "infeasibility_before": float(result.infeasibility)}
     extra["restoration"] = record
     out = restore_on_face(gp, result.factor, U, space=space)
-    if out is not None and out[1] > opts.tol ** 2:
-        out = restore_at_lower_rank(gp, result.factor, U, opts.tol ** 2, space=space,
+    if out is not None and out[1] > ROUNDING_FLOOR:
+        out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, space=space,
                                     max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
-    if out is None or out[1] > opts.tol ** 2:
+    if out is None or out[1] > ROUNDING_FLOOR:
         record["restored"] = False
         return result
     V, infeas = out[0], out[1]

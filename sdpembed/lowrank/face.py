@@ -43,7 +43,7 @@ from .space import FactorSpace
 from .verify import _U
 
 __all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face",
-           "restore_at_lower_rank", "face_basis", "face_certificate"]
+           "restore_at_lower_rank", "face_basis", "face_certificate", "ROUNDING_FLOOR"]
 
 #: up to this many Jacobian entries (rows x factor entries) Gauss-Newton factors the
 #: Jacobian densely; beyond, the point is not restored (the solve reports why)
@@ -223,6 +223,14 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
         quad = abs(float(np.sum(V * space.apply_C(V))))
         infeas = max(infeas, float(rh[0]) * h_scale / max(quad, 1e-300))
     return V, infeas
+
+
+#: a restoration that ends at most this relative residual has converged (to rounding: 1e-16
+#: to 1e-14 on the differential's instances); one that stalls ends at 1e-8 or above. A point
+#: restored at a lower rank, or without a face, replaces the solver's only below it, so that
+#: its objective, that of a point feasible to rounding, lies below the optimum by at most
+#: about the square root of this (where there is no strictly feasible point), 1e-6
+ROUNDING_FLOOR = 1e-12
 
 
 def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: float, *,
