@@ -21,7 +21,12 @@ import pytest
 
 from problems.differential import make_instance
 from sdpembed.exceptions import InaccurateSolutionWarning
-from sdpembed.lowrank.face import exposing_vectors, restore_on_face
+from sdpembed.lowrank.face import (
+    ROUNDING_FLOOR,
+    exposing_vectors,
+    restore_at_lower_rank,
+    restore_on_face,
+)
 from sdpembed.solvers import solve
 
 #: the optimum of seed 383, solved on its face (module docstring; solvers agree to 1e-8)
@@ -189,9 +194,10 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
     at a residual 8.4e-6 and the point, reported 'optimal_inaccurate' at -95.97 with gap
     2.6e-3, lay 0.9 % below the references' -95.08 (CLARABEL, CSDP): outside its stated
     gap. A point restored onto an exposed face to no better than tol**2 is now refused.
-    Simulated here on seed 383 by a restoration that stops at 1e-6."""
+    Simulated here on seed 383 by a restoration that stops at 1e-6 (at every rank: the
+    retries at lower ranks, ``restore_at_lower_rank``, stall too)."""
     from sdpembed.exceptions import SolverFailedError
-    from sdpembed.lowrank import backend
+    from sdpembed.lowrank import backend, face
 
     real = backend.restore_on_face
 
@@ -200,6 +206,7 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
         return V, 1e-6
 
     monkeypatch.setattr(backend, "restore_on_face", stalled)
+    monkeypatch.setattr(face, "restore_on_face", stalled)
     with pytest.raises(SolverFailedError, match="degenerate on the face") as err:
         solve(_seed383(), solver="LOWRANK", max_outer=10)
     assert err.value.point is not None and err.value.bound is not None
@@ -351,3 +358,131 @@ def test_seed_90598_solves_without_a_library_runtime_warning():
         rep = solve(f, "LOWRANK")
     assert rep.status == "optimal"
     assert rep.certified_gap <= 1e-4 and rep.bound <= rep.objective
+
+
+#: differential seeds 90940 (equality MVU, 29 points, one 5-clique of rank 3) and 90521
+#: (equality DVU, eliminated centroids, a row-sum row, 32 points, two 5-cliques of rank
+#: 3): CSDP's objectives (``optimal``); CLARABEL stops ``optimal_inaccurate`` on both
+#: (-22.5742307, -0.6735903)
+CSDP_90940 = -22.57420288904263
+CSDP_90521 = -0.673589956412278
+
+
+def _seed(seed):
+    f, _ = make_instance(seed, (12, 60)).build()
+    _ = f.problem
+    return f
+
+
+def test_a_face_the_cliques_do_not_expose_stalls_the_restoration_not_at_lower_rank():
+    """Seed 90940: on the face its clique exposes, the problem still has no strictly
+    feasible point (max t with Z - tI PSD on the face: -1.4e-8); facial reduction there
+    finds a PSD stress of rank 24 on the 27-dimensional face: the framework is universally
+    rigid in R^3 and its only feasible Gram matrix has rank 3. Gauss-Newton from an
+    interior-point method's point (CLARABEL's, of full rank) stalls above tol**2 = 1e-8
+    (the surplus columns shrink linearly); cut to rank 3 or 4 it converges to rounding, at
+    CSDP's optimum (the one feasible point)."""
+    f = _seed(90940)
+    gp = f.meta["gram_problem"]
+    U, _ = exposing_vectors(gp)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        solve(f, solver="CLARABEL")
+    w, V = np.linalg.eigh(f.value("gram"))
+    F = V[:, w > 0] * np.sqrt(w[w > 0])
+    _, infeas = restore_on_face(gp, F, U)
+    assert infeas > 1e-8
+    R, infeas, rank = restore_at_lower_rank(gp, F, U, ROUNDING_FLOOR, first=3)
+    assert rank in (3, 4) and infeas <= 1e-13
+    assert np.abs(U.T @ R).max() <= 1e-12
+    C = _objective_matrix(f)
+    assert float(np.sum(R * (C @ R))) == pytest.approx(CSDP_90940, rel=1e-8)
+    assert np.linalg.matrix_rank(R @ R.T, tol=1e-8 * np.trace(R @ R.T)) == 3
+
+
+@pytest.mark.slow
+def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank():
+    """Seed 90940. Before (``time_limit`` 20 and 60): ``SolverFailedError`` ("face
+    restoration stalled": the point restored onto the clique face to 1.2e-8, above
+    tol**2; its objective -22.5741911, within 5e-7 of CSDP's). Now the stalled point's
+    factor, cut to a lower rank, restores to rounding: ``optimal``, feasible, at CSDP's
+    objective (1e-8), above the certified bound (the full solve's, gap 2e-7), which lies
+    below CSDP's objective."""
+    f = _seed(90940)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+    assert rep.status == "optimal"
+    assert rep.primal_infeasibility <= ROUNDING_FLOOR
+    assert rep.objective == pytest.approx(CSDP_90940, rel=1e-8)
+    assert rep.bound <= CSDP_90940 + 1e-9 * abs(CSDP_90940)
+    assert rep.bound <= rep.objective and rep.certified_gap <= 1e-4
+    assert rep.extra["face"]["lower_rank"]["rank"] in (3, 4)
+
+
+@pytest.mark.slow
+def test_seed_90521_restored_at_lower_rank_holds_the_optimum_in_its_interval():
+    """Seed 90521. Before (``time_limit`` 20 and 60): ``SolverFailedError``, the point
+    restored onto the clique face to 1.6e-8 (objective -0.6736936, *below* CSDP's
+    -0.6735900). Now the point restored at rank 3 is feasible to rounding at CSDP's
+    objective (1e-8). Its bound comes from the face solve's lifted multipliers, and how
+    tight it is depends on how far that solve gets in the time left (gaps 8.6e-5, 1.4e-4,
+    3.6e-4 in three runs at load 9-10): a result where the gap is within
+    ``FAR_FROM_OPTIMAL``, else a refusal that carries the point; either way the point is
+    CSDP's and the bound lies below it."""
+    from sdpembed.exceptions import SolverFailedError
+
+    f = _seed(90521)
+    gp = f.meta["gram_problem"]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InaccurateSolutionWarning)
+            rep = solve(f, solver="LOWRANK", time_limit=60.0)
+        point, objective, bound = f.factor, rep.objective, rep.bound
+        assert rep.certified_gap <= 1e-2
+    except SolverFailedError as err:
+        point, objective, bound = err.point, err.objective, err.bound
+    D = gp.distances_of_factor(point)
+    np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
+    assert objective == pytest.approx(CSDP_90521, rel=1e-8)
+    assert bound <= CSDP_90521 + 1e-9 * abs(CSDP_90521)
+
+
+@pytest.mark.slow
+def test_a_far_point_at_lower_rank_is_refused_naming_the_further_face():
+    """Seed 91181 (equality DVU, 21 points, five 5-cliques of rank 3): on the clique face
+    facial reduction finds a stress of rank 2 on 5 points (a sub-framework rigid in R^3),
+    not the whole face, so the optimum has rank 5 and no lower rank restores near it. The
+    point restored at rank 3 is feasible, and its objective and the certified bound hold
+    the optimum between them (CSDP -0.4157672 and CLARABEL -0.4089640, both inaccurate),
+    but 1 % apart: refused, naming the further face and the backends that solve it (before:
+    refused as a stalled restoration whose objective -0.4165 lay below its bound -0.4152,
+    or as far from optimal, advising more time)."""
+    from sdpembed.exceptions import SolverFailedError
+
+    f = _seed(91181)
+    gp = f.meta["gram_problem"]
+    with pytest.raises(SolverFailedError, match="not even on the face") as err:
+        solve(f, solver="LOWRANK", time_limit=60.0)
+    e = err.value
+    D = gp.distances_of_factor(e.point)
+    np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
+    assert e.bound <= -0.4157672 + 1e-6 and e.objective >= -0.4089640 - 1e-6
+
+
+@pytest.mark.slow
+def test_an_equality_point_below_its_own_bound_is_restored_onto_the_constraints():
+    """Seed 90882 (equality MVU with a trace and a row-sum row, 23 points, no clique face;
+    class F: almost no interior): LOWRANK stopped at -24.079348 with residual 1.3e-6,
+    below its own certified bound -24.078667, and was refused. The point restored onto the
+    constraints by Gauss-Newton is feasible to rounding, and its objective and the bound
+    now hold the optimum between them (CSDP -24.0728074, CLARABEL -24.0728093, both
+    ``optimal``): a result, ``optimal_inaccurate`` where the gap exceeds tol."""
+    f = _seed(90882)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+    assert rep.extra["restoration"]["restored"]
+    assert rep.primal_infeasibility <= 1e-12
+    assert rep.bound <= -24.0728074 <= rep.objective
+    assert rep.certified_gap <= 1e-2

@@ -17,14 +17,17 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..report import Backend, SolveReport
+from ..solve_status import FAR_FROM_OPTIMAL, bound_gap
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
     EXACT_CHECK,
+    ROUNDING_FLOOR,
     clique_null_vectors,
     exposing_vectors,
     face_basis,
     face_certificate,
+    restore_at_lower_rank,
     restore_on_face,
 )
 from .farkas import farkas_certificate
@@ -165,7 +168,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
+        result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(result, opts, extra, formulation)
+        result = _restored_below_bound(gp, result, opts, extra)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -347,6 +352,95 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
                        else relative_gap(best.objective, best.estimated_bound)))
 
 
+#: the share of the time limit the restorations at lower ranks may take (wall seconds,
+#: counted from their start; the first rank is always tried)
+_LOWER_RANK_SHARE = 0.05
+
+
+def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
+                        nulls: list[tuple[list[int], int, np.ndarray]]):
+    r"""Where the point restored onto an exposed face is still off the constraints by more
+    than ``tol**2`` (Gauss-Newton stalled: the constraints are degenerate on the face too),
+    the point restored from its factor cut to a lower rank
+    (:func:`~sdpembed.lowrank.face.restore_at_lower_rank`, from the largest rank of a
+    clique's block) replaces it where one restores to rounding
+    (:data:`~sdpembed.lowrank.face.ROUNDING_FLOOR`); its objective and gap are re-evaluated
+    against the result's bound. ``extra["face"]["lower_rank"]`` records
+    what happened."""
+    face = extra.get("face")
+    if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
+        return result
+    U, _ = exposing_vectors(gp, nulls)
+    first = max((rank for _, rank, _ in nulls), default=1)
+    out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, first=first,
+                                max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
+    if out is None:
+        face["lower_rank"] = {"rank": None}
+        return result
+    V, infeas, k = out
+    p = float(np.sum(V * FactorSpace(gp).apply_C(V)))
+    certified = result.certified_gap is not None and result.bound is not None
+    gap = relative_gap(p, result.bound) if certified else None
+    face["lower_rank"] = {"rank": k, "infeasibility": infeas, "objective": p,
+                          "objective_before": float(result.objective),
+                          "infeasibility_before": float(result.infeasibility)}
+    logger.info("LOWRANK: the restoration on the face stalled at %.2g; at rank %d the point "
+                "restores to %.2g, objective %.8g -> %.8g", result.infeasibility, k, infeas,
+                result.objective, p)
+    status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
+              else "optimal_inaccurate")
+    return dataclasses.replace(
+        result, factor=V, objective=p, infeasibility=infeas, status=status,
+        certified_gap=gap,
+        estimated_gap=(None if result.estimated_bound is None
+                       else relative_gap(p, result.estimated_bound)))
+
+
+def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: dict):
+    r"""An equality problem's point that lies below its own certified bound, restored onto
+    the constraints (Gauss-Newton, :func:`~sdpembed.lowrank.face.restore_on_face` without a
+    face, then at lower ranks, :func:`~sdpembed.lowrank.face.restore_at_lower_rank`), where
+    that brings it to rounding (:data:`~sdpembed.lowrank.face.ROUNDING_FLOOR`): a feasible
+    point, whose objective cannot lie below a valid bound, replaces the infeasible one
+    (which would be refused). Only where no
+    clique exposes a face (that case is :func:`_on_exposed_face`'s); the equalities may
+    still leave almost no interior (no strictly feasible point to working precision), where
+    a residual within ``feas_tol`` can buy an objective below the optimum by about its
+    square root. ``extra["restoration"]`` records what happened."""
+    if (gp.distances != "equality" or "face" in extra or result.bound is None
+            or result.certified_gap is None or not result.infeasibility > opts.tol ** 2):
+        return result
+    signed = bound_gap(result.objective, result.bound)
+    if signed is None or signed >= 0.0:
+        return result
+    U = np.zeros((gp.n, 0))
+    space = FactorSpace(gp)
+    record: dict[str, Any] = {"objective_before": float(result.objective),
+                              "infeasibility_before": float(result.infeasibility)}
+    extra["restoration"] = record
+    out = restore_on_face(gp, result.factor, U, space=space)
+    if out is not None and out[1] > ROUNDING_FLOOR:
+        out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, space=space,
+                                    max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
+    if out is None or out[1] > ROUNDING_FLOOR:
+        record["restored"] = False
+        return result
+    V, infeas = out[0], out[1]
+    p = float(np.sum(V * space.apply_C(V)))
+    gap = relative_gap(p, result.bound)
+    record.update(restored=True, rank=V.shape[1], infeasibility=infeas, objective=p)
+    logger.info("LOWRANK: the point lay below its own bound (residual %.2g); restored onto "
+                "the constraints at rank %d: objective %.8g -> %.8g, residual %.2g",
+                result.infeasibility, V.shape[1], result.objective, p, infeas)
+    status = ("optimal" if gap <= opts.tol and infeas <= opts.feas_tol
+              else "optimal_inaccurate")
+    return dataclasses.replace(
+        result, factor=V, objective=p, infeasibility=infeas, status=status,
+        certified_gap=gap,
+        estimated_gap=(None if result.estimated_bound is None
+                       else relative_gap(p, result.estimated_bound)))
+
+
 def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
     r"""Raise :class:`SolverFailedError` where the point restored onto an exposed face is
     still off the constraints by more than ``tol**2`` (relative): Gauss-Newton stalled
@@ -357,6 +451,22 @@ def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulati
     state, so the point is a result only where :math:`\sqrt r` is within the accuracy asked,
     ``tol``. The error carries the point and the bound."""
     face = extra.get("face")
+    lower = (face or {}).get("lower_rank") or {}
+    signed = bound_gap(result.objective, result.bound)
+    if lower.get("rank") and signed is not None and signed > FAR_FROM_OPTIMAL:
+        raise SolverFailedError(
+            f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
+            f"equalities leave no strictly feasible point, not even on the face that "
+            f"{face['cliques']} clique(s) expose (a further face the cliques do not expose, "
+            "e.g. a part of the graph rigid in the data's dimension); the restoration there "
+            f"stalled at {lower['infeasibility_before']:.2g}, and the point restored at rank "
+            f"{lower['rank']} is feasible (residual {lower['infeasibility']:.2g}) but its "
+            f"objective {result.objective:.6g} lies {signed:.3g} (relative) above the "
+            f"certified lower bound {result.bound:.6g}, above {FAR_FROM_OPTIMAL:g}: the "
+            "optimum lies between the two, and the point is not a solution. More time does "
+            "not remove the degeneracy: solve with a conic backend (CSDP, CLARABEL) and check "
+            "its status.", objective=float(result.objective), bound=result.bound,
+            gap=result.certified_gap, point=result.factor)
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return
     raise SolverFailedError(

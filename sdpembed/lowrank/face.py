@@ -42,8 +42,8 @@ from .certificate import _trace_bound_equality
 from .space import FactorSpace
 from .verify import _U
 
-__all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face", "face_basis",
-           "face_certificate"]
+__all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face",
+           "restore_at_lower_rank", "face_basis", "face_certificate", "ROUNDING_FLOOR"]
 
 #: up to this many Jacobian entries (rows x factor entries) Gauss-Newton factors the
 #: Jacobian densely; beyond, the point is not restored (the solve reports why)
@@ -223,6 +223,59 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
         quad = abs(float(np.sum(V * space.apply_C(V))))
         infeas = max(infeas, float(rh[0]) * h_scale / max(quad, 1e-300))
     return V, infeas
+
+
+#: a restoration that ends at most this relative residual has converged (to rounding: 1e-16
+#: to 1e-14 on the differential's instances); one that stalls ends at 1e-8 or above. A point
+#: restored at a lower rank, or without a face, replaces the solver's only below it, so that
+#: its objective, that of a point feasible to rounding, lies below the optimum by at most
+#: about the square root of this (where there is no strictly feasible point), 1e-6
+ROUNDING_FLOOR = 1e-12
+
+
+def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: float, *,
+                          first: int = 1, space: FactorSpace | None = None,
+                          max_seconds: float | None = None
+                          ) -> tuple[np.ndarray, float, int] | None:
+    r"""A factor of lower rank than ``F`` on the face :math:`\{GU = 0\}`, restored onto the
+    constraints to a relative residual at most ``floor``: ``(V, infeasibility, rank)``, or
+    ``None`` where no rank does (or the Jacobian is too large, as in
+    :func:`restore_on_face`).
+
+    Where the constraints on the face are degenerate too (a face the cliques do not expose:
+    e.g. a framework that is universally rigid in :math:`\mathbb R^d`, whose only feasible
+    Gram matrix has rank :math:`d`), Gauss-Newton from a factor with more columns than the
+    feasible points' rank converges only linearly: the surplus columns' contribution to the
+    residual is quadratic in their size, and each step halves them at best. Cut to
+    :math:`k` columns (the leading singular vectors, scaled) the Jacobian has full rank at
+    a feasible point of rank :math:`k` and the restoration converges. The ranks are tried
+    upwards from ``first`` (e.g. the largest rank of a clique's block: no feasible point
+    has less) while they restore to ``floor``, or until the first that restores; of those
+    that do, the point of the lowest objective is returned (a feasible point of lower rank
+    is a feasible point: its objective bounds the optimum from above). No rank is started
+    after the first once ``max_seconds`` have passed (each costs a dense Gauss-Newton)."""
+    space = FactorSpace(gp) if space is None else space
+    u, s, _ = np.linalg.svd(F, full_matrices=False)
+    best = None
+    t0 = time.perf_counter()
+    for k in range(max(int(first), 1), F.shape[1]):
+        if not s[k - 1] > 0:
+            break
+        if (max_seconds is not None and k > max(int(first), 1)
+                and time.perf_counter() - t0 > max_seconds):
+            break
+        out = restore_on_face(gp, u[:, :k] * s[:k], U, space=space)
+        if out is None:
+            return None
+        V, infeas = out
+        if infeas > floor:
+            if best is not None:
+                break            # the ranks above the feasible points' own stall again
+            continue
+        p = float(np.sum(V * space.apply_C(V)))
+        if best is None or p < best[3]:
+            best = (V, infeas, k, p)
+    return None if best is None else best[:3]
 
 
 def face_basis(U: np.ndarray) -> np.ndarray:
