@@ -172,15 +172,29 @@ def chosen_on_half(rows: list[dict], splits: int, rules=HALF_RULES) -> list[dict
 
 def by_size(rows: list[dict], splits: int, rule: tuple) -> list[dict]:
     """The rule's score for each number of rows ``n`` apart, with the median hidden-set
-    size, its standard error and the check's (points)."""
+    size, its standard error and the check's (points), and how the check's estimate tracks
+    each fit's hidden-label loss: their correlation across fits, the mean of loss minus
+    estimate, and how many losses lie within the estimate's two-sided 90 % interval."""
     out = []
     for n in sorted({r["n"] for r in rows}):
         sub = [r for r in rows if r["n"] == n]
-        se_check = [100.0 * decide(r["folds"], splits, rule)[1]["se"] for r in sub]
+        d = [decide(r["folds"], splits, rule)[1] for r in sub]
+        est = np.array([-100.0 * x["diff"] for x in d])
+        se_check = np.array([100.0 * x["se"] for x in d])
+        loss = np.array([r["loss"] for r in sub])
+        se_loss = np.array([r["loss_se"] for r in sub])
+        # per fit: is its hidden-label loss within the two-sided 90 % interval of the
+        # check's estimate, both errors counted? (about 90 % of fits if the estimate is
+        # unbiased for the loss the hidden labels measure and the errors are as stated)
+        z = (loss - est) / np.sqrt(se_check ** 2 + se_loss ** 2)
         out.append({"n": n, "fits": len(sub), "hidden": float(np.median([r["hidden"]
                                                                          for r in sub])),
-                    "loss_se": float(np.median([r["loss_se"] for r in sub])),
-                    "check_se": float(np.median(se_check)), **score(sub, splits, rule)})
+                    "loss_se": float(np.median(se_loss)),
+                    "check_se": float(np.median(se_check)),
+                    "r": float(np.corrcoef(loss, est)[0, 1]) if len(sub) > 2 else np.nan,
+                    "mean_gap": float(np.mean(loss - est)),
+                    "within_90": (int(np.sum(np.abs(z) <= 1.645)), len(sub)),
+                    **score(sub, splits, rule)})
     return out
 
 
@@ -313,13 +327,15 @@ def main(argv=None) -> int:
                 f"{_pct(s['recall_clear'])} | {_pct(s['false_alarm'])} | "
                 f"{_pct(s['false_alarm_not_losing'])} |")
     say(f"\nBy size ('{rule_name(rule)}', {k} folds; s.e. in points, medians):\n")
-    say("| rows | fits | hidden labels | their s.e. | check's s.e. | warns on fits losing "
-        ">= 5 | ... and beyond the hidden set's noise | warns on fits losing < 5 | "
-        "warns on fits not losing |")
-    say("|---|---|---|---|---|---|---|---|---|")
+    say("| rows | fits | hidden labels | their s.e. | check's s.e. | r (per fit) | loss minus "
+        "estimate | loss in the estimate's 90 % interval | warns on fits losing >= 5 | "
+        "... and beyond the hidden set's noise | warns on fits losing < 5 | warns on fits "
+        "not losing |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for b in by_size(rows, k, rule):
         say(f"| {b['n']} | {b['fits']} | {b['hidden']:.0f} | {b['loss_se']:.1f} | "
-            f"{b['check_se']:.1f} | {_pct(b['recall'])} | {_pct(b['recall_clear'])} | "
+            f"{b['check_se']:.1f} | {b['r']:.2f} | {b['mean_gap']:+.1f} | "
+            f"{_pct(b['within_90'])} | {_pct(b['recall'])} | {_pct(b['recall_clear'])} | "
             f"{_pct(b['false_alarm'])} | {_pct(b['false_alarm_not_losing'])} |")
     halves = chosen_on_half(rows, k) if args.halves else []
     if halves:
