@@ -80,13 +80,18 @@ def held_out_verdict(b: int, c: int, m: int, *, loss: float = _WARN_LOSS,
     are right would warn by the width of the bound alone.) ``p_value`` is the exact one-sided
     sign test of
     "the embedding is not worse", :math:`P(\mathrm{Bin}(b + c, 1/2) \ge b)`, reported.
+    ``quiet_below`` is the check's resolution, :math:`\ell - 2 z_{1-\alpha}\hat s`: an
+    expected loss of ``loss`` or more warns with probability about :math:`1-\alpha`, one
+    below ``quiet_below`` with at most about :math:`\alpha` (<= 0: it cannot tell ``loss``
+    from none).
     """
     diff = (c - b) / m if m else 0.0
     se = float(np.sqrt(max((b + c + 1) / m - diff * diff, 0.0) / m)) if m else np.inf
-    bound = -diff + float(norm.ppf(1.0 - alpha)) * se
+    z = float(norm.ppf(1.0 - alpha))
     p_value = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
-    return {"difference": diff, "standard_error": se, "loss_bound": bound,
-            "p_value": p_value, "warned": bool(diff < 0 and bound >= loss)}
+    return {"difference": diff, "standard_error": se, "loss_bound": -diff + z * se,
+            "p_value": p_value, "warned": bool(diff < 0 and -diff + z * se >= loss),
+            "quiet_below": loss - 2.0 * z * se}
 
 
 class _GramEmbedding(TypedParameterValidation, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
@@ -632,6 +637,13 @@ class DVU(_GramEmbedding):
                 "own (graph=...)")
             where = "" if self.graph is not None else _WHERE_DEFAULTS_LOSE + " "
             level = 1.0 - _WARN_ALPHA
+            quiet = 100 * verdict["quiet_below"]
+            resolution = (f"On {m} held-out labels the check warns on about {level:.0%} or "
+                          f"more of fits whose expected loss is {100 * _WARN_LOSS:g} points or "
+                          "more, " + (f"on at most {_WARN_ALPHA:.0%} of those losing less "
+                                      f"than {quiet:.1f} points. " if quiet > 0 else
+                                      f"but also on {_WARN_ALPHA:.0%} or more of fits that "
+                                      "do not lose at all. "))
             expect = (f"Expect the unlabelled points to be classified worse than on the "
                       f"inputs: {graph} may not follow the classes well enough. ")
             warn(
@@ -643,8 +655,8 @@ class DVU(_GramEmbedding):
                 f"the loss may be as large as {100 * verdict['loss_bound']:.1f} points, so a "
                 f"loss of {100 * _WARN_LOSS:g} points or more is not ruled out (one-sided "
                 f"sign test that the embedding is worse: p = "
-                f"{verdict['p_value']:.2g}). {expect}{where}{advice}; or classify the "
-                "inputs directly. The check is "
+                f"{verdict['p_value']:.2g}). {resolution}{expect}{where}{advice}; or "
+                "classify the inputs directly. The check is "
                 "validation_fraction / validation_splits (validation_fraction=None: off); "
                 "its numbers are in validation_.", EmbeddingWorseThanInputWarning)
         warm = {}
