@@ -5,7 +5,12 @@ Run::
     sdpembed run problems/benchmarks/dvu_check.toml --out results
     sdpembed run problems/benchmarks/dvu_check_300.toml --out results
     .venv/bin/python -m problems.bench_dvu_check results/dvu_check results/dvu_check_300
-        [--splits 5] [--loss 0.05] [--alpha 0.1] [--grid] [--json FILE] [--tuning]
+        [--splits 5] [--loss 0.05] [--alpha 0.1] [--grid] [--halves] [--json FILE]
+        [--tuning [--tag NAME]]
+
+    sdpembed run problems/benchmarks/dvu_check_1000.toml --jobs 2 --out results
+    .venv/bin/python -m problems.bench_dvu_check results/dvu_check_1000 --grid --halves \
+        --tuning --tag 1000
 
 (``dvu_defaults`` folders work too) reads the runner's ``rows.jsonl`` of each folder. Every
 DVU row is paired with the ``raw`` row of the same dataset and seed (3-NN on the input
@@ -26,6 +31,10 @@ ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach
 hidden labels as noisy as these. ``--grid`` also scores the previous rule (difference at
 most -3 points or sign test p < 0.1) and other (loss, alpha): a calibration aid — rules
 chosen on these rows are scored on the same rows, so their rates are optimistic.
+``--halves`` scores a rule honestly: the fits of every setting are dealt alternately (by
+seed) into two halves, the grid's rule that best meets the goal on one half is scored on
+the other, and the other way round (:func:`chosen_on_half`). ``--tag NAME`` writes the
+section ``bench_dvu_check:NAME`` of docs/tuning.md instead of ``bench_dvu_check``.
 """
 
 from __future__ import annotations
@@ -122,6 +131,73 @@ def score(rows: list[dict], splits: int, rule: tuple) -> dict:
             "false_alarm": rate(other), "false_alarm_not_losing": rate(winning)}
 
 
+#: rules :func:`chosen_on_half` chooses among: the bound at losses of 3-5 points and levels
+#: from 90 % to the point estimate (alpha 0.5: warn when the estimated loss reaches it)
+HALF_RULES = [("bound", loss, alpha) for loss in (0.03, 0.04, 0.05)
+              for alpha in (0.1, 0.2, 0.3, 0.5)]
+
+
+def _shortfall(s: dict) -> tuple:
+    """How far a score is from the goal (recall >= 90 %, false alarms <= 10 %); smaller is
+    better, ties broken by higher recall, then fewer false alarms."""
+    (hit, los), (fa, oth) = s["recall"], s["false_alarm"]
+    rec, far = hit / max(los, 1), fa / max(oth, 1)
+    return (max(0.0, 0.9 - rec) + max(0.0, far - 0.1), -rec, far)
+
+
+def chosen_on_half(rows: list[dict], splits: int, rules=HALF_RULES) -> list[dict]:
+    """A rule chosen on half of the fits, scored on the other half (both ways round).
+
+    The fits of every setting (dataset, n, graph) are sorted by seed and dealt alternately
+    into halves A and B; on each half the rule of ``rules`` nearest the goal
+    (:func:`_shortfall`) is chosen and then scored on the other half, beside the code's
+    rule on that half."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["dataset"], r["n"], r["method"], r["params"]), []).append(r)
+    halves: tuple[list, list] = ([], [])
+    for group in groups.values():
+        for i, r in enumerate(sorted(group, key=lambda r: r["seed"])):
+            halves[i % 2].append(r)
+    out = []
+    for name, fit_on, score_on in (("A", halves[0], halves[1]), ("B", halves[1], halves[0])):
+        chosen = min(rules, key=lambda r_: _shortfall(score(fit_on, splits, r_)))
+        out.append({"chosen_on": name, "rule": chosen,
+                    "on_own_half": score(fit_on, splits, chosen),
+                    "on_other_half": score(score_on, splits, chosen),
+                    "code_on_other_half": score(score_on, splits,
+                                                ("bound", _WARN_LOSS, _WARN_ALPHA))})
+    return out
+
+
+def by_size(rows: list[dict], splits: int, rule: tuple) -> list[dict]:
+    """The rule's score for each number of rows ``n`` apart, with the median hidden-set
+    size, its standard error and the check's (points), and how the check's estimate tracks
+    each fit's hidden-label loss: their correlation across fits, the mean of loss minus
+    estimate, and how many losses lie within the estimate's two-sided 90 % interval."""
+    out = []
+    for n in sorted({r["n"] for r in rows}):
+        sub = [r for r in rows if r["n"] == n]
+        d = [decide(r["folds"], splits, rule)[1] for r in sub]
+        est = np.array([-100.0 * x["diff"] for x in d])
+        se_check = np.array([100.0 * x["se"] for x in d])
+        loss = np.array([r["loss"] for r in sub])
+        se_loss = np.array([r["loss_se"] for r in sub])
+        # per fit: is its hidden-label loss within the two-sided 90 % interval of the
+        # check's estimate, both errors counted? (about 90 % of fits if the estimate is
+        # unbiased for the loss the hidden labels measure and the errors are as stated)
+        z = (loss - est) / np.sqrt(se_check ** 2 + se_loss ** 2)
+        out.append({"n": n, "fits": len(sub), "hidden": float(np.median([r["hidden"]
+                                                                         for r in sub])),
+                    "loss_se": float(np.median(se_loss)),
+                    "check_se": float(np.median(se_check)),
+                    "r": float(np.corrcoef(loss, est)[0, 1]) if len(sub) > 2 else np.nan,
+                    "mean_gap": float(np.mean(loss - est)),
+                    "within_90": (int(np.sum(np.abs(z) <= 1.645)), len(sub)),
+                    **score(sub, splits, rule)})
+    return out
+
+
 def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 0) -> dict:
     """What any rule on the held-out estimate can reach against the hidden-label truth.
 
@@ -176,8 +252,11 @@ def main(argv=None) -> int:
     ap.add_argument("--loss", type=float, default=_WARN_LOSS)
     ap.add_argument("--alpha", type=float, default=_WARN_ALPHA)
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--halves", action="store_true",
+                    help="choose a rule on half of the fits, score it on the other half")
     ap.add_argument("--json")
     add_tuning_argument(ap)
+    ap.add_argument("--tag", help="with --tuning: write section bench_dvu_check:TAG")
     args = ap.parse_args(argv)
     rows = load(args.folders)
     rule = ("bound", args.loss, args.alpha)
@@ -215,7 +294,10 @@ def main(argv=None) -> int:
                        -100.0 * np.mean([decide(r["folds"], k, rule)[1]["diff"] for r in g])]
                       for g in groups.values() if len(g) > 1])
     if len(means) > 2:
-        say(f"\nAcross these {len(means)} settings (dataset, n, graph; 5 seeds each) the mean "
+        per = sorted({len(g) for g in groups.values() if len(g) > 1})
+        seeds = f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}"
+        say(f"\nAcross these {len(means)} settings (dataset, n, graph; {seeds} seeds each) the "
+            "mean "
             "hidden-label loss and the mean held-out loss estimate (minus the held-out diff) "
             f"correlate at r = {np.corrcoef(means.T)[0, 1]:.2f}, mean |difference| "
             f"{np.mean(np.abs(means[:, 0] - means[:, 1])):.1f} points.")
@@ -244,6 +326,36 @@ def main(argv=None) -> int:
             say(f"| {splits} | {rule_name(r_)} | {_pct(s['recall'])} | "
                 f"{_pct(s['recall_clear'])} | {_pct(s['false_alarm'])} | "
                 f"{_pct(s['false_alarm_not_losing'])} |")
+    say(f"\nBy size ('{rule_name(rule)}', {k} folds; s.e. in points, medians):\n")
+    say("| rows | fits | hidden labels | their s.e. | check's s.e. | r (per fit) | loss minus "
+        "estimate | loss in the estimate's 90 % interval | warns on fits losing >= 5 | "
+        "... and beyond the hidden set's noise | warns on fits losing < 5 | warns on fits "
+        "not losing |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for b in by_size(rows, k, rule):
+        say(f"| {b['n']} | {b['fits']} | {b['hidden']:.0f} | {b['loss_se']:.1f} | "
+            f"{b['check_se']:.1f} | {b['r']:.2f} | {b['mean_gap']:+.1f} | "
+            f"{_pct(b['within_90'])} | {_pct(b['recall'])} | {_pct(b['recall_clear'])} | "
+            f"{_pct(b['false_alarm'])} | {_pct(b['false_alarm_not_losing'])} |")
+    halves = chosen_on_half(rows, k) if args.halves else []
+    if halves:
+        say(f"\nA rule chosen on half of the fits ({k} folds; the fits of each setting dealt "
+            "alternately by seed into halves A and B; the rule nearest the goal among "
+            f"'{rule_name(HALF_RULES[0])}' ... '{rule_name(HALF_RULES[-1])}', "
+            f"{len(HALF_RULES)} rules) and scored on the other half, beside the code's rule "
+            "there:\n")
+        say("| chosen on | rule | its half: losing >= 5 | its half: losing < 5 | other half: "
+            "losing >= 5 | other half: losing < 5 | code's rule, other half: losing >= 5 | "
+            "code's rule, other half: losing < 5 |")
+        say("|---|---|---|---|---|---|---|---|")
+        for h in halves:
+            say(f"| {h['chosen_on']} | {rule_name(h['rule'])} | "
+                f"{_pct(h['on_own_half']['recall'])} | "
+                f"{_pct(h['on_own_half']['false_alarm'])} | "
+                f"{_pct(h['on_other_half']['recall'])} | "
+                f"{_pct(h['on_other_half']['false_alarm'])} | "
+                f"{_pct(h['code_on_other_half']['recall'])} | "
+                f"{_pct(h['code_on_other_half']['false_alarm'])} |")
     c = ceiling(rows, k)
     say(f"\nCeiling (Gaussian model of these rows, {k} folds; problems/bench_dvu_check.py "
         f"`ceiling`): expected loss {c['mu_bar']:+.1f} ± {c['tau']:.1f} points across fits, "
@@ -257,10 +369,13 @@ def main(argv=None) -> int:
     text = "\n".join(out) + "\n"
     print(text)
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "scores": results}, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "scores": results,
+                                               "halves": halves, "ceiling": c}, indent=1))
     if args.tuning:
-        write_section("bench_dvu_check", "DVU's held-out check against the hidden labels",
-                      text, command=command_line("problems.bench_dvu_check", argv))
+        key = "bench_dvu_check" + (f":{args.tag}" if args.tag else "")
+        title = "DVU's held-out check against the hidden labels" + (
+            f" ({args.tag})" if args.tag else "")
+        write_section(key, title, text, command=command_line("problems.bench_dvu_check", argv))
     return 0
 
 

@@ -110,8 +110,24 @@ SECTIONS = (
             "`dvu_table1_full` on all 9,298 digits); `python -m problems.reproduce --no-run` "
             "(or `--include NAME=FOLDER`) adds every finished DVU folder here without "
             "re-running it. `dvu_defaults*` compare the estimator's defaults with 3-NN on the "
-            "inputs; `python -m problems.bench_dvu_check` scores DVU's held-out check "
-            "against their hidden labels (docs/tuning.md)."),
+            "inputs; `python -m problems.bench_dvu_check` scores DVU's held-out check against "
+            "their hidden labels, and against those of `problems/benchmarks/dvu_check.toml`, "
+            "`dvu_check_300.toml` and `dvu_check_1000.toml` (USPS, scikit-learn digits, wine, "
+            "breast cancer; 200, 300 and 1,000 rows; tables and the limits of such scoring in "
+            "docs/tuning.md, \"DVU's held-out check\"). Issue 42's first goal (the defaults "
+            "within the seed spread of 3-NN on the inputs, or better, on every dataset of "
+            "`dvu_defaults*`; spread as in the verdicts: the larger standard deviation) is not "
+            "met: on scikit-learn's digits (200 rows) they reach 92.00 ± 3.26 % against 96.50 "
+            "± 1.37 %, a 4.50-point loss beyond both spreads. It is met on the other five: "
+            "USPS 77.07 ± 8.38 % against 80.98 ± 8.16 %, wine 95.56 ± 5.05 % against 97.22 ± "
+            "1.96 %, breast cancer 95.00 ± 3.54 % against 96.50 ± 2.24 %, ionosphere 79.50 ± "
+            "2.09 % against 81.50 ± 3.79 %, UMIST faces (deduplicated) 81.03 ± 2.92 % against "
+            "79.49 ± 2.56 %; and in `dvu_ablation` (300 rows) the base setting is within the "
+            "spread on both datasets (USPS 80.68 ± 2.57 % against 83.05 ± 3.17 %, digits 93.00 "
+            "± 5.58 % against 93.00 ± 5.06 %). The DVU docstring says the same. At 1,000 rows "
+            "(`dvu_check_1000`, docs/tuning.md; not an ablation spec) the defaults lose by less "
+            "but beyond the spread on both digit sets: USPS 86.7 ± 1.7 % against 89.7 ± 1.6 % "
+            "(5 seeds), scikit-learn's digits 96.8 ± 0.8 % against 98.2 ± 0.3 % (3 seeds)."),
 )
 
 

@@ -1,0 +1,52 @@
+"""problems/bench_dvu_check.py: the scoring of DVU's held-out check on hand-made fits whose
+verdicts follow from ``held_out_verdict``'s closed form (no DVU fit runs here)."""
+
+import pytest
+
+bench = pytest.importorskip("problems.bench_dvu_check")
+
+
+def _fit(seed, loss, b, c, *, n=1000, method="default"):
+    """A fit losing ``loss`` points on its hidden labels whose 5 folds pool to ``b`` rows
+    right only on the inputs and ``c`` only on the embedding, of 800 held out."""
+    folds = [{"held_out": 160, "input_only": b // 5 + (i < b % 5),
+              "embedding_only": c // 5 + (i < c % 5)} for i in range(5)]
+    return {"spec": "s", "dataset": "d", "seed": seed, "n": n, "method": method,
+            "params": "{}", "dvu": 0.9, "raw": 0.9, "loss": loss, "hidden": 200,
+            "loss_se": 2.0, "folds": folds}
+
+
+def test_the_code_rule_warns_exactly_where_its_bound_reaches_five_points():
+    # 800 rows: 60 vs 10 is a 6.25-point estimated loss (warns), 30 vs 20 a 1.25-point one
+    # whose bound (about 2.6 points) rules 5 out, 20 vs 30 a gain (never warns)
+    rows = [_fit(0, 7.0, 60, 10), _fit(1, 6.0, 30, 20), _fit(2, 1.0, 60, 10),
+            _fit(3, 0.0, 30, 20), _fit(4, -1.0, 20, 30)]
+    s = bench.score(rows, 5, ("bound", 0.05, 0.1))
+    assert s["recall"] == (1, 2)                    # fits 0 (warned) and 1 (missed)
+    assert s["false_alarm"] == (1, 3)               # fit 2 warned; fits 3 and 4 not
+    assert s["false_alarm_not_losing"] == (0, 2)
+    sizes = bench.by_size(rows + [_fit(0, 9.0, 60, 10, n=300)], 5, ("bound", 0.05, 0.1))
+    assert [(b["n"], b["fits"], b["recall"]) for b in sizes] == [(300, 1, (1, 1)),
+                                                                 (1000, 5, (1, 2))]
+    assert sizes[1]["hidden"] == 200 and sizes[1]["loss_se"] == 2.0
+
+
+def test_a_rule_chosen_on_one_half_is_scored_on_the_other():
+    # two settings, seeds 0-3: seeds 0 and 2 go to half A, 1 and 3 to half B
+    rows = []
+    for method in ("default", "neighbors"):
+        rows += [_fit(0, 8.0, 45, 10, method=method), _fit(1, 8.0, 45, 10, method=method),
+                 _fit(2, 0.0, 30, 20, method=method), _fit(3, 0.0, 30, 20, method=method)]
+    out = bench.chosen_on_half(rows, 5)
+    assert [h["chosen_on"] for h in out] == ["A", "B"]
+    half_a = [r for r in rows if r["seed"] in (0, 2)]
+    half_b = [r for r in rows if r["seed"] in (1, 3)]
+    for h, own, other in ((out[0], half_a, half_b), (out[1], half_b, half_a)):
+        assert h["on_own_half"] == bench.score(own, 5, h["rule"])
+        assert h["on_other_half"] == bench.score(other, 5, h["rule"])
+        assert h["code_on_other_half"] == bench.score(other, 5, ("bound", 0.05, 0.1))
+        # 45 vs 10 of 800 (a 4.4-point loss, bound 5.6 points) warns under the code's
+        # rule, 30 vs 20 (1.25 points, bound 2.4) under none of the grid: rules that meet
+        # the goal on each half exist, so the chosen one does
+        assert h["on_own_half"]["recall"] == (2, 2)
+        assert h["on_own_half"]["false_alarm"] == (0, 2)
