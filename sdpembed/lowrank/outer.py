@@ -48,7 +48,6 @@ _SIGMA_MAX_INTERVAL = 27.0
 #: it more weight in the subproblems
 _SIGMA_KINK = 0.1
 
-
 #: eigenpairs examined for more escape directions, and the share of the most negative
 #: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
 _ESCAPE_BLOCK = 16
@@ -541,8 +540,7 @@ class _OuterLoop:
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _grow(self, vectors: list[np.ndarray], entry: dict, lambda_min: float) -> None:
-        """Add one factor column along each of ``vectors`` (:func:`_escape`, no smaller than
-        :func:`escape_floor` at ``lambda_min``) and record it."""
+        """Add a column along each of ``vectors`` (:func:`_escape`, :func:`escape_floor`)."""
         floor = escape_floor(self.alm, self.W, lambda_min)
         for vec in vectors:
             self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
