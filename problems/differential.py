@@ -253,6 +253,23 @@ def _close(a: float, b: float, tol: float) -> bool:
     return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
 
 
+def _build(inst: Instance, rec: dict[str, Any]):
+    """``inst``'s formulation, its added rows' words in ``rec``; ``None`` where building
+    raised, the error and the verdict (typed: refused at build; else untyped) in ``rec``."""
+    try:
+        f, words = inst.build()
+    except SdpEmbedError as exc:
+        rec["build"] = {"kind": "error", "error": type(exc).__name__, "message": str(exc)[:300]}
+        rec["verdict"] = {"refused_at_build": True}
+        return None
+    except Exception as exc:  # noqa: BLE001
+        rec["build"] = {"kind": "untyped", "error": type(exc).__name__, "message": str(exc)[:300]}
+        rec["verdict"] = {"untyped": 1}
+        return None
+    rec["instance"]["added"] = words
+    return f
+
+
 def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
                  time_limit: float = TIME_LIMIT, max_outer: int | None = None
                  ) -> dict[str, Any]:
@@ -260,17 +277,9 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
     (and a second reference on disagreement), and judge; one record."""
     inst = make_instance(seed, n_range)
     rec: dict[str, Any] = {"instance": inst.description}
-    try:
-        f, words = inst.build()
-    except SdpEmbedError as exc:
-        rec["build"] = {"kind": "error", "error": type(exc).__name__, "message": str(exc)[:300]}
-        rec["verdict"] = {"refused_at_build": True}
+    f = _build(inst, rec)
+    if f is None:
         return rec
-    except Exception as exc:  # noqa: BLE001
-        rec["build"] = {"kind": "untyped", "error": type(exc).__name__, "message": str(exc)[:300]}
-        rec["verdict"] = {"untyped": 1}
-        return rec
-    rec["instance"]["added"] = words
     _ = f.problem   # built first, so that every backend writes its point into the variables
     limits: dict[str, Any] = {"time_limit": time_limit}
     if max_outer is not None:
@@ -435,17 +444,9 @@ def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, A
     inst = make_instance(seed, n_range)
     cuts = draw_cuts(seed)
     rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts}
-    try:
-        f, words = inst.build()
-    except SdpEmbedError as exc:
-        rec["build"] = {"kind": "error", "error": type(exc).__name__, "message": str(exc)[:300]}
-        rec["verdict"] = {"refused_at_build": True}
+    f = _build(inst, rec)
+    if f is None:
         return rec
-    except Exception as exc:  # noqa: BLE001
-        rec["build"] = {"kind": "untyped", "error": type(exc).__name__, "message": str(exc)[:300]}
-        rec["verdict"] = {"untyped": 1}
-        return rec
-    rec["instance"]["added"] = words
     _ = f.problem
     subjects: dict[str, dict[str, Any]] = {}
     for name in ("LOWRANK", "SCS", "CLARABEL"):

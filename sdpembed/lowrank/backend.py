@@ -387,6 +387,14 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
     logger.info("LOWRANK: the restoration on the face stalled at %.2g; at rank %d the point "
                 "restores to %.2g, objective %.8g -> %.8g", result.infeasibility, k, infeas,
                 result.objective, p)
+    return _with_point(result, V, p, infeas, gap, opts)
+
+
+def _with_point(result, V: np.ndarray, p: float, infeas: float, gap: float | None,
+                opts: LowRankOptions):
+    """``result`` with the restored point ``V`` (objective ``p``, residual ``infeas``) in
+    place of its own, its gap ``gap`` against the result's bound (``None``: no certified
+    bound): ``optimal`` where ``gap <= tol`` and ``infeas <= feas_tol``."""
     status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
               else "optimal_inaccurate")
     return dataclasses.replace(
@@ -432,13 +440,7 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     logger.info("LOWRANK: the point lay below its own bound (residual %.2g); restored onto "
                 "the constraints at rank %d: objective %.8g -> %.8g, residual %.2g",
                 result.infeasibility, V.shape[1], result.objective, p, infeas)
-    status = ("optimal" if gap <= opts.tol and infeas <= opts.feas_tol
-              else "optimal_inaccurate")
-    return dataclasses.replace(
-        result, factor=V, objective=p, infeasibility=infeas, status=status,
-        certified_gap=gap,
-        estimated_gap=(None if result.estimated_bound is None
-                       else relative_gap(p, result.estimated_bound)))
+    return _with_point(result, V, p, infeas, gap, opts)
 
 
 def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
