@@ -9,12 +9,6 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .space import FactorSpace
 
-#: escape columns (:func:`_escape`): where the most negative eigenvalue of :math:`S`, over a
-#: move as large as the factor itself, is worth more than ``_ESCAPE_GAP`` of the objective
-#: (:func:`escape_floor`), a new column starts at no less than ``_ESCAPE_FLOOR`` of the
-#: factor's root-mean-square column norm, else at no less than ``_ESCAPE_MIN`` of it
-#: (docs/tuning.md, "A rank growth that takes effect")
-_ESCAPE_GAP, _ESCAPE_FLOOR, _ESCAPE_MIN = 1e-2, 0.03, 1e-3
 
 # ----------------------------------------------------------------------- the solver
 class _ALM:
@@ -276,19 +270,7 @@ def extrapolated(g: np.ndarray, g_prev: np.ndarray, j: int, w: np.ndarray) -> np
     return np.clip(g + beta * (g - g_prev), -w, w)
 
 
-def escape_floor(alm: _ALM, W: np.ndarray, lambda_min: float) -> float:
-    r"""The smallest escape column for a growth at :math:`\lambda_{\min}(S)` =
-    ``lambda_min``, as a share of the factor's root-mean-square column norm (:func:`_escape`):
-    ``_ESCAPE_FLOOR`` where :math:`|\lambda_{\min}|\,\|W\|_F^2/|p|` exceeds ``_ESCAPE_GAP``,
-    else ``_ESCAPE_MIN``. The exact line search at the current multipliers places a column
-    where :math:`|\lambda|` is small against the penalty's curvature; so small a column has
-    a gradient :math:`2\lambda w` below the subproblem's tolerance, L-BFGS leaves it there,
-    and the dimension it was to add stays missing while the negative eigenvalue persists."""
-    worth = abs(lambda_min) * float(np.sum(W * W)) / max(abs(alm.true_objective(W)), 1e-300)
-    return _ESCAPE_FLOOR if worth > _ESCAPE_GAP else _ESCAPE_MIN
-
-
-def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None, floor=_ESCAPE_MIN):
+def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):
     r"""Append ``alpha * vec`` as a new column, ``alpha`` by exact line search on the AL.
 
     With :math:`t = \alpha^2` the augmented Lagrangian along the new column,
@@ -298,8 +280,7 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None, floor=_ESCAPE_MI
     current multipliers, negative along an escape direction. Its minimiser is
     found by bisection on the monotone :math:`\phi'`, so a tiny negative
     eigenvalue gives a small column instead of a jump that undoes the
-    progress of earlier iterations; the column is at least ``floor`` times the factor's
-    root-mean-square column norm (:func:`escape_floor`).
+    progress of earlier iterations.
     """
     sp_, pen = alm.space, alm.pen
     nu = sp_.duals(nu)
@@ -334,4 +315,4 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None, floor=_ESCAPE_MI
                 t_lo = mid
             else:
                 t_hi = mid
-    return np.c_[W, np.sqrt(max(t_lo, floor * floor * scale)) * vec]
+    return np.c_[W, np.sqrt(max(t_lo, 1e-6 * scale)) * vec]

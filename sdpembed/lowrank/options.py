@@ -93,9 +93,8 @@ class LowRankOptions:
         null, see :func:`sdpembed.lowrank.space._trim_rank`). A rank grown late costs
         subproblems near their iteration cap: where a solve of a similar problem ended at a
         much higher rank (``report.extra["rank"]``, the progress table), start there
-        (on dense graphs of thousands of points the default can be well short, e.g. 18
-        where 31 certifies; ``docs/tuning.md``, "The dense 2,500 rows" and "A rank growth
-        that takes effect").
+        (on dense graphs of thousands of points the default can be short by half;
+        ``docs/tuning.md``, "The dense 2,500 rows").
     max_rank : int
         Largest rank the factor may grow to.
     warm_start : {None, "basis"} or ndarray

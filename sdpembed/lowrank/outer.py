@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from ..solve_status import BOUND_TOLERANCE, bound_gap
-from .alm import _ALM, _escape, escape_floor, extrapolated
+from .alm import _ALM, _escape, extrapolated
 from .certificate import (
     _UNVERIFIED,
     FINAL_SKIPPED,
@@ -47,6 +47,7 @@ _SIGMA_MAX_INTERVAL = 27.0
 #: the DVU objective is a small difference of large terms, and a smaller penalty leaves
 #: it more weight in the subproblems
 _SIGMA_KINK = 0.1
+
 
 #: eigenpairs examined for more escape directions, and the share of the most negative
 #: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
@@ -536,15 +537,14 @@ class _OuterLoop:
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W) and not self._late():
-            self._grow(self._escape_directions(certificate), entry, certificate.lambda_min)
+            self._grow(self._escape_directions(certificate), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
-    def _grow(self, vectors: list[np.ndarray], entry: dict, lambda_min: float) -> None:
-        """Add a column along each of ``vectors`` (:func:`_escape`, :func:`escape_floor`)."""
-        floor = escape_floor(self.alm, self.W, lambda_min)
+    def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
+        """Add one factor column along each of ``vectors`` (:func:`_escape`) and record it."""
         for vec in vectors:
             self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
-                             self.sigma_h, self.rho, floor)
+                             self.sigma_h, self.rho)
         entry["grew_rank"] = self.W.shape[1]
         self.last_growth, self.lbfgs_hard = self.it, False
         # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
@@ -595,7 +595,7 @@ class _OuterLoop:
         if not lam[0] < 0:
             return False
         self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
-                   entry, lam[0])
+                   entry)
         entry["stall_lambda_min"] = float(lam[0])
         return True
 
