@@ -201,22 +201,39 @@ def make_instance(seed: int, n_range: tuple[int, int] = (12, 60)) -> Instance:
                     estimator if method == "dvu" and not add else None)
 
 
-def _outcome(f, solver: str, **options) -> dict[str, Any]:
-    """Solve, and check the returned point independently."""
-    t0 = time.perf_counter()
-    out: dict[str, Any] = {"solver": solver}
+#: what :func:`_guarded` returns where its call raised
+_RAISED = object()
+
+
+def _guarded(out: dict[str, Any], call):
+    """``call()``'s value, its warnings silenced; where it raises, ``_RAISED``, with the
+    error in ``out`` (``kind`` "error" for the toolkit's typed errors, else "untyped" with
+    its trace: the test counts them)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rep = solve(f, solver=solver, **options)
+            return call()
     except SdpEmbedError as exc:
         out.update(kind="error", error=type(exc).__name__, message=str(exc)[:300])
     except Exception as exc:  # noqa: BLE001 - the test counts them
         out.update(kind="untyped", error=type(exc).__name__, message=str(exc)[:300],
                    trace=traceback.format_exc()[-1500:])
-    else:
-        out.update(kind="result", status=rep.status, objective=rep.objective,
-                   bound=rep.bound, gap=rep.gap, certified_gap=rep.certified_gap)
+    return _RAISED
+
+
+def _result(rep) -> dict[str, Any]:
+    """A returned result's fields of a record."""
+    return {"kind": "result", "status": rep.status, "objective": rep.objective,
+            "bound": rep.bound, "gap": rep.gap, "certified_gap": rep.certified_gap}
+
+
+def _outcome(f, solver: str, **options) -> dict[str, Any]:
+    """Solve, and check the returned point independently."""
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"solver": solver}
+    rep = _guarded(out, lambda: solve(f, solver=solver, **options))
+    if rep is not _RAISED:
+        out.update(_result(rep))
         out.update(_check_point(f, rep.objective))
     out["seconds"] = time.perf_counter() - t0
     return out
@@ -407,19 +424,9 @@ def _fit_outcome(estimator, X, y) -> dict[str, Any]:
     """Fit the estimator, and check its solve's point and embedding as :func:`_outcome`."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"solver": "DVU.fit"}
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            estimator.fit(X, y)
-    except SdpEmbedError as exc:
-        out.update(kind="error", error=type(exc).__name__, message=str(exc)[:300])
-    except Exception as exc:  # noqa: BLE001 - the test counts them
-        out.update(kind="untyped", error=type(exc).__name__, message=str(exc)[:300],
-                   trace=traceback.format_exc()[-1500:])
-    else:
+    if _guarded(out, lambda: estimator.fit(X, y)) is not _RAISED:
         rep = estimator.solve_report_
-        out.update(kind="result", status=rep.status, objective=rep.objective,
-                   bound=rep.bound, gap=rep.gap, certified_gap=rep.certified_gap)
+        out.update(_result(rep))
         fm = estimator.formulation_
         if not fm.variables_built and getattr(fm, "factor", None) is not None:
             # the fit's formulation was built without its cvxpy problem: build it and write

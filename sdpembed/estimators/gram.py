@@ -88,9 +88,10 @@ def held_out_verdict(b: int, c: int, m: int, *, loss: float = _WARN_LOSS,
     diff = (c - b) / m if m else 0.0
     se = float(np.sqrt(max((b + c + 1) / m - diff * diff, 0.0) / m)) if m else np.inf
     z = float(norm.ppf(1.0 - alpha))
+    bound = -diff + z * se
     p_value = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
-    return {"difference": diff, "standard_error": se, "loss_bound": -diff + z * se,
-            "p_value": p_value, "warned": bool(diff < 0 and -diff + z * se >= loss),
+    return {"difference": diff, "standard_error": se, "loss_bound": bound,
+            "p_value": p_value, "warned": bool(diff < 0 and bound >= loss),
             "quiet_below": loss - 2.0 * z * se}
 
 

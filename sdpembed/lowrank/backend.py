@@ -242,21 +242,12 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
         return _unrestored(result, extra, "the restoration's Jacobian would exceed "
                            f"{DENSE_JACOBIAN:,} entries")
     V, infeas = restored
-    p = float(np.sum(V * space.apply_C(V)))
-    certified = result.certified_gap is not None and result.bound is not None
-    gap = relative_gap(p, result.bound) if certified else None
-    status = ("optimal" if certified and gap <= opts.tol and infeas <= opts.feas_tol
-              else "optimal_inaccurate")
-    extra["face"].update(restored=True, infeasibility=infeas, objective=p)
+    before, result = result.objective, _with_point(result, V, infeas, opts, space)
+    extra["face"].update(restored=True, infeasibility=infeas, objective=result.objective)
     logger.info("LOWRANK: %d clique(s) expose a face; the point, %.2g off it, restored "
                 "onto it: objective %.8g -> %.8g, infeasibility %.2g", len(cliques), off,
-                result.objective, p, infeas)
-    result = dataclasses.replace(
-        result, factor=V, objective=p, infeasibility=infeas, status=status,
-        certified_gap=gap,
-        estimated_gap=(None if result.estimated_bound is None
-                       else relative_gap(p, result.estimated_bound)))
-    if status == "optimal" and infeas <= opts.tol ** 2:
+                before, result.objective, infeas)
+    if result.status == "optimal" and infeas <= opts.tol ** 2:
         return result
     return _solve_on_face(gp, result, U, nulls, opts, extra, space, deadline)
 
@@ -378,23 +369,25 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
         face["lower_rank"] = {"rank": None}
         return result
     V, infeas, k = out
-    p = float(np.sum(V * FactorSpace(gp).apply_C(V)))
-    certified = result.certified_gap is not None and result.bound is not None
-    gap = relative_gap(p, result.bound) if certified else None
-    face["lower_rank"] = {"rank": k, "infeasibility": infeas, "objective": p,
+    new = _with_point(result, V, infeas, opts, FactorSpace(gp))
+    face["lower_rank"] = {"rank": k, "infeasibility": infeas, "objective": new.objective,
                           "objective_before": float(result.objective),
                           "infeasibility_before": float(result.infeasibility)}
     logger.info("LOWRANK: the restoration on the face stalled at %.2g; at rank %d the point "
                 "restores to %.2g, objective %.8g -> %.8g", result.infeasibility, k, infeas,
-                result.objective, p)
-    return _with_point(result, V, p, infeas, gap, opts)
+                result.objective, new.objective)
+    return new
 
 
-def _with_point(result, V: np.ndarray, p: float, infeas: float, gap: float | None,
-                opts: LowRankOptions):
-    """``result`` with the restored point ``V`` (objective ``p``, residual ``infeas``) in
-    place of its own, its gap ``gap`` against the result's bound (``None``: no certified
-    bound): ``optimal`` where ``gap <= tol`` and ``infeas <= feas_tol``."""
+def _with_point(result, V: np.ndarray, infeas: float, opts: LowRankOptions,
+                space: FactorSpace):
+    """``result`` with the restored point ``V`` (residual ``infeas``) in place of its own,
+    its objective and its gap against the result's bound re-evaluated (no gap where the
+    result has no certified bound): ``optimal`` where the gap is at most ``tol`` and
+    ``infeas`` at most ``feas_tol``."""
+    p = float(np.sum(V * space.apply_C(V)))
+    certified = result.certified_gap is not None and result.bound is not None
+    gap = relative_gap(p, result.bound) if certified else None
     status = ("optimal" if gap is not None and gap <= opts.tol and infeas <= opts.feas_tol
               else "optimal_inaccurate")
     return dataclasses.replace(
@@ -434,13 +427,12 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
         record["restored"] = False
         return result
     V, infeas = out[0], out[1]
-    p = float(np.sum(V * space.apply_C(V)))
-    gap = relative_gap(p, result.bound)
-    record.update(restored=True, rank=V.shape[1], infeasibility=infeas, objective=p)
+    new = _with_point(result, V, infeas, opts, space)
+    record.update(restored=True, rank=V.shape[1], infeasibility=infeas, objective=new.objective)
     logger.info("LOWRANK: the point lay below its own bound (residual %.2g); restored onto "
                 "the constraints at rank %d: objective %.8g -> %.8g, residual %.2g",
-                result.infeasibility, V.shape[1], result.objective, p, infeas)
-    return _with_point(result, V, p, infeas, gap, opts)
+                result.infeasibility, V.shape[1], result.objective, new.objective, infeas)
+    return new
 
 
 def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
