@@ -315,15 +315,15 @@ class DVU(_GramEmbedding):
         partners the graph is often disconnected. The metric matters most: on images
         prefer ``metric="tangent"``. Where they lose to 3-NN on the inputs (on the hidden
         labels, 80 % labelled; paired by seed, ± standard error; ``docs/tuning.md``,
-        thirteenth round): on USPS by 6.3 ± 1.5 points at 200 rows (15 seeds) and 2.5 ± 1.2
-        at 1,000 (3 seeds), which none of the Euclidean graphs tried (2-8 neighbours, 0-2
+        thirteenth round): on USPS by 6.3 ± 1.5 points at 200 rows (15 seeds) and 3.0 ± 0.8
+        at 1,000 (5 seeds), which none of the Euclidean graphs tried (2-8 neighbours, 0-2
         partners), slack weights, dimensions, scalings or centroid modes closes;
-        ``metric="tangent"`` gains 8.8 ± 1.7 and 4.9 ± 1.0 over them. On scikit-learn's 8x8
+        ``metric="tangent"`` gains 8.8 ± 1.7 and 5.3 ± 0.8 over the inputs. On scikit-learn's
         digits by 1.2 ± 1.2 at 200 rows (15 seeds; 4.5 on the 5 seeds of ``dvu_defaults``,
         easy draws for the inputs) and 1.2 at 1,000 (97.0 %), where tangent (99.0 %) or
         ``n_neighbors=3, n_random=2`` (98.5 %, 2.4 times the CPU time) match the inputs
         (98.2 %). On UMIST faces, wine, breast cancer, ionosphere (z-scored) by at most 2
-        points; ``n_neighbors=3, n_random=2`` gains 0.5-3.5 there, on USPS 2.3 and 0.8.
+        points; ``n_neighbors=3, n_random=2`` gains 0.5-3.5 on the defaults there, USPS 2.3, 1.8.
         The held-out check (``validation_fraction``) warns where it cannot rule out a loss.
     metric_params : dict, optional
         Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
