@@ -21,9 +21,14 @@ subproblems (2026-11-29, thirteenth round)".
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
+if TYPE_CHECKING:
+    from .space import FactorSpace
 
 __all__ = ["KroneckerPreconditioner"]
 
@@ -40,8 +45,9 @@ class KroneckerPreconditioner:
     flat gradient, it returns the flat :math:`H_0g`. :meth:`update` takes every accepted
     iterate. The graph side needs the full space (on a reduced basis it is left out)."""
 
-    def __init__(self, space, W0: np.ndarray, kind: str, omega: np.ndarray | None = None, *,
-                 eta: float = _ETA, delta: float = _DELTA, refresh: int = _REFRESH):
+    def __init__(self, space: FactorSpace, W0: np.ndarray, kind: str,
+                 omega: np.ndarray | None = None, *, eta: float = _ETA, delta: float = _DELTA,
+                 refresh: int = _REFRESH):
         self.space, self.shape = space, W0.shape
         self.eta, self.refresh, self.steps = eta, refresh, 0
         self.graph = None
