@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .factor_precond import KroneckerPreconditioner
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -202,12 +201,6 @@ class _ALM:
                 if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
                     r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
                     res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
-            elif precond is None and self.opts.lbfgs_precond is not None:
-                # the Kronecker initial inverse Hessian (factor_precond), one per subproblem
-                M = KroneckerPreconditioner(sp_, W0, self.opts.lbfgs_precond,
-                                            pen.curvature_weights(sigma))
-                res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
-                             deadline=deadline, precond=M, short_first=True, on_step=M.update)
             elif precond is None:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
                              deadline=deadline)

@@ -190,8 +190,7 @@ def _norm(g: np.ndarray, order: float) -> float:
 
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
-           stop_norm: float = np.inf, deadline: float = np.inf,
-           short_first: bool | None = None, on_step=None) -> _LBFGSResult:
+           stop_norm: float = np.inf, deadline: float = np.inf) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k` by the two-loop recursion over the
@@ -200,9 +199,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     applies :math:`M^{-1}`; ``None`` is :math:`M = I`). Pairs with
     :math:`s^Ty \le 0` are skipped, which keeps :math:`H_k \succ 0`. Without a
     preconditioner the first trial step is :math:`1/\|g_0\|_2` long (as in L-BFGS-B);
-    every other trial step starts at 1 (``short_first=True``: the short first step with a
-    preconditioner too). ``on_step(x)``, if given, sees every accepted iterate (a
-    preconditioner that follows the iterate). Stops when
+    every other trial step starts at 1. Stops when
     :math:`\|g\|_{\text{stop\_norm}} \le` ``gtol``, when the relative decrease
     :math:`(f_k - f_{k+1})/\max(|f_k|, |f_{k+1}|, 1) \le` ``ftol`` (the tests of
     L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
@@ -244,8 +241,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             slope = float(g @ d)
             if slope >= 0:
                 break
-        short = precond is None if short_first is None else short_first
-        step = 1.0 if it > 1 or not short else 1.0 / max(float(np.linalg.norm(d)), 1e-300)
+        step = 1.0 if it > 1 or precond is not None else 1.0 / max(float(np.linalg.norm(d)),
+                                                                     1e-300)
         found = _wolfe(evaluate, x, f, d, slope, step)
         if found is None:
             break
@@ -259,8 +256,6 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             gamma = sy / (yy if precond is None else float(y_ @ M(y_)))
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
-        if on_step is not None:
-            on_step(x)
         if decrease <= ftol:
             break
         progress(it, f"{nfev[0]:6d} evaluations", f, g)

@@ -131,13 +131,6 @@ class LowRankOptions:
         initial inverse Hessian is a sparse-LU solve with the weighted graph Laplacian
         :math:`\sum_e \omega_e a_ea_e^T`, :math:`\omega_e = 2\sigma\bar D_e/k` (the
         isotropic part of the Gauss–Newton curvature of the distance term).
-    lbfgs_precond : {None, "rank", "graph", "kron"}
-        Initial inverse Hessian of the L-BFGS subproblems (those ``inner`` runs with plain
-        L-BFGS): ``None`` (default) the scaled identity; otherwise the Kronecker product
-        of :mod:`sdpembed.lowrank.factor_precond`, its rank side
-        :math:`(W^TW/\lambda_{\max} + 0.3I)^{-1}` (``"rank"``), its graph side
-        :math:`(L_\omega + \delta I)^{-1}` by one sparse LU per subproblem (``"graph"``),
-        or both (``"kron"``). Measured, not the default: docs/tuning.md, thirteenth round.
     time_limit : float
         Seconds; when the limit is hit the best pair so far (see "Certificate":
         the lowest-objective feasible iterate and the highest bound) is returned
@@ -199,7 +192,6 @@ class LowRankOptions:
     max_inner: int | None = None
     max_newton: int = 50
     inner: str = "auto"
-    lbfgs_precond: str | None = None
     time_limit: float = 3600.0
     eig_tol: float = 1e-6
     random_state: int | None = 0
@@ -241,9 +233,6 @@ class LowRankOptions:
             raise InputError("LOWRANK eig_tol must be positive")
         if self.inner not in INNER_SOLVERS:
             raise InputError(f"LOWRANK inner must be one of {INNER_SOLVERS}; got {self.inner!r}")
-        if self.lbfgs_precond not in LBFGS_PRECONDITIONERS:
-            raise InputError("LOWRANK lbfgs_precond must be None, 'rank', 'graph' or 'kron'; "
-                             f"got {self.lbfgs_precond!r}")
         if not (self.warm_start is None or isinstance(self.warm_start, np.ndarray)
                 or self.warm_start == "basis"):
             raise InputError("LOWRANK warm_start must be 'basis', None or an (n, k) factor")
@@ -272,9 +261,6 @@ class LowRankOptions:
 
 #: subproblem solvers of :class:`LowRankOptions` ``inner``
 INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
-
-#: initial inverse Hessians of the L-BFGS subproblems, :class:`LowRankOptions` ``lbfgs_precond``
-LBFGS_PRECONDITIONERS = (None, "rank", "graph", "kron")
 
 #: solvers on a reduced basis, :class:`LowRankOptions` ``reduced_solver``
 REDUCED_SOLVERS = ("auto", "ipm", "alm")
