@@ -11,25 +11,38 @@ reference (CSDP, else SDPA) decides. Every returned point is checked independent
 its Gram matrix is written into the cvxpy problem, whose constraint violations and
 objective are evaluated by cvxpy.
 
-Counted (``summary``):
+Every relative measure here is relative to the objective, as
+:func:`sdpembed.solve_status.bound_gap` measures (an SDP's objective has no unit, so 1 is
+no floor): :func:`_close` compares ``|a - b|`` with ``tol * max(|a|, |b|, unit)``, where
+``unit`` is :data:`~sdpembed.solve_status.OBJECTIVE_RESOLUTION` times the largest size of
+the objective's terms at the instance's returned points (:func:`_point_scale`), a floor
+that matters only for objectives near 0. Counted (``summary``):
 
 * ``wrong_point``: a result whose point violates a constraint by more than
   ``FEAS`` (relative to max(1, trace G)) or whose objective differs
   from the reported one by more than ``FEAS`` (relative);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
-  objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`;
+  objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`
+  (:func:`~sdpembed.solve_status.bound_gap` in the unit the report states);
 * ``untyped``: an exception that is not an ``SdpEmbedError``;
 * ``far``: a result more than ``FAR`` (relative) from the references' optimum, or a
   result where the references prove infeasibility or unboundedness;
-* ``agree`` / ``disagree``: both LOWRANK and CLARABEL returned results, and LOWRANK's
-  objective is within ``AGREE`` of the optimum or not (``disagree_inaccurate``: not, where
-  LOWRANK's result or the optimum's is ``optimal_inaccurate``, a result only known to be
-  within :data:`~sdpembed.solve_status.FAR_FROM_OPTIMAL`, and within its stated gap of the
-  optimum). The optimum is the references' feasible result, an ``optimal`` one before an
-  ``optimal_inaccurate`` one and, of one status, the one nearest optimality by the larger
-  of its constraint violation and its own relative gap: CLARABEL's unless CLARABEL stopped
-  ``optimal_inaccurate`` and the second reference solved to ``optimal``, or both stopped
-  ``optimal_inaccurate`` and the second's point is nearer optimality;
+* ``agree`` / ``agree_within_gap`` / ``disagree`` / ``disagree_inaccurate``: both LOWRANK
+  and CLARABEL returned results ("agree within 1e-4 wherever both return a result").
+  ``agree``: LOWRANK's objective within ``AGREE`` of the optimum. Otherwise an
+  ``optimal_inaccurate`` result is held to its stated gap (:func:`_within_stated_gap`:
+  the interval between its bound and its objective, or its relative gap where it has no
+  bound): ``agree_within_gap`` where that holds the optimum, ``disagree`` where it does
+  not (or states none). ``disagree`` also counts an ``optimal`` result more than
+  ``AGREE`` from an ``optimal`` optimum, and every ``outside_gap``;
+  ``disagree_inaccurate`` what is left: a result outside ``AGREE`` of an optimum that is
+  itself only ``optimal_inaccurate``, its own interval not contradicted (nothing is known
+  to ``AGREE``). The optimum is the references' feasible result, an ``optimal`` one
+  before an ``optimal_inaccurate`` one and, of one status, the one nearest optimality by
+  the larger of its constraint violation and its own relative gap: CLARABEL's unless
+  CLARABEL stopped ``optimal_inaccurate`` and the second reference solved to
+  ``optimal``, or both stopped ``optimal_inaccurate`` and the second's point is nearer
+  optimality;
 * ``reference_inaccurate``: LOWRANK agrees with that second reference where CLARABEL's
   ``optimal_inaccurate`` objective is more than ``AGREE`` from it (not an untruth of
   LOWRANK's; counted to show how often CLARABEL's stopped point decided nothing);
@@ -74,6 +87,8 @@ from sdpembed.formulations import dvu, mvu
 from sdpembed.lowrank.penalty import objective_scale as scale_of_factor
 from sdpembed.solve_status import (
     BOUND_TOLERANCE,
+    FAR_FROM_OPTIMAL,
+    NEAR_OPTIMAL,
     OBJECTIVE_RESOLUTION,
     bound_gap,
     objective_scale,
@@ -314,12 +329,17 @@ def _within_stated_gap(o: dict[str, Any], optimum: float, unit: float) -> bool:
     bound lies below the optimum and the objective no farther from the optimum than from
     its bound (an approximately feasible point may sit below the optimum, by at most its
     gap); without one, ``|p - optimum|`` within its relative ``stated_gap``. A result that
-    states no gap holds nothing."""
+    states no gap holds nothing. The gap of a backend whose gap bounds nothing (an entry of
+    :data:`~sdpembed.solve_status.NEAR_OPTIMAL`: SCS's iterate cut off is neither primal
+    nor dual feasible) states no more than the rule guarantees of a result,
+    :data:`~sdpembed.solve_status.FAR_FROM_OPTIMAL`."""
     p = o["objective"]
     slack = AGREE * max(abs(optimum), abs(p), unit)
     if o.get("bound") is not None:
         return o["bound"] <= optimum + slack and abs(p - optimum) <= p - o["bound"] + slack
     gap = o.get("stated_gap")
+    if gap is not None and str(o.get("solver", "")).upper() in NEAR_OPTIMAL:
+        gap = max(gap, FAR_FROM_OPTIMAL)
     return gap is not None and abs(p - optimum) <= gap * max(abs(p), abs(optimum)) + slack
 
 

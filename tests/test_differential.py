@@ -160,6 +160,13 @@ def test_judge_agreement_where_both_return_a_result():
     # stating no gap at all, it holds nothing
     v = _judge(_result(-0.199), ref, None)
     assert v["disagree"] == 1
+    # SCS's gap bounds nothing: its inaccurate result states FAR_FROM_OPTIMAL (seed 107's
+    # SCS cut, 2.7e-4 from CSDP's optimum with a relative gap of 6.6e-5)
+    opt = {**_result(4.3164819, status="optimal"), "solver": "CLARABEL"}
+    scs = {**_result(4.3153247), "stated_gap": 6.6e-5, "solver": "SCS"}
+    assert _judge(scs, opt, None, references=False)["agree_within_gap"] == 1
+    v = _judge({**scs, "objective": 4.2}, opt, None, references=False)
+    assert v["far"] == v["disagree"] == 1
     # an 'optimal' result without a bound (a cut subject of the truncation mode) 2e-3 from
     # a reference that is only 'optimal_inaccurate': neither is known to AGREE
     v = _judge({**_result(-0.2, status="optimal"), "stated_gap": 1e-8}, _result(-0.1996), None)
