@@ -47,7 +47,7 @@ def _run(seeds, n_range, **limits):
 
 def _result(objective, status="optimal_inaccurate", bound=None):
     return {"kind": "result", "status": status, "objective": objective, "bound": bound,
-            "violation": 0.0, "objective_mismatch": 0.0}
+            "violation": 0.0, "objective_mismatch": 0.0, "solver": "LOWRANK"}
 
 
 def test_judge_holds_an_inaccurate_result_to_its_stated_gap():
@@ -160,13 +160,19 @@ def test_judge_agreement_where_both_return_a_result():
     # stating no gap at all, it holds nothing
     v = _judge(_result(-0.199), ref, None)
     assert v["disagree"] == 1
-    # SCS's gap bounds nothing: its inaccurate result states FAR_FROM_OPTIMAL (seed 107's
-    # SCS cut, 2.7e-4 from CSDP's optimum with a relative gap of 6.6e-5)
+    # a cut conic iterate's gap bounds nothing: its inaccurate result states
+    # FAR_FROM_OPTIMAL (seed 107's SCS cut, 2.7e-4 from CSDP's optimum with a relative gap
+    # of 6.6e-5; 96000's CLARABEL cut at max_iter 6, AlmostSolved 0.38 % off, gap 2.2e-5)
     opt = {**_result(4.3164819, status="optimal"), "solver": "CLARABEL"}
     scs = {**_result(4.3153247), "stated_gap": 6.6e-5, "solver": "SCS"}
     assert _judge(scs, opt, None, references=False)["agree_within_gap"] == 1
     v = _judge({**scs, "objective": 4.2}, opt, None, references=False)
     assert v["far"] == v["disagree"] == 1
+    opt = {**_result(-0.4653527, status="optimal"), "solver": "CLARABEL"}
+    cut = {**_result(-0.4635654), "stated_gap": 2.2e-5, "solver": "CLARABEL"}
+    assert _judge(cut, opt, None, references=False)["agree_within_gap"] == 1
+    # LOWRANK's estimate is its own claim: 96000's stated 1e-3 does not hold 3.8e-3
+    assert _judge({**cut, "solver": "LOWRANK"}, opt, None)["disagree"] == 1
     # an 'optimal' result without a bound (a cut subject of the truncation mode) 2e-3 from
     # a reference that is only 'optimal_inaccurate': neither is known to AGREE
     v = _judge({**_result(-0.2, status="optimal"), "stated_gap": 1e-8}, _result(-0.1996), None)
