@@ -7,11 +7,52 @@ dispatches to them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["SolveReport", "Backend"]
+__all__ = ["SolveReport", "Backend", "bound_gap", "OBJECTIVE_RESOLUTION"]
+
+#: The share of the objective's size (its terms' magnitudes summed at the point) below
+#: which an objective counts as zero in :func:`bound_gap` (the rule:
+#: :mod:`sdpembed.solve_status`): a point feasible to ``FEASIBILITY_TOLERANCE`` (1e-5) has
+#: an objective known to about that share of its terms' size, so a statement to
+#: ``FAR_FROM_OPTIMAL`` (1e-2, relative) needs an objective of at least their ratio of it.
+OBJECTIVE_RESOLUTION = 1e-3
+
+
+def _finite(value) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def bound_gap(objective: float | None, bound: float | None,
+              scale: float | None = None) -> float | None:
+    r"""Signed relative gap :math:`(p - \ell) / \max(\min(|p|, |\ell|),\ u)` of an objective
+    :math:`p` over a lower bound :math:`\ell` (``None`` if either is unknown), with the floor
+    :math:`u` = :data:`OBJECTIVE_RESOLUTION` times ``scale``, the size of the objective's
+    terms at the point (LOWRANK's ``extra["objective_scale"]``); without a scale there is
+    no floor (:math:`u = 0`: the pure relative measure, the strictest).
+
+    Negative when the bound lies above the objective; unlike
+    :math:`|p - \ell| / \max(|p|, |\ell|)` it does not saturate at 2. Where the sign of
+    :math:`p` and :math:`\ell` agree, :math:`\min(|p|, |\ell|) \le |p^\star|`, so a gap
+    :math:`g` bounds the objective's relative error :math:`|p - p^\star| / |p^\star|` by
+    :math:`g`; where the optimum is within the floor of 0 it bounds its error by :math:`gu`.
+    A zero denominator (both 0, no scale) gives 0 where :math:`p = \ell`, else
+    :math:`\pm\infty`.
+    """
+    p, lb, unit = _finite(objective), _finite(bound), _finite(scale)
+    if p is None or lb is None:
+        return None
+    denominator = max(min(abs(p), abs(lb)), OBJECTIVE_RESOLUTION * abs(unit or 0.0))
+    if denominator == 0.0:
+        return 0.0 if p == lb else math.copysign(math.inf, p - lb)
+    return (p - lb) / denominator
 
 
 @dataclass(repr=False)
@@ -50,11 +91,9 @@ class SolveReport:
 
     @property
     def bound_gap(self) -> float | None:
-        """:func:`sdpembed.solve_status.bound_gap` of ``objective`` over ``bound``."""
-        if self.objective is None or self.bound is None:
-            return None
-        return (self.objective - self.bound) / max(1.0, min(abs(self.objective),
-                                                            abs(self.bound)))
+        """:func:`bound_gap` of ``objective`` over ``bound``, its floor from the backend's
+        ``extra["objective_scale"]`` (none without one)."""
+        return bound_gap(self.objective, self.bound, self.extra.get("objective_scale"))
 
     @property
     def wall_seconds(self) -> float:

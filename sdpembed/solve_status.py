@@ -10,8 +10,9 @@ duality gap, residuals and a bound. The point is a *result* only if
    counts under rule 4);
 3. where a bound :math:`\\ell` on the optimum is reported (LOWRANK's certified lower
    bound), the objective lies within the reported gap of it on the right side:
-   :math:`\\ell \\le p` up to :data:`BOUND_TOLERANCE` (relative), and the signed gap
-   :func:`bound_gap` is at most :data:`FAR_FROM_OPTIMAL`;
+   :math:`\\ell \\le p` up to :data:`BOUND_TOLERANCE`, and the signed gap
+   :func:`bound_gap` is at most :data:`FAR_FROM_OPTIMAL`, both relative to the objective
+   (not to :math:`\\max(1, \\cdot)`: its unit, below);
 4. for an ``optimal_inaccurate`` solve, the largest of the relative duality gap and
    relative residuals,
 
@@ -28,8 +29,26 @@ bound, not a solution, and an objective *below* a proven lower bound is not the
 objective of a feasible point. LOWRANK's own relative gap
 :math:`|p - \\ell| / \\max(|p|, |\\ell|)` cannot exceed 2, so a point whose objective is
 18 times the optimum with the opposite sign reads as "1.3"; :func:`bound_gap` divides
-by :math:`\\max(1, \\min(|p|, |\\ell|))` (Clarabel's measure) and keeps the sign, so such
-a point reads as "4.3" and an objective below its bound as negative.
+by :math:`\\min(|p|, |\\ell|)` and keeps the sign, so such a point reads as "4.3" and an
+objective below its bound as negative.
+
+**The objective's unit.** An SDP's objective has no natural unit: a gap is relative to
+the objective, whatever its magnitude, and 1 is no floor (an objective -0.573 over a
+bound -0.583 is 1.7 % from the optimum, not "9.8e-3"). A floor is needed only where the
+objective is near 0, and it comes from the problem's data: the size :math:`s` of the
+objective's terms at the point (:math:`\\langle |C|, G\\rangle` plus the distance penalty,
+:func:`~sdpembed.lowrank.penalty.objective_scale`, reported by LOWRANK as
+``extra["objective_scale"]``; :math:`s \\ge |p|`, far above it where the terms cancel). A
+point feasible to :data:`FEASIBILITY_TOLERANCE` has an objective known to about that share
+of :math:`s`, so a relative statement to :data:`FAR_FROM_OPTIMAL` needs
+:math:`|p| \\ge` :data:`OBJECTIVE_RESOLUTION` :math:`s` (1e-3 s); below that the gap is
+measured against :math:`10^{-3} s`. The same measure decides everywhere a bound meets an
+objective: this rule (refusal far from optimal, and below the bound), LOWRANK's own
+refusals (:mod:`sdpembed.lowrank.backend`), :attr:`SolveReport.bound_gap
+<sdpembed.report.SolveReport.bound_gap>` and the differential test's counters
+(:mod:`problems.differential`, whose agreement is relative with the same floor). Without
+a reported scale :func:`bound_gap` has no floor, which is stricter (LOWRANK's outer loop
+tests its candidates so, before any scale is known).
 
 Backends differ in what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals
 are absolute; CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT
@@ -50,12 +69,13 @@ from typing import TYPE_CHECKING, Any
 
 from .backends.table import CONIC_BACKENDS, EntryView
 from .exceptions import SolverFailedError
+from .report import OBJECTIVE_RESOLUTION, bound_gap
 
 if TYPE_CHECKING:
     from .report import SolveReport
 
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
-           "relative_gap", "bound_gap",
+           "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "objective_scale",
            "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
@@ -73,10 +93,11 @@ NEAR_OPTIMAL: Mapping[str, float] = EntryView(lambda b: b.near_optimal,
 #: is no result, unless the solve stated a looser ``feas_tol``.
 FEASIBILITY_TOLERANCE = 1e-5
 
-#: How far (relative to :math:`\max(1, \min(|p|, |\ell|))`) a reported lower bound may
-#: exceed the objective: rounding, and the tolerated infeasibility of a point on
-#: equality constraints (``feas_tol``).
+#: How far (relative, as :func:`bound_gap` measures) a reported lower bound may exceed the
+#: objective: rounding, and the tolerated infeasibility of a point on equality constraints
+#: (``feas_tol``).
 BOUND_TOLERANCE = 1e-5
+
 
 #: The backends that prove infeasibility (an interior-point method's certificate), named
 #: in the messages of solves that may be infeasible.
@@ -132,17 +153,14 @@ def relative_gap(solver: str, objective: float | None,
     return None if gap is None else abs(gap) / _scale(solver, objective)
 
 
-def bound_gap(objective: float | None, bound: float | None) -> float | None:
-    r"""Signed relative gap :math:`(p - \ell) / \max(1, \min(|p|, |\ell|))` of an objective
-    :math:`p` over a lower bound :math:`\ell` (``None`` if either is unknown).
-
-    Negative when the bound lies above the objective; unlike
-    :math:`|p - \ell| / \max(|p|, |\ell|)` it does not saturate at 2.
-    """
-    p, lb = _get({"v": objective}, "v"), _get({"v": bound}, "v")
-    if p is None or lb is None:
-        return None
-    return (p - lb) / max(1.0, min(abs(p), abs(lb)))
+def objective_scale(stats: Mapping[str, Any] | SolveReport | None) -> float | None:
+    """The size of the objective's terms at a solve's point, where the backend reports it
+    (``objective_scale`` in ``stats`` or in a report's ``extra``; LOWRANK's
+    :func:`~sdpembed.lowrank.penalty.objective_scale`), else ``None``."""
+    scale = _get(stats, "objective_scale")
+    if scale is None and stats is not None and not isinstance(stats, Mapping):
+        scale = _get(getattr(stats, "extra", None), "objective_scale")
+    return scale
 
 
 def distance_from_optimal(solver: str, objective: float | None,
@@ -150,7 +168,7 @@ def distance_from_optimal(solver: str, objective: float | None,
     """The largest of the relative gap, relative residuals and relative infeasibility, the
     gap taken from the reported bound where there is one (``None`` if none is known)."""
     scale = _scale(solver, objective)
-    signed = bound_gap(objective, _get(stats, "bound"))
+    signed = bound_gap(objective, _get(stats, "bound"), objective_scale(stats))
     keys = ("primal_residual", "dual_residual", "primal_infeasibility")
     if signed is None:
         keys = ("gap",) + keys
@@ -211,7 +229,7 @@ def check_result(solver: str, status: str, objective: float | None,
             "is not a solution, and its objective bounds nothing." + maybe,
             objective, stats, point)
     bound = _get(stats, "bound")
-    signed = bound_gap(p, bound)
+    signed = bound_gap(p, bound, objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:
         raise _fail(
             f"{name}{on} returned objective {p:.6g} below its own certified lower bound "

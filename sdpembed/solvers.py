@@ -126,7 +126,8 @@ def solve(formulation: Formulation, solver: str = "auto", verbose: bool = False,
         Backend options (e.g. SCS ``eps_abs``, CSDP ``axtol``), merged over
         :data:`DEFAULT_OPTIONS` and recorded in ``report.options``. A cvxpy backend
         starts cold (cvxpy's ``warm_start=False``) unless ``warm_start=True`` is given:
-        no option or point of an earlier solve of the same formulation carries over.
+        no option or point of an earlier solve of the same formulation carries over
+        (with ``warm_start=True`` the point may, an option never).
 
     Returns
     -------

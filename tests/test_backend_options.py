@@ -87,6 +87,23 @@ def test_a_cut_solve_leaves_no_option_to_the_next_one():
     assert again.objective == pytest.approx(fresh.objective, rel=1e-9, abs=1e-12)
 
 
+def test_a_warm_started_solve_keeps_no_option_of_the_previous_one():
+    """With ``warm_start=True`` cvxpy reuses its cached Clarabel solver and used to start
+    from that solver's settings: after a solve cut by ``max_iter=3`` a warm-started
+    solve stopped at 3 iterations too. It now runs with Clarabel's defaults and the
+    options given, reaching the fresh formulation's optimum."""
+    fresh = solve(_iris_dvu(), solver="CLARABEL")
+    f = _iris_dvu()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SolverFailedError):
+            solve(f, solver="CLARABEL", max_iter=3)
+    again = solve(f, solver="CLARABEL", warm_start=True)
+    assert again.status == fresh.status == "optimal"
+    assert again.iterations > 3
+    assert again.objective == pytest.approx(fresh.objective, rel=1e-7, abs=1e-10)
+
+
 def test_file_writing_options_can_be_refused():
     check_backend_options("SCS", {"write_data_filename": "dump"})
     with pytest.raises(InputError, match="'write_data_filename' writes the file 'dump'"):

@@ -47,17 +47,17 @@ def _run(seeds, n_range, **limits):
 
 def _result(objective, status="optimal_inaccurate", bound=None):
     return {"kind": "result", "status": status, "objective": objective, "bound": bound,
-            "violation": 0.0, "objective_mismatch": 0.0}
+            "violation": 0.0, "objective_mismatch": 0.0, "solver": "LOWRANK"}
 
 
 def test_judge_holds_an_inaccurate_result_to_its_stated_gap():
     ref = _result(-1.0, status="optimal")
     # the optimum -1 lies in [bound, objective] = [-1.004, -0.996]: within its stated gap
     inside = _judge(_result(-0.996, bound=-1.004), ref, None)
-    assert inside["disagree_inaccurate"] == 1 and inside["outside_gap"] == 0
+    assert inside["agree_within_gap"] == 1 and inside["outside_gap"] == 0
     # a nearly feasible point below the optimum, by less than its gap of 0.004
     below = _judge(_result(-1.002, bound=-1.006), ref, None)
-    assert below["disagree_inaccurate"] == 1 and below["outside_gap"] == 0
+    assert below["agree_within_gap"] == 1 and below["outside_gap"] == 0
     # a bound above the optimum (-0.999 > -1): the stated gap is untrue
     outside = _judge(_result(-0.996, bound=-0.999), ref, None)
     assert outside["outside_gap"] == 1 and outside["disagree"] == 1
@@ -93,13 +93,14 @@ def test_judge_takes_the_more_nearly_feasible_of_two_inaccurate_references():
     -1.1128280 with violation 1.6e-9 (SDPA: -1.1128166 at violation 0, SCS at eps 1e-10:
     -1.1129818 at 2.9e-8). The nearly feasible points lie inside LOWRANK's interval; the
     point that undercuts its bound buys it with a larger violation. The judge takes the
-    more nearly feasible reference: no untruth, a disagreement of two inaccurate results."""
+    more nearly feasible reference: no untruth, LOWRANK's inaccurate result within its
+    stated gap of it."""
     low = _result(-1.1127132574, bound=-1.1128408466)
     clarabel = {**_result(-1.1131877945), "violation": 5.876e-8}
     csdp = {**_result(-1.1128280088), "violation": 1.59e-9}
     v = _judge(low, clarabel, csdp)
     assert v["outside_gap"] == v["disagree"] == v["far"] == 0
-    assert v["disagree_inaccurate"] == 1
+    assert v["agree_within_gap"] == 1
     # with the violations the other way round CLARABEL's point decides, and the same
     # LOWRANK bound lies above it: counted
     v = _judge(low, {**clarabel, "violation": 1e-10}, csdp)
@@ -126,12 +127,60 @@ def test_judge_takes_the_reference_nearer_optimality_by_its_own_gap():
     honest = _result(-0.4415, status="optimal_inaccurate", bound=-0.4434566674)
     v = _judge(honest, clarabel, csdp)
     assert v["outside_gap"] == v["disagree"] == v["far"] == 0
-    assert v["disagree_inaccurate"] == 1
+    assert v["agree_within_gap"] == 1
     # CLARABEL's objective, not CSDP's, is the optimum: a bound between the two (a true
     # one) is not counted as lying above the optimum
     tight = _result(-0.44155, status="optimal_inaccurate", bound=-0.4419)
     assert _judge(tight, clarabel, csdp)["outside_gap"] == 0
     assert _judge(tight, clarabel, {**csdp, "gap": 0.0})["outside_gap"] == 1
+
+
+def test_judge_agreement_where_both_return_a_result():
+    """Issue 40's "agree within 1e-4 relative wherever both return a result": two
+    ``optimal`` results agree within ``AGREE`` relative to the objective (not to max(1,
+    .)); an ``optimal_inaccurate`` one within its stated gap (``agree_within_gap``), or it
+    disagrees; a certified result outside ``AGREE`` of a reference that is only
+    ``optimal_inaccurate`` (and inside its own interval) is ``disagree_inaccurate``."""
+    ref = _result(-0.2, status="optimal")
+    # 8e-5 apart at 0.2: 4e-4 relative (before: 8e-5 "relative" to max(1, .), agreed)
+    v = _judge(_result(-0.19992, status="optimal", bound=-0.19993), ref, None)
+    assert v["agree"] == 0 and v["disagree"] == 1
+    # near 0 the floor is the objective's scale (1e-3 of the terms' size, here 10)
+    zero = {**_result(1e-7, status="optimal"), "scale": 10.0}
+    v = _judge({**_result(-1e-7, status="optimal", bound=-2e-7), "scale": 10.0}, zero, None)
+    assert v["agree"] == 1 and v["disagree"] == v["far"] == 0
+    # an inaccurate result without a bound, 5e-3 off, stating an estimated gap of 1e-3:
+    # its stated gap is untrue (before: 'disagree_inaccurate', not counted)
+    est = {**_result(-0.199), "stated_gap": 1e-3}
+    v = _judge(est, ref, None)
+    assert v["disagree"] == 1 and v["agree_within_gap"] == v["disagree_inaccurate"] == 0
+    # stating 1e-2, it holds the optimum: agrees within its gap
+    v = _judge({**est, "stated_gap": 1e-2}, ref, None)
+    assert v["agree_within_gap"] == 1 and v["disagree"] == 0
+    # stating no gap at all, it holds nothing
+    v = _judge(_result(-0.199), ref, None)
+    assert v["disagree"] == 1
+    # a cut conic iterate's gap bounds nothing: its inaccurate result states
+    # FAR_FROM_OPTIMAL (seed 107's SCS cut, 2.7e-4 from CSDP's optimum with a relative gap
+    # of 6.6e-5; 96000's CLARABEL cut at max_iter 6, AlmostSolved 0.38 % off, gap 2.2e-5)
+    opt = {**_result(4.3164819, status="optimal"), "solver": "CLARABEL"}
+    scs = {**_result(4.3153247), "stated_gap": 6.6e-5, "solver": "SCS"}
+    assert _judge(scs, opt, None, references=False)["agree_within_gap"] == 1
+    v = _judge({**scs, "objective": 4.2}, opt, None, references=False)
+    assert v["far"] == v["disagree"] == 1
+    opt = {**_result(-0.4653527, status="optimal"), "solver": "CLARABEL"}
+    cut = {**_result(-0.4635654), "stated_gap": 2.2e-5, "solver": "CLARABEL"}
+    assert _judge(cut, opt, None, references=False)["agree_within_gap"] == 1
+    # LOWRANK's estimate is its own claim: 96000's stated 1e-3 does not hold 3.8e-3
+    assert _judge({**cut, "solver": "LOWRANK"}, opt, None)["disagree"] == 1
+    # an 'optimal' result without a bound (a cut subject of the truncation mode) 2e-3 from
+    # a reference that is only 'optimal_inaccurate': neither is known to AGREE
+    v = _judge({**_result(-0.2, status="optimal"), "stated_gap": 1e-8}, _result(-0.1996), None)
+    assert v["disagree_inaccurate"] == 1 and v["disagree"] == v["outside_gap"] == 0
+    # with a bound, the interval must hold the reference's point: LOWRANK's certified point
+    # 2e-3 below it (by more than its gap) is counted, as before
+    v = _judge(_result(-0.2, status="optimal", bound=-0.20001), _result(-0.1996), None)
+    assert v["outside_gap"] == v["disagree"] == 1
 
 
 def test_fast_slice_reports_nothing_untrue():

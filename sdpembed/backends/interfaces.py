@@ -32,6 +32,18 @@ class _ClarabelWithStats(_ClarabelConif):
     def name(self):
         return "SDPEMBED_CLARABEL"   # cvxpy requires custom solvers to have their own name
 
+    @staticmethod
+    def parse_solver_opts(verbose, opts, settings=None):
+        """Clarabel's settings from its defaults and ``opts`` only.
+
+        With ``warm_start=True`` cvxpy updates its cached Clarabel solver and passes the
+        cached solver's settings here as the base, so an option of an earlier solve
+        (``max_iter=3``) stayed in force while ``report.options`` did not name it. The
+        base is always ``clarabel.DefaultSettings()``: a solve runs with exactly the
+        options it was given.
+        """
+        return _ClarabelConif.parse_solver_opts(verbose, opts, None)
+
     def invert(self, solution, inverse_data):
         out = super().invert(solution, inverse_data)
         out.attr[cvxpy_settings.EXTRA_STATS] = {

@@ -32,6 +32,7 @@ from .face import (
 )
 from .farkas import farkas_certificate
 from .options import LowRankOptions
+from .penalty import objective_scale
 from .solve import lowrank_solve
 from .space import FactorSpace
 
@@ -169,8 +170,12 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
+        extra["objective_scale"] = objective_scale(gp, result.factor)
         _refuse_stalled_on_face(result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
+    if result.status != "unbounded" and result.factor is not None:
+        # the unit of solve_status.bound_gap, at the point reported
+        extra["objective_scale"] = objective_scale(gp, result.factor)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -446,7 +451,7 @@ def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulati
     ``tol``. The error carries the point and the bound."""
     face = extra.get("face")
     lower = (face or {}).get("lower_rank") or {}
-    signed = bound_gap(result.objective, result.bound)
+    signed = bound_gap(result.objective, result.bound, extra.get("objective_scale"))
     if lower.get("rank") and signed is not None and signed > FAR_FROM_OPTIMAL:
         raise SolverFailedError(
             f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "

@@ -179,3 +179,28 @@ class DistancePenalty:
         if self.mode == "quadratic":
             return np.full_like(self.t, 0.9 * self.lam)
         return None
+
+
+def objective_scale(gp: GramProblem, F: np.ndarray) -> float:
+    r"""The size of the objective's terms at the point :math:`G = FF^T` (``F``: n x r):
+    :math:`\langle |C|, G\rangle + \varphi(D)`, where :math:`C = \mathrm{diag}(d) + S +
+    U\mathrm{diag}(s)U^T` is the objective matrix with its trace term
+    (:meth:`~sdpembed.formulations.gram.GramProblem.full_objective`) and :math:`|C|` takes
+    every part's coefficients in absolute value:
+
+    .. math:: \sum_i |d_i|\,\|f_i\|^2 + \sum_k |s_k|\,\|F^Tu_k\|^2
+              + \sum_{i \ne j} |S_{ij}|\,|f_i^Tf_j| + \varphi(D).
+
+    At least :math:`|p|`, and far above it where the terms cancel: the objective's unit,
+    which :func:`sdpembed.solve_status.bound_gap` uses as the floor of its relative measure
+    (``SolveReport.extra["objective_scale"]``)."""
+    F = np.asarray(F, dtype=float)
+    C = gp.full_objective()
+    size = float(np.abs(C.diag) @ np.einsum("ij,ij->i", F, F))
+    if C.U.shape[1]:
+        P = C.U.T @ F
+        size += float(np.abs(C.s) @ np.einsum("ij,ij->i", P, P))
+    if C.sparse is not None:
+        S = C.sparse.tocoo()
+        size += float(np.abs(S.data) @ np.abs(np.einsum("ij,ij->i", F[S.row], F[S.col])))
+    return size + abs(DistancePenalty(gp).objective(gp.distances_of_factor(F)))

@@ -1,0 +1,121 @@
+"""The unit of "far from optimal": gaps relative to the objective, with a floor from the
+problem's data only near 0 (:mod:`sdpembed.solve_status`, "The objective's unit").
+
+Before, :func:`~sdpembed.solve_status.bound_gap` divided by :math:`\\max(1, \\min(|p|,
+|\\ell|))`: below 1 in magnitude it was an absolute gap, so a point 1.7 % from the optimum
+(seed 94069 of the truncation slice, objective -0.5727362 over its bound -0.5825605) read
+9.8e-3 and was returned as a result.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sdpembed import solve
+from sdpembed.exceptions import SolverFailedError
+from sdpembed.lowrank.penalty import DistancePenalty, objective_scale
+from sdpembed.report import SolveReport
+from sdpembed.solve_status import (
+    FAR_FROM_OPTIMAL,
+    FEASIBILITY_TOLERANCE,
+    OBJECTIVE_RESOLUTION,
+    bound_gap,
+    check_result,
+)
+
+#: seed 94069 (interval DVU) cut by ``max_inner=11``: its point, its certified bound, and
+#: CLARABEL's optimum (``optimal``) of the uncut problem
+P_94069, BOUND_94069, OPTIMUM_94069 = -0.5727362382, -0.5825605478, -0.5825575
+
+
+def _report(objective, bound, scale=None, status="optimal_inaccurate"):
+    extra = {} if scale is None else {"objective_scale": scale}
+    gap = abs(objective - bound) / max(abs(objective), abs(bound))
+    return SolveReport(status=status, objective=objective, solver="LOWRANK",
+                       solver_version="test", options={}, compile_seconds=0.0,
+                       solve_seconds=0.0, gap=gap, certified_gap=gap, bound=bound,
+                       primal_infeasibility=0.0, extra=extra)
+
+
+def test_the_gap_is_relative_to_the_objective_below_one():
+    # the point of 94069 is 1.7 % from the optimum, and its gap says so (before: 9.8e-3)
+    truth = (P_94069 - OPTIMUM_94069) / abs(OPTIMUM_94069)
+    assert truth > FAR_FROM_OPTIMAL
+    for scale in (None, 2.03):    # 2.03: LOWRANK's objective_scale at that point
+        assert bound_gap(P_94069, BOUND_94069, scale) == pytest.approx(
+            (P_94069 - BOUND_94069) / abs(P_94069))
+        assert bound_gap(P_94069, BOUND_94069, scale) >= truth
+    # and the same numbers scaled by 1,000 read the same (no unit is assumed)
+    assert bound_gap(1e3 * P_94069, 1e3 * BOUND_94069, 2.03e3) == pytest.approx(
+        bound_gap(P_94069, BOUND_94069, 2.03))
+    assert OBJECTIVE_RESOLUTION == pytest.approx(FEASIBILITY_TOLERANCE / FAR_FROM_OPTIMAL)
+
+
+def test_the_floor_near_zero_comes_from_the_objective_scale():
+    # an optimum at 0: p = 1e-6 over a bound -1e-6, the objective's terms of size 10 (their
+    # sum cancels): measured against 1e-3 * 10, not against |p|
+    assert bound_gap(1e-6, -1e-6, 10.0) == pytest.approx(2e-6 / 1e-2)
+    assert bound_gap(1e-6, -1e-6) == pytest.approx(2.0)     # no scale: no floor
+    assert bound_gap(0.0, 0.0) == 0.0
+    assert bound_gap(0.0, -1e-12) == np.inf
+    # the sign is kept: an objective below its bound reads negative
+    assert bound_gap(-0.5, -0.49, 1.0) == pytest.approx(-0.01 / 0.49)
+
+
+def test_a_point_far_from_optimal_below_one_is_refused():
+    """94069's point and bound (``optimal_inaccurate``): refused, carrying the point's
+    objective and bound; the report's ``bound_gap`` is the same measure."""
+    rep = _report(P_94069, BOUND_94069, scale=2.03)
+    assert rep.bound_gap == pytest.approx(bound_gap(P_94069, BOUND_94069, 2.03))
+    with pytest.raises(SolverFailedError, match="far from optimal") as err:
+        check_result("LOWRANK", rep.status, rep.objective, rep)
+    assert err.value.objective == P_94069 and err.value.bound == BOUND_94069
+    # a point whose optimum is near 0 on the scale of its terms stays a result
+    near_zero = _report(2e-6, -2e-6, scale=10.0)
+    check_result("LOWRANK", near_zero.status, near_zero.objective, near_zero)
+    # and an objective below its bound by 2e-5 of itself is refused (before: 2e-6 absolute)
+    below = _report(-0.1, -0.1 + 2e-6, scale=0.3)
+    with pytest.raises(SolverFailedError, match="below its own certified lower bound"):
+        check_result("LOWRANK", below.status, below.objective, below)
+
+
+def test_lowrank_reports_the_size_of_its_objective_terms():
+    """``extra["objective_scale"]``: :math:`\\langle |C|, G\\rangle + \\varphi(D)` at the
+    point returned, checked against the dense Gram matrix; at least :math:`|p|`."""
+    from problems.differential import make_instance
+
+    f, _ = make_instance(104, (12, 30)).build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = solve(f, solver="LOWRANK", time_limit=20.0)
+    gp = f.current_problem()
+    G = f.factor @ f.factor.T
+    C = gp.full_objective()
+    size = float(np.abs(C.diag) @ np.diag(G))
+    size += float(np.sum(np.abs(C.s) * np.einsum("ik,ij,jk->k", C.U, G, C.U)))
+    if C.sparse is not None:
+        size += float(np.sum(np.abs(C.sparse.toarray()) * np.abs(G)))
+    size += DistancePenalty(gp).objective(gp.distances_of(G))
+    assert rep.extra["objective_scale"] == pytest.approx(size, rel=1e-9)
+    assert rep.extra["objective_scale"] == pytest.approx(objective_scale(gp, f.factor))
+    assert rep.extra["objective_scale"] >= abs(rep.objective)
+    assert rep.bound_gap == bound_gap(rep.objective, rep.bound, size)
+
+
+@pytest.mark.slow
+def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
+    """Seed 94069 (interval DVU) cut by ``max_inner=11`` (the truncation slice's cut; no
+    time limit reached): before, ``optimal_inaccurate`` at -0.5727362 with the certified
+    bound -0.5825605, 1.7 % from the optimum; now refused, carrying the point and the
+    bound, which holds the optimum."""
+    from problems.differential import make_instance
+
+    f, _ = make_instance(94069).build()
+    with pytest.raises(SolverFailedError, match="far from optimal") as err:
+        solve(f, solver="LOWRANK", time_limit=60.0, max_inner=11)
+    e = err.value
+    assert e.bound <= OPTIMUM_94069 + 1e-9
+    assert (e.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) > FAR_FROM_OPTIMAL
