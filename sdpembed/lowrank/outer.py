@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from ..solve_status import BOUND_TOLERANCE, bound_gap
-from .alm import _ALM, _escape, extrapolated
+from .alm import _ALM, extrapolated
 from .certificate import (
     _UNVERIFIED,
     FINAL_SKIPPED,
@@ -21,6 +21,7 @@ from .certificate import (
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
+from .escape import grow
 from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -541,10 +542,9 @@ class _OuterLoop:
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
-        """Add one factor column along each of ``vectors`` (:func:`_escape`) and record it."""
-        for vec in vectors:
-            self.W = _escape(self.alm, self.W, vec, self.y, self.nu, self.sigma,
-                             self.sigma_h, self.rho)
+        """Add one factor column along each of ``vectors`` (:func:`~.escape.grow`) and record it."""
+        self.W = grow(self.alm, self.W, vectors, self.y, self.nu, self.sigma, self.sigma_h,
+                      self.rho)
         entry["grew_rank"] = self.W.shape[1]
         self.last_growth, self.lbfgs_hard = self.it, False
         # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
@@ -583,7 +583,7 @@ class _OuterLoop:
         L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
         bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
-        column (:func:`_escape`), up to ``max_rank``. Returns whether the rank grew."""
+        column (:func:`~.escape.grow`), up to ``max_rank``. Returns whether the rank grew."""
         if _rank_deficient(self.W):
             return False
         space = self.space
