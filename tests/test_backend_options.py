@@ -69,18 +69,25 @@ def test_good_options_reach_the_backend():
     check_backend_options("MY_PLUGIN", {"anything": object()})  # plug-ins check their own
 
 
-def test_a_cut_solve_leaves_no_option_to_the_next_one():
-    """A limit given to one solve is not the next solve's: cvxpy warm-starts by default,
-    and its CLARABEL interface then updates the cached solver with the new options over
-    the old settings, so an untruncated solve after ``max_iter=3`` stopped at 3 iterations
-    too (differential seeds 94002, 94006, 94007, ...). Both solves of one formulation give
-    the fresh formulation's optimum in as many iterations."""
+def _fresh_and_cut_at_three():
+    """A fresh formulation's CLARABEL solve, and another formulation whose solve was cut
+    by ``max_iter=3`` (raising :class:`SolverFailedError`)."""
     fresh = solve(_iris_dvu(), solver="CLARABEL")
     f = _iris_dvu()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(SolverFailedError):
             solve(f, solver="CLARABEL", max_iter=3)
+    return fresh, f
+
+
+def test_a_cut_solve_leaves_no_option_to_the_next_one():
+    """A limit given to one solve is not the next solve's: cvxpy warm-starts by default,
+    and its CLARABEL interface then updates the cached solver with the new options over
+    the old settings, so an untruncated solve after ``max_iter=3`` stopped at 3 iterations
+    too (differential seeds 94002, 94006, 94007, ...). Both solves of one formulation give
+    the fresh formulation's optimum in as many iterations."""
+    fresh, f = _fresh_and_cut_at_three()
     again = solve(f, solver="CLARABEL")
     assert again.status == fresh.status == "optimal"
     assert again.iterations == fresh.iterations
@@ -92,12 +99,7 @@ def test_a_warm_started_solve_keeps_no_option_of_the_previous_one():
     from that solver's settings: after a solve cut by ``max_iter=3`` a warm-started
     solve stopped at 3 iterations too. It now runs with Clarabel's defaults and the
     options given, reaching the fresh formulation's optimum."""
-    fresh = solve(_iris_dvu(), solver="CLARABEL")
-    f = _iris_dvu()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with pytest.raises(SolverFailedError):
-            solve(f, solver="CLARABEL", max_iter=3)
+    fresh, f = _fresh_and_cut_at_three()
     again = solve(f, solver="CLARABEL", warm_start=True)
     assert again.status == fresh.status == "optimal"
     assert again.iterations > 3

@@ -305,6 +305,14 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):
         return out
 
     scale = max(np.sum(W * W), 1e-12) / max(W.shape[1], 1)
+    t = _descent_length(slope, scale)
+    return np.c_[W, np.sqrt(max(t, 1e-6 * scale)) * vec]
+
+
+def _descent_length(slope, scale: float) -> float:
+    r"""The step :math:`t \ge 0` where ``slope`` (the derivative along a ray) turns
+    non-negative: 0 where it is not negative at 0, else bracketed from ``1e-6 * scale`` by
+    factors of 4 up to ``1e3 * scale`` and bisected 60 times (the bracket's lower end)."""
     t_lo, t_hi = 0.0, 1e-6 * scale
     if slope(0.0) < 0:
         while slope(t_hi) < 0 and t_hi < 1e3 * scale:
@@ -315,4 +323,4 @@ def _escape(alm: _ALM, W, vec, y, nu, sigma, sigma_h, rho=None):
                 t_lo = mid
             else:
                 t_hi = mid
-    return np.c_[W, np.sqrt(max(t_lo, 1e-6 * scale)) * vec]
+    return t_lo

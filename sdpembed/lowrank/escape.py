@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, lsqr
 
-from .alm import _ALM, _escape
+from .alm import _ALM, _descent_length, _escape
 
 #: the block of escape directions is added jointly (:func:`_block`) where its first
 #: column is at least this share of the factor's root-mean-square column; below, one
@@ -86,16 +86,7 @@ def _block(alm: _ALM, W: np.ndarray, V: np.ndarray, y, sigma) -> np.ndarray | No
         return float(gt @ (ab + 2.0 * t * c)) + q1 + q2 * t
 
     scale = max(np.sum(W * W), 1e-12) / max(r, 1)
-    t_lo, t_hi = 0.0, 1e-6 * scale
-    if slope(0.0) < 0:
-        while slope(t_hi) < 0 and t_hi < 1e3 * scale:
-            t_lo, t_hi = t_hi, 4.0 * t_hi
-        for _ in range(60):
-            mid = 0.5 * (t_lo + t_hi)
-            if slope(mid) < 0:
-                t_lo = mid
-            else:
-                t_hi = mid
+    t_lo = _descent_length(slope, scale)
     if t_lo < _BLOCK_MIN ** 2 * scale:
         return None
     W = np.c_[W + t_lo * Delta, np.sqrt(t_lo) * B]
