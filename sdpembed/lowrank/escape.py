@@ -15,8 +15,9 @@ _BLOCK_MIN = 1e-2
 _LSQR_ITER = 100
 
 
-def grow(alm: _ALM, W: np.ndarray, vectors: list[np.ndarray], y, nu, sigma, sigma_h,
-         rho=None) -> np.ndarray:
+def grow(alm: _ALM, W: np.ndarray, vectors: list[np.ndarray], y: np.ndarray,
+         nu: np.ndarray, sigma: float, sigma_h: float,
+         rho: float | None = None) -> np.ndarray:
     """``W`` with one new column along each of ``vectors``: jointly with a correction of the
     existing columns (:func:`_block`; full space, no SNR or added rows) where that step is
     large enough to take effect, else one exact line search per column (:func:`_escape`)."""
