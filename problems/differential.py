@@ -84,14 +84,14 @@ from sdpembed import knn_graph, solve
 from sdpembed.estimators import DVU
 from sdpembed.exceptions import SdpEmbedError
 from sdpembed.formulations import dvu, mvu
-from sdpembed.lowrank.penalty import objective_scale as scale_of_factor
+from sdpembed.lowrank.penalty import objective_scale
 from sdpembed.solve_status import (
     BOUND_TOLERANCE,
     FAR_FROM_OPTIMAL,
     OBJECTIVE_RESOLUTION,
     bound_gap,
-    objective_scale,
     relative_gap,
+    reported_objective_scale,
 )
 from sdpembed.solvers import available_solvers
 
@@ -247,7 +247,7 @@ def _result(rep) -> dict[str, Any]:
     (:func:`~sdpembed.solve_status.relative_gap`), ``bound_gap`` the signed gap over its
     bound in the unit of its ``objective_scale`` (as :func:`~sdpembed.solve_status.
     check_result` measured it)."""
-    scale = objective_scale(rep)
+    scale = reported_objective_scale(rep)
     return {"kind": "result", "status": rep.status, "objective": rep.objective,
             "bound": rep.bound, "gap": rep.gap, "certified_gap": rep.certified_gap,
             "stated_gap": relative_gap(rep.solver, rep.objective, rep),
@@ -297,7 +297,7 @@ def _point_scale(f, G: np.ndarray) -> float | None:
     except (AttributeError, SdpEmbedError):
         return None
     w, V = np.linalg.eigh(0.5 * (G + G.T))
-    return scale_of_factor(gp, V * np.sqrt(np.maximum(w, 0.0)))
+    return objective_scale(gp, V * np.sqrt(np.maximum(w, 0.0)))
 
 
 def _second_reference() -> str | None:

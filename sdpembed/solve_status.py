@@ -63,19 +63,18 @@ judged and stays ``optimal_inaccurate`` (with its warning).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .backends.table import CONIC_BACKENDS, EntryView
 from .exceptions import SolverFailedError
-from .report import OBJECTIVE_RESOLUTION, bound_gap
+from .report import OBJECTIVE_RESOLUTION, _finite, bound_gap
 
 if TYPE_CHECKING:
     from .report import SolveReport
 
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
-           "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "objective_scale",
+           "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
            "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
@@ -118,12 +117,7 @@ def _absolute(solver: str) -> bool:
 def _get(stats, key):
     if stats is None:
         return None
-    value = stats.get(key) if isinstance(stats, Mapping) else getattr(stats, key, None)
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
+    return _finite(stats.get(key) if isinstance(stats, Mapping) else getattr(stats, key, None))
 
 
 def _scale(solver: str, objective) -> float:
@@ -153,7 +147,7 @@ def relative_gap(solver: str, objective: float | None,
     return None if gap is None else abs(gap) / _scale(solver, objective)
 
 
-def objective_scale(stats: Mapping[str, Any] | SolveReport | None) -> float | None:
+def reported_objective_scale(stats: Mapping[str, Any] | SolveReport | None) -> float | None:
     """The size of the objective's terms at a solve's point, where the backend reports it
     (``objective_scale`` in ``stats`` or in a report's ``extra``; LOWRANK's
     :func:`~sdpembed.lowrank.penalty.objective_scale`), else ``None``."""
@@ -168,7 +162,7 @@ def distance_from_optimal(solver: str, objective: float | None,
     """The largest of the relative gap, relative residuals and relative infeasibility, the
     gap taken from the reported bound where there is one (``None`` if none is known)."""
     scale = _scale(solver, objective)
-    signed = bound_gap(objective, _get(stats, "bound"), objective_scale(stats))
+    signed = bound_gap(objective, _get(stats, "bound"), reported_objective_scale(stats))
     keys = ("primal_residual", "dual_residual", "primal_infeasibility")
     if signed is None:
         keys = ("gap",) + keys
@@ -229,7 +223,7 @@ def check_result(solver: str, status: str, objective: float | None,
             "is not a solution, and its objective bounds nothing." + maybe,
             objective, stats, point)
     bound = _get(stats, "bound")
-    signed = bound_gap(p, bound, objective_scale(stats))
+    signed = bound_gap(p, bound, reported_objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:
         raise _fail(
             f"{name}{on} returned objective {p:.6g} below its own certified lower bound "

@@ -170,8 +170,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
-        extra["objective_scale"] = objective_scale(gp, result.factor)
-        _refuse_stalled_on_face(result, opts, extra, formulation)
+        _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
     if result.status != "unbounded" and result.factor is not None:
         # the unit of solve_status.bound_gap, at the point reported
@@ -440,7 +439,8 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     return new
 
 
-def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulation) -> None:
+def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
+                            formulation) -> None:
     r"""Raise :class:`SolverFailedError` where the point restored onto an exposed face is
     still off the constraints by more than ``tol**2`` (relative): Gauss-Newton stalled
     there, a sign that the constraints on the face are degenerate too (no strictly
@@ -451,8 +451,9 @@ def _refuse_stalled_on_face(result, opts: LowRankOptions, extra: dict, formulati
     ``tol``. The error carries the point and the bound."""
     face = extra.get("face")
     lower = (face or {}).get("lower_rank") or {}
-    signed = bound_gap(result.objective, result.bound, extra.get("objective_scale"))
-    if lower.get("rank") and signed is not None and signed > FAR_FROM_OPTIMAL:
+    signed = (bound_gap(result.objective, result.bound, objective_scale(gp, result.factor))
+              if lower.get("rank") else None)
+    if signed is not None and signed > FAR_FROM_OPTIMAL:
         raise SolverFailedError(
             f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
             f"equalities leave no strictly feasible point, not even on the face that "
