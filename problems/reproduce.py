@@ -145,8 +145,8 @@ SECTIONS = (
             "on USPS (defaults 86.7 ± 1.9 %, inputs 89.7 ± 1.6 %, 5 seeds): it meets the first "
             "goal on both digit sets at both sizes, but costs 2.4-4.2 times the defaults' CPU "
             "time at 1,000 rows and on 2,500 USPS digits (one seed) trails them (92.4 % "
-            "against 93.2 %, inputs 93.8 %) at twice their CPU time, so the defaults stay this "
-            "round (the change is proposed up to 1,000 rows). So: on images use "
+            "against 93.2 %, inputs 93.8 %) at twice their CPU time, so it is not the "
+            "default (a candidate up to 1,000 rows). So: on images use "
             "`metric=\"tangent\"`; where the cost is acceptable, `n_neighbors=3, n_random=2`."),
 )
 

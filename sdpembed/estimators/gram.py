@@ -321,9 +321,10 @@ class DVU(_GramEmbedding):
         ``metric="tangent"`` gains 8.8 ± 1.7 and 5.3 ± 0.8 over the inputs. On scikit-learn's
         digits by 1.2 ± 1.2 at 200 rows (15 seeds; 4.5 on the 5 seeds of ``dvu_defaults``,
         easy draws for the inputs) and 1.2 at 1,000 (97.0 %), where tangent (99.0 %) or
-        ``n_neighbors=3, n_random=2`` (98.5 %, 2.4 times the CPU time) match the inputs
+        ``n_neighbors=3, n_random=2`` (98.5 %, at a higher solve cost) match the inputs
         (98.2 %). On UMIST faces, wine, breast cancer, ionosphere (z-scored) by at most 2
-        points; ``n_neighbors=3, n_random=2`` gains 0.5-3.5 on the defaults there, USPS 2.3, 1.8.
+        points; ``n_neighbors=3, n_random=2`` gains 0.5-3.5 on the defaults there, and on
+        USPS 2.3 at 200 rows and 1.8 at 1,000.
         The held-out check (``validation_fraction``) warns where it cannot rule out a loss.
     metric_params : dict, optional
         Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
