@@ -105,17 +105,20 @@ def test_lowrank_reports_the_size_of_its_objective_terms():
     assert rep.bound_gap == bound_gap(rep.objective, rep.bound, size)
 
 
-@pytest.mark.slow
 def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
-    """Seed 94069 (interval DVU) cut by ``max_inner=11`` (the truncation slice's cut; no
-    time limit reached): before, ``optimal_inaccurate`` at -0.5727362 with the certified
-    bound -0.5825605, 1.7 % from the optimum; now refused, carrying the point and the
-    bound, which holds the optimum."""
+    """Seed 94069 (interval DVU) cut short, its point between 1 % of the optimum relative
+    and 1e-2 absolute: the old measure, max(1, |p|), scored it below ``FAR_FROM_OPTIMAL``
+    and returned it; now refused, carrying the point and the bound, which holds the
+    optimum. The truncation slice's cut, ``max_inner=11`` alone, gave such a point
+    (-0.5727362) before the escape block; since, it certifies, so the cut also stops the
+    outer loop (``max_outer=158``: -0.5764231, 1.06 % and 6.1e-3 from the bound; the
+    time limit is not reached)."""
     from problems.differential import make_instance
 
     f, _ = make_instance(94069).build()
     with pytest.raises(SolverFailedError, match="far from optimal") as err:
-        solve(f, solver="LOWRANK", time_limit=60.0, max_inner=11)
+        solve(f, solver="LOWRANK", time_limit=600.0, max_inner=11, max_outer=158)
     e = err.value
     assert e.bound <= OPTIMUM_94069 + 1e-9
     assert (e.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) > FAR_FROM_OPTIMAL
+    assert e.objective - e.bound < FAR_FROM_OPTIMAL   # what the old measure let through
