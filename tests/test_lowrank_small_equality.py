@@ -32,6 +32,14 @@ def _instance(seed: int):
     return f
 
 
+#: seed 70256's optimum, recorded: CSDP -0.0954794978 (optimal) and CLARABEL with gap and
+#: feasibility tolerances 1e-12 -0.0954795054 agree to 8e-8 relative (their midpoint);
+#: CLARABEL at its default tolerances stops at -0.0954795203, 1.7e-7 below both (its
+#: point slightly infeasible on this degenerate instance), which is not accurate enough
+#: to hold a proven bound to 1e-7. Seed 70252 is compared with CLARABEL live.
+REFERENCE_OPTIMA = {70256: -0.0954795016}
+
+
 @pytest.mark.parametrize("seed", [70252, pytest.param(70256, marks=pytest.mark.slow)])
 def test_degenerate_equality_instance_is_solved_not_refused(seed):
     # 70252: MVU, 21 points; 70256: DVU with explicit centroids, 15 points. Before: typed
@@ -45,11 +53,13 @@ def test_degenerate_equality_instance_is_solved_not_refused(seed):
     assert rep.certified_gap <= 1e-4
     # the reported bound does not lie above the objective beyond the stated tolerance
     assert bound_gap(rep.objective, rep.bound) >= -BOUND_TOLERANCE
-    ref = solve(_instance(seed), solver="CLARABEL")
+    ref = REFERENCE_OPTIMA.get(seed)
+    if ref is None:
+        ref = solve(_instance(seed), solver="CLARABEL").objective
     # tol = 1e-4 is LOWRANK's relative gap; the bound is proven, so it must not exceed
-    # the reference optimum (CLARABEL's own accuracy, ~1e-8, is the slack)
-    assert rep.bound <= ref.objective + 1e-7 * abs(ref.objective)
-    assert abs(rep.objective - ref.objective) <= 1e-4 * abs(ref.objective)
+    # the reference optimum (the reference's own accuracy, <= 1e-7 relative, is the slack)
+    assert rep.bound <= ref + 1e-7 * abs(ref)
+    assert abs(rep.objective - ref) <= 1e-4 * abs(ref)
 
 
 def test_equality_multipliers_are_extrapolated_at_the_cap_without_a_box(outer_loop):
