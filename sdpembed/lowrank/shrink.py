@@ -21,9 +21,11 @@ _SHRINK_ROUNDS = 4
 _SHRINK_NEAR = 2.0
 
 #: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
-#: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
-#: "Shrink-only distances")
-_SIGMA_MAX_SHRINK = 2187.0
+#: and bounded, so the multipliers converge at the rate the penalty sets; Newton-CG with
+#: the whole Gauss-Newton preconditioner keeps the subproblems at this cap cheap
+#: (docs/tuning.md, "Shrink-only distances" and "Shrink-only MVU at n = 2,000 ...
+#: fourteenth round")
+_SIGMA_MAX_SHRINK = 19683.0
 
 
 def _first_in_order(ends: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
