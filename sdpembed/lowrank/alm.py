@@ -38,6 +38,16 @@ class _ALM:
                 opts.interval_envelope == "auto" and space.Q is None)
             self.kind = "equality" if kink else "interval"
 
+    def gn_fits(self, k: int) -> bool:
+        """Whether Newton-CG at rank ``k`` is preconditioned by the whole Gauss-Newton
+        matrix (:mod:`.gn_precond`; the graph's fill is computed once)."""
+        n = self.space.gp.n
+        if not self.gn_newton or n * k > _GN_MAX_DIM:
+            return False
+        if self._fill is None:
+            self._fill = scalar_fill(n, self.space._ends)
+        return gn_fits(n, k, self._fill)
+
     @property
     def on_kink(self) -> bool:
         """Whether ``"interval"`` runs on the envelope of its kink."""
@@ -204,9 +214,7 @@ class _ALM:
             _, g = pen.envelope(D, y, sigma, kind)
             d2 = pen.second_derivative(D, y, sigma, kind)
             apply = None
-            if self._fill is None and shape[0] * shape[1] <= _GN_MAX_DIM:
-                self._fill = scalar_fill(shape[0], sp_._ends)
-            if self._fill is not None and gn_fits(shape[0], shape[1], self._fill):
+            if self.gn_fits(shape[1]):
                 apply = gn_preconditioner(shape[0], shape[1], sp_._ends, Z, g, d2,
                                           sp_.C.diag, sp_.project)
             return apply if apply is not None else precond_at(x)
