@@ -28,7 +28,8 @@ class _ALM:
         self.kind = pen.mode
         # "shrink" (full space, objective a diagonal, no SNR or added rows): Newton-CG
         # preconditioned by the whole Gauss-Newton matrix instead of block-Jacobi, where it
-        # fits (docs/tuning.md, "Shrink-only MVU at n = 2,000, fourteenth round")
+        # fits (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph
+        # Gauss–Newton preconditioner")
         C = space.C
         self.gn_newton = pen.mode == "shrink" and space.Q is None and space.H is None \
             and space.K is None and C.U.shape[1] == 0 and C.sparse is None

@@ -24,7 +24,8 @@ _SHRINK_NEAR = 2.0
 #: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
 #: "Shrink-only distances"); ``_SIGMA_MAX_SHRINK_GN`` where Newton-CG is preconditioned by
 #: the whole Gauss-Newton matrix at rank ``_GN_RANK``, which keeps the subproblems at that
-#: cap cheap (docs/tuning.md, "Shrink-only MVU at n = 2,000 ... fourteenth round")
+#: cap cheap (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph Gauss–Newton
+#: preconditioner")
 _SIGMA_MAX_SHRINK, _SIGMA_MAX_SHRINK_GN, _GN_RANK = 2187.0, 19683.0, 3
 
 
