@@ -26,13 +26,15 @@ class _ALM:
         self.nfev = 0
         self.deadline = np.inf
         self.kind = pen.mode
-        # "shrink" (full space, objective a diagonal, no SNR or added rows): Newton-CG
-        # preconditioned by the whole Gauss-Newton matrix instead of block-Jacobi, where it
-        # fits (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph
-        # Gauss–Newton preconditioner")
+        # "shrink" (full space, objective a multiple of the identity as in MVU, so constants
+        # decouple from centred factors; no SNR or added rows): Newton-CG preconditioned by
+        # the whole Gauss-Newton matrix instead of block-Jacobi, where it fits
+        # (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph Gauss–Newton
+        # preconditioner")
         C = space.C
         self.gn_newton = pen.mode == "shrink" and space.Q is None and space.H is None \
-            and space.K is None and C.U.shape[1] == 0 and C.sparse is None
+            and space.K is None and C.U.shape[1] == 0 and C.sparse is None \
+            and float(np.ptp(C.diag)) <= 1e-12 * max(float(np.max(np.abs(C.diag))), 1e-300)
         self._fill: int | None = None
         if pen.mode == "interval":
             kink = opts.interval_envelope == "kink" or (

@@ -11,9 +11,10 @@ The subproblem's Hessian at a factor :math:`W` (n x k) is
 weighted Laplacian, :math:`b_e` an edge's incidence row and :math:`z_e = w_i - w_j` its
 difference vector. Block-Jacobi keeps each point's k x k diagonal block; this keeps the
 whole matrix (a sparse (n k) x (n k) matrix with the graph's pattern in k x k blocks),
-shifted by ``shift`` on the diagonal, and factorises it once by SuperLU. The constant
-direction is decoupled from the centred space (every term maps a constant to a
-constant), so its sign does not matter: the residuals and the result are centred.
+shifted on the diagonal, and factorises it by SuperLU (once per Newton step). With
+:math:`C` a multiple of the identity (MVU) the constant direction is decoupled from the
+centred space (every term maps a constant to a constant), so its sign does not matter: the
+residuals and the result are centred.
 """
 
 from __future__ import annotations
