@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .gn_precond import _GN_MAX_DIM, gn_fits, gn_preconditioner, scalar_fill
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -25,10 +26,30 @@ class _ALM:
         self.nfev = 0
         self.deadline = np.inf
         self.kind = pen.mode
+        # "shrink" (full space, objective a multiple of the identity as in MVU, so constants
+        # decouple from centred factors; no SNR or added rows): Newton-CG preconditioned by
+        # the whole Gauss-Newton matrix instead of block-Jacobi, where it fits
+        # (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph Gauss–Newton
+        # preconditioner")
+        C = space.C
+        self.gn_newton = pen.mode == "shrink" and space.Q is None and space.H is None \
+            and space.K is None and C.U.shape[1] == 0 and C.sparse is None \
+            and float(np.ptp(C.diag)) <= 1e-12 * max(float(np.max(np.abs(C.diag))), 1e-300)
+        self._fill: int | None = None
         if pen.mode == "interval":
             kink = opts.interval_envelope == "kink" or (
                 opts.interval_envelope == "auto" and space.Q is None)
             self.kind = "equality" if kink else "interval"
+
+    def gn_fits(self, k: int) -> bool:
+        """Whether Newton-CG at rank ``k`` is preconditioned by the whole Gauss-Newton
+        matrix (:mod:`.gn_precond`; the graph's fill is computed once)."""
+        n = self.space.gp.n
+        if not self.gn_newton or n * k > _GN_MAX_DIM:
+            return False
+        if self._fill is None:
+            self._fill = scalar_fill(n, self.space._ends)
+        return gn_fits(n, k, self._fill)
 
     @property
     def on_kink(self) -> bool:
@@ -187,6 +208,20 @@ class _ALM:
                 return sp_.project(out).ravel()
             return apply
 
+        def gn_at(x):
+            """The whole-graph Gauss-Newton preconditioner at ``x`` (:mod:`.gn_precond`);
+            block-Jacobi where it cannot be factorised."""
+            W = sp_.project(x.reshape(shape))
+            Z = sp_.diffs(W)
+            D = np.einsum("ij,ij->i", Z, Z)
+            _, g = pen.envelope(D, y, sigma, kind)
+            d2 = pen.second_derivative(D, y, sigma, kind)
+            apply = None
+            if self.gn_fits(shape[1]):
+                apply = gn_preconditioner(shape[0], shape[1], sp_._ends, Z, g, d2,
+                                          sp_.C.diag, sp_.project)
+            return apply if apply is not None else precond_at(x)
+
         def run(W0, gtol, maxiter, precond):
             nonlocal shape
             shape = W0.shape
@@ -197,7 +232,8 @@ class _ALM:
             if precond == "newton":
                 res = _newton_cg(fun, hess_at, W0.ravel(), gtol=gtol, maxiter=maxiter,
                                  deadline=deadline,
-                                 precond_at=precond_at if sp_.Q is None else None)
+                                 precond_at=None if sp_.Q is not None else (
+                                     gn_at if self.gn_newton else precond_at))
                 if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
                     r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
                     res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)

@@ -27,7 +27,7 @@ from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
-from .shrink import _SHRINK_NEAR, _SHRINK_ROUNDS, _SIGMA_MAX_SHRINK, contract_violated
+from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
@@ -195,7 +195,7 @@ class _OuterLoop:
             sigma = 1.0
         self.sigma = self.sigma0 = sigma
         self.sigma_cap = _SIGMA_MAX_INTERVAL if kind == "interval" else (
-            _SIGMA_MAX_SHRINK if kind == "shrink" else _SIGMA_MAX)
+            shrink_cap(self.alm.gn_fits(_GN_RANK)) if kind == "shrink" else _SIGMA_MAX)
         self.prev_res = np.inf
 
     def _can_raise(self) -> bool:

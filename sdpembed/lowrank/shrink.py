@@ -22,8 +22,16 @@ _SHRINK_NEAR = 2.0
 
 #: the largest penalty of ``"shrink"``, relative to its start: its dual optimum is attained
 #: and bounded, so the multipliers converge at the rate the penalty sets (docs/tuning.md,
-#: "Shrink-only distances")
-_SIGMA_MAX_SHRINK = 2187.0
+#: "Shrink-only distances"); ``_SIGMA_MAX_SHRINK_GN`` where Newton-CG is preconditioned by
+#: the whole Gauss-Newton matrix at rank ``_GN_RANK``, which keeps the subproblems at that
+#: cap cheap (docs/tuning.md, "Shrink-only MVU at n = 2,000: a whole-graph Gauss–Newton
+#: preconditioner")
+_SIGMA_MAX_SHRINK, _SIGMA_MAX_SHRINK_GN, _GN_RANK = 2187.0, 19683.0, 3
+
+
+def shrink_cap(gauss_newton: bool) -> float:
+    """The penalty cap of ``"shrink"``, with or without the Gauss-Newton preconditioner."""
+    return _SIGMA_MAX_SHRINK_GN if gauss_newton else _SIGMA_MAX_SHRINK
 
 
 def _first_in_order(ends: np.ndarray, rank: np.ndarray, n: int) -> np.ndarray:
