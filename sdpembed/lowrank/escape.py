@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, lsqr
 
@@ -15,27 +13,6 @@ from .alm import _ALM, _descent_length, _escape
 _BLOCK_MIN = 1e-2
 #: LSQR iterations for the existing columns' correction (:func:`_block`)
 _LSQR_ITER = 100
-#: a bottom block every eigenvalue of which is below the ratio (saturated) is doubled,
-#: up to this many eigenpairs (:func:`escape_directions`)
-_ESCAPE_MAX = 64
-
-
-def escape_directions(bottom: Callable[[int], tuple[np.ndarray, np.ndarray]],
-                      lam_min: float, k: int, ratio: float, room: int,
-                      first: int = 0) -> list[np.ndarray]:
-    """Eigenvectors of the bottom ``k`` pairs (``bottom(k)``: values ascending, vectors)
-    from index ``first`` on whose eigenvalue lies below ``ratio * lam_min``, at most
-    ``room``. A block whose every eigenvalue lies below (saturated: the negative space
-    reaches past it) is doubled while that holds, up to ``_ESCAPE_MAX`` pairs and while
-    fewer than ``room`` were found, so that one growth takes the whole block of
-    eigenvalues near the most negative instead of one block of ``k`` per growth."""
-    while True:
-        lam, X = bottom(k)
-        take = [i for i in range(first, lam.size) if lam[i] < ratio * lam_min]
-        if len(take) < lam.size - first or len(take) >= room or lam.size < k \
-                or 2 * k > _ESCAPE_MAX:
-            return [X[:, i] for i in take[:room]]
-        k *= 2
 
 
 def grow(alm: _ALM, W: np.ndarray, vectors: list[np.ndarray], y: np.ndarray,

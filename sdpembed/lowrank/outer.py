@@ -21,7 +21,7 @@ from .certificate import (
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
-from .escape import escape_directions, grow
+from .escape import grow
 from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -595,8 +595,8 @@ class _OuterLoop:
         room = self.opts.max_rank - self.W.shape[1]
         if not lam[0] < 0:
             return False
-        self._grow(escape_directions(lambda j: (lam, X) if j == k else _bottom(
-            space, self.y, self.nu, min(j, space.dim - 2)), lam[0], k, _ESCAPE_RATIO, room), entry)
+        self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
+                   entry)
         entry["stall_lambda_min"] = float(lam[0])
         return True
 
@@ -617,9 +617,10 @@ class _OuterLoop:
         k = min(_ESCAPE_BLOCK, self.space.dim - 2)
         if k < 2:
             return vectors
-        return vectors + escape_directions(
-            lambda j: self._bottom_pairs(certificate, min(j, self.space.dim - 2)),
-            certificate.lambda_min, k, _ESCAPE_RATIO, room, first=1)
+        lam, X = self._bottom_pairs(certificate, k)
+        more = [X[:, i] for i in range(1, k)
+                if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
+        return vectors + more
 
     def _bottom_pairs(self, certificate: Certificate, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` bottom eigenpairs of :math:`S` at the certificate's multipliers: those
