@@ -507,8 +507,7 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        # a full-rank factor (or one grown at the last iteration: its new columns are what is
-        # small) far from tol with lambda_min < 0 needs columns no lift can give: no lift
+        # far from tol, lambda_min < 0 at full rank or just grown (fresh): columns, not a lift
         fresh = 0 < self.last_growth == self.it - 1
         grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
