@@ -507,11 +507,11 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        # a full-rank factor far from tol with lambda_min < 0 needs more columns, which no
-        # lift of the multipliers can give: grow the rank without paying for a lift
-        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol
-                      and certificate.lambda_min is not None and certificate.lambda_min < 0
-                      and self.W.shape[1] < opts.max_rank and not _rank_deficient(self.W))
+        # far from tol, lambda_min < 0 at full rank or just grown (fresh): columns, not a lift
+        fresh = 0 < self.last_growth == self.it - 1
+        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol and certificate.lambda_min
+                      is not None and certificate.lambda_min < 0 and self.W.shape[1]
+                      < opts.max_rank and (fresh or not _rank_deficient(self.W)))
         lifted = None if grow_first else _lifted_certificate(
             space, pen, certificate, gap, None if self.best_dual is None
             else self.best_dual.bound, candidates, opts, cache, p_best, deadline=self.deadline)
