@@ -384,6 +384,10 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     status = problem.status
     if extra.pop("at_limit", False) and status == cp.OPTIMAL_INACCURATE:
         extra["stopped_by_limit"] = True   # its last iterate at its iteration limit, judged below
+    if status == cp.OPTIMAL_INACCURATE and extra.get("gap") is not None:
+        # an iterate stopped before converging is neither primal nor dual feasible: its gap
+        # bounds nothing, so the report makes no claim (solve_status judges the solver's)
+        extra["solver_gap"] = extra.pop("gap")
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     _check_result(name, status, problem.value, extra, formulation)
     if status == cp.OPTIMAL_INACCURATE:
