@@ -51,10 +51,14 @@ size of the constraints' own terms at the point, not the objective (nor 1): for 
 data :math:`Ax + s = b`, :math:`\\|Ax + s - b\\| / \\max(\\|Ax\\|, \\|s\\|, \\|b\\|)`, and
 :math:`\\|A^Ty + c\\| / \\max(\\|A^Ty\\|, \\|c\\|)` for the dual, the measure first-order and
 interior-point solvers stop on. SCS reports absolute numbers; :mod:`sdpembed.backends`
-keeps the sizes of its terms at the point it returns and reports its residuals and gap
-relative to them (:func:`~sdpembed.backends.interfaces.scs_stats`, SCS's own ``eps_rel``
-unit): a cut point whose residual is 5.6e-4 of its terms' size no longer reads as
-"4.3e-5" because its objective is 132. CLARABEL's residuals are its own, relative to
+keeps the sizes of its terms at the point it returns and reports its residuals relative
+to them (:func:`~sdpembed.backends.interfaces.scs_stats`, SCS's own ``eps_rel`` unit): a cut
+point whose residual is 5.6e-4 of its terms' size no longer reads as "4.3e-5" because its
+objective is 132. A gap is the objective's, so it is relative to the objective as posed,
+with the floor :data:`OBJECTIVE_RESOLUTION` times the size of the objective's terms
+(:func:`gap_in_objective_unit`), not to those terms: where they cancel (SCS's
+:math:`|c^Tx|` and :math:`|b^Ty|` far above :math:`|p|`) they would hide a point 3 % off.
+CLARABEL's residuals are its own, relative to
 :math:`\\max(1, \\|b\\| + \\|x\\| + \\|s\\|)`; CSDP's and CVXOPT's relative ones; SDPA's
 relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and absolute feasibility errors (kept
 by :mod:`sdpembed.backends.interfaces`: cvxpy drops them) are taken as they are. LOWRANK's
@@ -91,7 +95,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
            "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
-           "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
+           "distance_from_optimal", "check_result", "gap_in_objective_unit", "check_inaccurate",
+           "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
 #: may be more than about 1 % from the optimum.
@@ -135,6 +140,18 @@ def _get(stats, key):
     if stats is None:
         return None
     return _finite(stats.get(key) if isinstance(stats, Mapping) else getattr(stats, key, None))
+
+
+def gap_in_objective_unit(gap: float, objective: float | None, terms: float) -> float | None:
+    """An absolute duality gap made relative to the objective :math:`p` as posed, with the
+    floor :data:`OBJECTIVE_RESOLUTION` times ``terms``, the size of the objective's terms at
+    the point (SCS's :math:`\\max(|x^TPx|, |c^Tx|, |b^Ty|)`): the unit of
+    :func:`bound_gap` ("The objective's unit"). ``None`` without a finite objective."""
+    p, g = _finite(objective), _finite(gap)
+    if p is None or g is None:
+        return None
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * abs(_finite(terms) or 0.0))
+    return abs(g) / unit if unit > 0 else (0.0 if g == 0 else float("inf"))
 
 
 def _solver_gap(stats):

@@ -26,6 +26,7 @@ from sdpembed.solve_status import (
     NEAR_OPTIMAL,
     check_result,
     distance_from_optimal,
+    gap_in_objective_unit,
 )
 
 
@@ -50,12 +51,13 @@ def test_scs_term_sizes_and_relative_stats_closed_form():
     out = scs_stats({"info": info, "sdpembed_scale": sizes})
     assert out["primal_residual"] == pytest.approx(0.01)
     assert out["dual_residual"] == pytest.approx(0.005)
-    assert out["gap"] == pytest.approx(0.005)
+    # the gap is the objective's: solve() divides it by |p| (floor: 1e-3 times its terms)
+    assert out.get("gap") is None and out["absolute_gap"] == 0.04 and out["gap_terms"] == 8.0
     assert out["absolute_primal_residual"] == 0.08 and out["message"] == info["status"]
     # without the sizes (no point returned) no relative number is claimed
     bare = scs_stats({"info": info})
     assert bare.get("primal_residual") is None and bare.get("gap") is None
-    assert bare["absolute_gap"] == 0.04
+    assert bare["absolute_gap"] == 0.04 and bare.get("gap_terms") is None
 
 
 def test_scs_cut_point_of_96078_is_refused_in_its_terms_unit():
@@ -115,3 +117,25 @@ def test_the_solvers_gap_of_a_cut_solve_is_still_judged():
         check_result("SCS", "optimal_inaccurate", -1.0,
                      {"solver_gap": 2 * NEAR_OPTIMAL["SCS"], "primal_residual": 0.0})
     check_result("CLARABEL", "optimal_inaccurate", -1.0, {"solver_gap": 1e-3})
+
+
+def test_the_gap_is_the_objectives_not_its_terms():
+    """Relative to its terms' size (SCS's max(|x'Px|, |c'x|, |b'y|)), a gap is hidden where
+    the terms cancel: SCS cut at ``max_iters`` 301 on seed 97031 (DVU, 3 % from the
+    optimum -0.8468999 recorded by CLARABEL and CSDP) read below NEAR_OPTIMAL. The gap is
+    the objective's: relative to |p|, its terms' size only the floor."""
+    assert gap_in_objective_unit(0.01, -0.5, 100.0) == pytest.approx(0.02)
+    assert gap_in_objective_unit(1e-6, 1e-9, 10.0) == pytest.approx(1e-4)  # the floor
+    assert gap_in_objective_unit(0.01, None, 1.0) is None
+    f, _ = make_instance(97031).build()
+    with pytest.raises(SolverFailedError, match=r"relative duality gap 0\.01\d"):
+        solve(f, "SCS", max_iters=301)
+    g, _ = make_instance(97031).build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g.problem.solve(solver="SCS", max_iters=301, eps_abs=1e-6, eps_rel=1e-6)
+    assert abs(g.problem.value - OPTIMUM_97031) > 2e-2 * abs(OPTIMUM_97031)
+
+
+#: seed 97031's optimum: CLARABEL ``optimal`` -0.8468998732, CSDP -0.8468998504
+OPTIMUM_97031 = -0.84689987

@@ -166,21 +166,24 @@ def _num(v):
 
 
 def scs_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """SCS's ``info``, its residuals and gap made relative to the size of their own terms at
-    the point (``sdpembed_scale``, :class:`_ScsWithScale`: SCS's own unit), and its status
-    text. Without the sizes (no point returned) the absolute numbers are kept as
-    ``absolute_*`` and no residual or gap is reported."""
+    """SCS's ``info``: its residuals made relative to the size of their own terms at the
+    point (``sdpembed_scale``, :class:`_ScsWithScale`: SCS's own unit), its absolute gap
+    (``absolute_gap``) with the size of the objective's terms (``gap_terms``), which
+    :mod:`sdpembed.solvers` turns into a gap relative to the objective, and its status
+    text. Without the sizes (no point returned) only the absolute numbers are kept."""
     info = raw.get("info", {})
     sizes = raw.get("sdpembed_scale")
     absolute = {"primal_residual": _num(info.get("res_pri")),
                 "dual_residual": _num(info.get("res_dual")), "gap": _num(info.get("gap"))}
     out: dict[str, Any] = {f"absolute_{k}": v for k, v in absolute.items()}
     if sizes is not None:
-        for key, unit in (("primal_residual", "primal"), ("dual_residual", "dual"),
-                          ("gap", "gap")):
+        for key, unit in (("primal_residual", "primal"), ("dual_residual", "dual")):
             value, size = absolute[key], _num(sizes.get(unit))
             out[key] = None if value is None or size is None else (
                 abs(value) / size if size > 0 else (0.0 if value == 0 else np.inf))
+        # the gap is the objective's: made relative to the objective where it is known
+        # (sdpembed.solvers, solve_status.gap_in_objective_unit), its terms' size the floor
+        out["gap_terms"] = _num(sizes.get("gap"))
     out["message"] = str(info.get("status", ""))
     return out
 
