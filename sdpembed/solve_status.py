@@ -58,6 +58,9 @@ objective is 132. A gap is the objective's, so it is relative to the objective a
 with the floor :data:`OBJECTIVE_RESOLUTION` times the size of the objective's terms
 (:func:`gap_in_objective_unit`), not to those terms: where they cancel (SCS's
 :math:`|c^Tx|` and :math:`|b^Ty|` far above :math:`|p|`) they would hide a point 3 % off.
+For the same reason the dual residual :math:`r = Px + A^Ty + c` is also judged by its
+effect on the objective, :math:`|r^Tx|` in the objective's unit (``dual_residual_effect``):
+relative to :math:`\\|c\\|` it hid a cut point 0.66 % below the optimum.
 CLARABEL's residuals are its own, relative to
 :math:`\\max(1, \\|b\\| + \\|x\\| + \\|s\\|)`; CSDP's and CVXOPT's relative ones; SDPA's
 relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and absolute feasibility errors (kept
@@ -154,6 +157,15 @@ def gap_in_objective_unit(gap: float, objective: float | None, terms: float) -> 
     return abs(g) / unit if unit > 0 else (0.0 if g == 0 else float("inf"))
 
 
+def _dual_effect(stats):
+    """The dual residual's effect on the objective, relative to it (SCS: ``|r'x|``,
+    :func:`gap_in_objective_unit`), where the backend reports it."""
+    effect = _get(stats, "dual_residual_effect")
+    if effect is None and stats is not None and not isinstance(stats, Mapping):
+        effect = _get(getattr(stats, "extra", None), "dual_residual_effect")
+    return effect
+
+
 def _solver_gap(stats):
     """The gap a solve's judgement reads: its reported ``gap``, else the solver's own number
     of an iterate stopped before converging (``solver_gap``: no claim, see the module)."""
@@ -210,6 +222,9 @@ def distance_from_optimal(solver: str, objective: float | None,
     signed = bound_gap(objective, _get(stats, "bound"), reported_objective_scale(stats))
     keys = ("primal_residual", "dual_residual", "primal_infeasibility")
     values = [abs(v) / scale for v in (_get(stats, k) for k in keys) if v is not None]
+    effect = _dual_effect(stats)
+    if effect is not None:
+        values.append(abs(effect))
     if signed is None and _solver_gap(stats) is not None:
         values.append(abs(_solver_gap(stats)) / scale)
     if signed is not None:
@@ -307,7 +322,9 @@ def check_result(solver: str, status: str, objective: float | None,
         f"relative {label} {abs(v) / scale:.3g}"
         for label, v in (("primal residual", _get(stats, "primal_residual")),
                          ("dual residual", _get(stats, "dual_residual")),
-                         ("primal infeasibility", infeasibility)) if v is not None]
+                         ("primal infeasibility", infeasibility)) if v is not None] + [
+        f"dual residual's effect on the objective {_dual_effect(stats):.3g} (relative)"
+        if _dual_effect(stats) is not None else None]
     raise _fail(
         f"{name}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(x for x in parts if x)}; the largest is above {limit:g}: the point it "

@@ -384,9 +384,13 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     status = problem.status
     if extra.pop("at_limit", False) and status == cp.OPTIMAL_INACCURATE:
         extra["stopped_by_limit"] = True   # its last iterate at its iteration limit, judged below
-    if extra.get("gap_terms") is not None and extra.get("absolute_gap") is not None:
-        extra["gap"] = gap_in_objective_unit(extra["absolute_gap"], problem.value,
-                                             extra.pop("gap_terms"))
+    if extra.get("gap_terms") is not None:
+        terms = extra.pop("gap_terms")
+        if extra.get("absolute_gap") is not None:
+            extra["gap"] = gap_in_objective_unit(extra["absolute_gap"], problem.value, terms)
+        if extra.get("dual_effect") is not None:
+            extra["dual_residual_effect"] = gap_in_objective_unit(
+                extra.pop("dual_effect"), problem.value, terms)
     if status == cp.OPTIMAL_INACCURATE and extra.get("gap") is not None:
         # an iterate stopped before converging is neither primal nor dual feasible: its gap
         # bounds nothing, so the report makes no claim (solve_status judges the solver's)

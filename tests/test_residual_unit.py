@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from problems.differential import _check_point, make_instance
+from problems.differential import _check_point, draw_cuts, make_instance
 from sdpembed import solve
 from sdpembed.backends.interfaces import scs_stats, scs_term_sizes
 from sdpembed.exceptions import InaccurateSolutionWarning, SolverFailedError
@@ -42,17 +42,19 @@ def test_scs_term_sizes_and_relative_stats_closed_form():
     A = sp.csc_matrix(np.array([[1.0, -2.0], [0.0, 3.0]]))
     b, c = np.array([1.0, -4.0]), np.array([0.5, -1.0])
     x, y, s = np.array([2.0, 1.0]), np.array([-1.0, 0.25]), np.array([0.5, -8.0])
-    # Ax = (0, 3), A'y = (-1, 2.75), c'x = 0, b'y = -2
-    assert scs_term_sizes(A, b, c, None, x, y, s) == {"primal": 8.0, "dual": 2.75, "gap": 2.0}
-    P = sp.csc_matrix(np.diag([2.0, 0.0]))    # Px = (4, 0), x'Px = 8
+    # Ax = (0, 3), A'y = (-1, 2.75), c'x = 0, b'y = -2; r = A'y + c = (-0.5, 1.75)
+    assert scs_term_sizes(A, b, c, None, x, y, s) == {"primal": 8.0, "dual": 2.75, "gap": 2.0,
+                                                      "dual_effect": 0.75}
+    P = sp.csc_matrix(np.diag([2.0, 0.0]))    # Px = (4, 0), x'Px = 8, r = (3.5, 1.75)
     sizes = scs_term_sizes(A, b, c, P, x, y, s)
-    assert sizes == {"primal": 8.0, "dual": 4.0, "gap": 8.0}
+    assert sizes == {"primal": 8.0, "dual": 4.0, "gap": 8.0, "dual_effect": 8.75}
     info = {"res_pri": 0.08, "res_dual": 0.02, "gap": 0.04, "status": "solved (inaccurate)"}
     out = scs_stats({"info": info, "sdpembed_scale": sizes})
     assert out["primal_residual"] == pytest.approx(0.01)
     assert out["dual_residual"] == pytest.approx(0.005)
     # the gap is the objective's: solve() divides it by |p| (floor: 1e-3 times its terms)
     assert out.get("gap") is None and out["absolute_gap"] == 0.04 and out["gap_terms"] == 8.0
+    assert out["dual_effect"] == 8.75
     assert out["absolute_primal_residual"] == 0.08 and out["message"] == info["status"]
     # without the sizes (no point returned) no relative number is claimed
     bare = scs_stats({"info": info})
@@ -139,3 +141,16 @@ def test_the_gap_is_the_objectives_not_its_terms():
 
 #: seed 97031's optimum: CLARABEL ``optimal`` -0.8468998732, CSDP -0.8468998504
 OPTIMUM_97031 = -0.84689987
+
+
+def test_the_dual_residual_is_judged_by_its_effect_on_the_objective():
+    """SCS cut at ``max_iters`` 1212 (seed 97039, interval DVU): its dual residual is 4.4e-5 of
+    max(|A'y|, |c|) = 12.6, but moves the dual bound by |r'x| = 2.9e-3 of |p| = 0.85; the
+    point lies 0.66 % below both interior-point references (CLARABEL -0.8477668, CSDP
+    -0.8477923). Refused by that effect, in the objective's unit."""
+    cut = draw_cuts(97039)["SCS"]
+    f, _ = make_instance(97039).build()
+    with pytest.raises(SolverFailedError,
+                       match=r"dual residual's effect on the objective 0\.00\d+") as err:
+        solve(f, "SCS", **cut)
+    assert err.value.objective < -0.8477923 * (1 + 5e-3)

@@ -144,7 +144,8 @@ def scs_term_sizes(A: Any, b: np.ndarray, c: np.ndarray, P: Any, x: np.ndarray,
     r"""The sizes of SCS's terms at the point ``(x, y, s)`` (:class:`_ScsWithScale`):
     ``primal`` :math:`\max(\|Ax\|, \|s\|, \|b\|)`, ``dual``
     :math:`\max(\|Px\|, \|A^Ty\|, \|c\|)`, ``gap`` :math:`\max(|x^TPx|, |c^Tx|, |b^Ty|)`
-    (infinity norms)."""
+    (infinity norms); ``dual_effect`` :math:`|r^Tx|`, the dual residual
+    :math:`r = Px + A^Ty + c` acting on the point: what it moves the dual bound by."""
     x, y, s = (np.asarray(v, dtype=float) for v in (x, y, s))
     b, c = np.asarray(b, dtype=float).ravel(), np.asarray(c, dtype=float).ravel()
     Px = P @ x if P is not None else np.zeros_like(x)
@@ -152,9 +153,11 @@ def scs_term_sizes(A: Any, b: np.ndarray, c: np.ndarray, P: Any, x: np.ndarray,
     def norm(v):
         return float(np.max(np.abs(v))) if np.size(v) else 0.0
 
+    ATy = A.T @ y
     return {"primal": max(norm(A @ x), norm(s), norm(b)),
-            "dual": max(norm(Px), norm(A.T @ y), norm(c)),
-            "gap": max(abs(float(x @ Px)), abs(float(c @ x)), abs(float(b @ y)))}
+            "dual": max(norm(Px), norm(ATy), norm(c)),
+            "gap": max(abs(float(x @ Px)), abs(float(c @ x)), abs(float(b @ y))),
+            "dual_effect": abs(float((Px + ATy + c) @ x))}
 
 
 def _num(v):
@@ -184,6 +187,7 @@ def scs_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
         # the gap is the objective's: made relative to the objective where it is known
         # (sdpembed.solvers, solve_status.gap_in_objective_unit), its terms' size the floor
         out["gap_terms"] = _num(sizes.get("gap"))
+        out["dual_effect"] = _num(sizes.get("dual_effect"))
     out["message"] = str(info.get("status", ""))
     return out
 
