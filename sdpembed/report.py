@@ -61,7 +61,8 @@ class SolveReport:
 
     ``objective`` is the optimal value of the formulation's objective as posed.
     ``gap`` and the residuals are the backend's own numbers (relative where the
-    backend reports relative numbers; SCS's made relative to the size of their terms).
+    backend reports relative numbers; SCS's residuals relative to the size of their
+    terms, its gap to the objective: :mod:`sdpembed.solve_status`).
     A conic backend's ``optimal_inaccurate`` solve states no ``gap``: its iterate is
     neither primal nor dual feasible, so the solver's number
     (``extra["solver_gap"]``) bounds nothing. ``certified_gap`` is set only by
