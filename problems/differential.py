@@ -244,12 +244,14 @@ def _guarded(out: dict[str, Any], call):
 
 def _result(rep) -> dict[str, Any]:
     """A returned result's fields of a record: ``stated_gap`` is its gap made relative
-    (:func:`~sdpembed.solve_status.relative_gap`), ``bound_gap`` the signed gap over its
-    bound in the unit of its ``objective_scale`` (as :func:`~sdpembed.solve_status.
-    check_result` measured it)."""
+    (:func:`~sdpembed.solve_status.relative_gap`; ``None`` for a conic solve stopped before
+    converging, which states none: its solver's number is ``solver_gap``), ``bound_gap``
+    the signed gap over its bound in the unit of its ``objective_scale`` (as
+    :func:`~sdpembed.solve_status.check_result` measured it)."""
     scale = reported_objective_scale(rep)
     return {"kind": "result", "status": rep.status, "objective": rep.objective,
             "bound": rep.bound, "gap": rep.gap, "certified_gap": rep.certified_gap,
+            "solver_gap": rep.extra.get("solver_gap"),
             "stated_gap": relative_gap(rep.solver, rep.objective, rep),
             "objective_scale": scale, "bound_gap": bound_gap(rep.objective, rep.bound, scale)}
 
@@ -430,8 +432,8 @@ def _judge(low, ref, second, *, references: bool = True) -> dict[str, int]:
     # optimum (seed 50024), and on a problem without a strictly feasible point a violation
     # of 2e-10 bought CSDP's point an objective 0.1 % below the optimum, which its real gap
     # of -9e-5 (primal below dual objective) showed (seed 383)
-    feasible.sort(key=lambda o: (o["status"] != "optimal",
-                                 max(o["violation"], abs(o.get("gap") or 0.0))))
+    feasible.sort(key=lambda o: (o["status"] != "optimal", max(
+        o["violation"], abs(o.get("gap") or o.get("solver_gap") or 0.0))))
     best = feasible[0] if feasible else None
     optimum = None if best is None else best["objective"]
     proven = next((o["error"] for o in refs if o["kind"] == "error"

@@ -61,7 +61,11 @@ class SolveReport:
 
     ``objective`` is the optimal value of the formulation's objective as posed.
     ``gap`` and the residuals are the backend's own numbers (relative where the
-    backend reports relative numbers); ``certified_gap`` is set only by
+    backend reports relative numbers; SCS's residuals relative to the size of their
+    terms, its gap to the objective: :mod:`sdpembed.solve_status`).
+    A conic backend's ``optimal_inaccurate`` solve states no ``gap``: its iterate is
+    neither primal nor dual feasible, so the solver's number
+    (``extra["solver_gap"]``) bounds nothing. ``certified_gap`` is set only by
     backends that compute a duality certificate themselves (the large-n solver)
     and is ``None`` otherwise: an uncertified gap is never reported as certified.
     ``bound`` is the proven lower bound on the optimum behind ``certified_gap``

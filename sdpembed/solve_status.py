@@ -13,14 +13,10 @@ duality gap, residuals and a bound. The point is a *result* only if
    :math:`\\ell \\le p` up to :data:`BOUND_TOLERANCE`, and the signed gap
    :func:`bound_gap` is at most :data:`FAR_FROM_OPTIMAL`, both relative to the objective
    (not to :math:`\\max(1, \\cdot)`: its unit, below);
-4. for an ``optimal_inaccurate`` solve, the largest of the relative duality gap and
-   relative residuals,
-
-   .. math:: \\max\\Bigl(\\frac{|p - d|}{\\max(1, |p|)},\\;
-             \\frac{r_p}{\\max(1, |p|)},\\; \\frac{r_d}{\\max(1, |p|)}\\Bigr)
-
-   (a quantity the backend already reports relative is taken as it is), is at most
-   :data:`FAR_FROM_OPTIMAL`, or the stricter :data:`NEAR_OPTIMAL` of the backend.
+4. for an ``optimal_inaccurate`` solve, the largest of its relative gap and relative
+   residuals (each in the unit of its own terms, below; the gap of a conic iterate is the
+   solver's number, ``extra["solver_gap"]``) is at most :data:`FAR_FROM_OPTIMAL`, or the
+   stricter :data:`NEAR_OPTIMAL` of the backend.
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -46,19 +42,46 @@ measured against :math:`10^{-3} s`. The same measure decides everywhere a bound 
 objective: this rule (refusal far from optimal, and below the bound), LOWRANK's own
 refusals (:mod:`sdpembed.lowrank.backend`), :attr:`SolveReport.bound_gap
 <sdpembed.report.SolveReport.bound_gap>` and the differential test's counters
-(:mod:`problems.differential`, whose agreement is relative with the same floor). Without
-a reported scale :func:`bound_gap` has no floor, which is stricter (LOWRANK's outer loop
-tests its candidates so, before any scale is known).
+(:mod:`problems.differential`, whose agreement is relative with the same floor), and
+LOWRANK's outer loop, which stops only at a pair this rule keeps (the scale of its best
+point). Without a reported scale :func:`bound_gap` has no floor, which is stricter.
 
-Backends differ in what they report: SCS's gap :math:`|c^Tx + b^Ty|` and residuals
-are absolute; CLARABEL (as filled in by :mod:`sdpembed.solvers`), CSDP and CVXOPT
-report relative ones; SDPA a relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)`
-and absolute feasibility errors (kept by :mod:`sdpembed.solvers`: cvxpy drops them),
-taken as they are. An SCS iterate cut off by ``max_iters`` is neither primal nor dual
-feasible, so its gap bounds nothing: points 8 % from the optimum had gaps and
-residuals near 1e-3. Its inaccurate solves are therefore held to
-:data:`NEAR_OPTIMAL` ``["SCS"]``. A solve that reports none of these numbers cannot be
-judged and stays ``optimal_inaccurate`` (with its warning).
+**The residuals' unit.** A residual is a violation of the constraints, so its unit is the
+size of the constraints' own terms at the point, not the objective (nor 1): for conic
+data :math:`Ax + s = b`, :math:`\\|Ax + s - b\\| / \\max(\\|Ax\\|, \\|s\\|, \\|b\\|)`, and
+:math:`\\|A^Ty + c\\| / \\max(\\|A^Ty\\|, \\|c\\|)` for the dual, the measure first-order and
+interior-point solvers stop on. SCS reports absolute numbers; :mod:`sdpembed.backends`
+keeps the sizes of its terms at the point it returns and reports its residuals relative
+to them (:func:`~sdpembed.backends.interfaces.scs_stats`, SCS's own ``eps_rel`` unit): a cut
+point whose residual is 5.6e-4 of its terms' size no longer reads as "4.3e-5" because its
+objective is 132. A gap is the objective's, so it is relative to the objective as posed,
+with the floor :data:`OBJECTIVE_RESOLUTION` times the size of the objective's terms
+(:func:`gap_in_objective_unit`), not to those terms: where they cancel (SCS's
+:math:`|c^Tx|` and :math:`|b^Ty|` far above :math:`|p|`) they would hide a point 3 % off.
+For the same reason the dual residual :math:`r = Px + A^Ty + c` is also judged by its
+effect on the objective, :math:`|r^Tx|` in the objective's unit (``dual_residual_effect``):
+relative to :math:`\\|c\\|` it hid a cut point 0.66 % below the optimum.
+CLARABEL's residuals are its own, relative to
+:math:`\\max(1, \\|b\\| + \\|x\\| + \\|s\\|)`; CSDP's and CVXOPT's relative ones; SDPA's
+relative gap :math:`|p - d| / \\max(1, (|p| + |d|)/2)` and absolute feasibility errors (kept
+by :mod:`sdpembed.backends.interfaces`: cvxpy drops them) are taken as they are. LOWRANK's
+``primal_infeasibility`` (rule 2) is relative row by row, to the size of each row's
+right-hand side and coefficients at the data's scale. Only a registered backend whose
+entry says ``absolute_residuals`` (no built-in one) has its numbers divided by
+:math:`\\max(1, |p|)`, the only unit known there.
+
+**A conic backend's gap is a claim only where it converged.** An iterate stopped by an
+iteration or time limit (``optimal_inaccurate``) is neither primal nor dual feasible, so
+its gap bounds nothing: SCS's cut points 8 % from the optimum had gaps and residuals near
+1e-3, and CLARABEL's ``AlmostSolved`` points after 6 and 10 iterations lay 0.38 % and
+0.51 % from the optimum with gaps of 2.2e-5 and 1.1e-5. Recomputing a true bound from
+the returned dual variables would need a bound on the primal feasible set to absorb their
+infeasibility, which these problems do not have (LOWRANK's certificate is that work, for
+its own problems). Such a report therefore states no gap (``gap`` ``None``); the solver's
+number is kept as ``extra["solver_gap"]``, and the rule still refuses the solve where it
+or a residual is large. SCS's inaccurate solves are held to :data:`NEAR_OPTIMAL`
+``["SCS"]``. A solve that reports none of these numbers cannot be judged and stays
+``optimal_inaccurate`` (with its warning).
 """
 
 from __future__ import annotations
@@ -75,7 +98,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
            "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
-           "distance_from_optimal", "check_result", "check_inaccurate", "INFEASIBILITY_PROVERS"]
+           "distance_from_optimal", "check_result", "gap_in_objective_unit", "check_inaccurate",
+           "INFEASIBILITY_PROVERS"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
 #: may be more than about 1 % from the optimum.
@@ -108,8 +132,9 @@ _GAP_OR_NOTHING = frozenset({"LOWRANK"})
 
 
 def _absolute(solver: str) -> bool:
-    """Whether the backend's reported gap and residuals are absolute (divided by
-    max(1, |p|) here): its entry's ``absolute_residuals``."""
+    """Whether the backend's reported gap and residuals are absolute without their terms'
+    size (divided by max(1, |p|) here, the only unit known): its entry's
+    ``absolute_residuals`` (no built-in backend)."""
     entry = CONIC_BACKENDS.get(str(solver).upper())
     return entry is not None and entry.absolute_residuals
 
@@ -118,6 +143,38 @@ def _get(stats, key):
     if stats is None:
         return None
     return _finite(stats.get(key) if isinstance(stats, Mapping) else getattr(stats, key, None))
+
+
+def gap_in_objective_unit(gap: float, objective: float | None, terms: float) -> float | None:
+    """An absolute duality gap made relative to the objective :math:`p` as posed, with the
+    floor :data:`OBJECTIVE_RESOLUTION` times ``terms``, the size of the objective's terms at
+    the point (SCS's :math:`\\max(|x^TPx|, |c^Tx|, |b^Ty|)`): the unit of
+    :func:`bound_gap` ("The objective's unit"). ``None`` without a finite objective."""
+    p, g = _finite(objective), _finite(gap)
+    if p is None or g is None:
+        return None
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * abs(_finite(terms) or 0.0))
+    return abs(g) / unit if unit > 0 else (0.0 if g == 0 else float("inf"))
+
+
+def _dual_effect(stats):
+    """The dual residual's effect on the objective, relative to it (SCS: ``|r'x|``,
+    :func:`gap_in_objective_unit`), where the backend reports it."""
+    effect = _get(stats, "dual_residual_effect")
+    if effect is None and stats is not None and not isinstance(stats, Mapping):
+        effect = _get(getattr(stats, "extra", None), "dual_residual_effect")
+    return effect
+
+
+def _solver_gap(stats):
+    """The gap a solve's judgement reads: its reported ``gap``, else the solver's own number
+    of an iterate stopped before converging (``solver_gap``: no claim, see the module)."""
+    gap = _get(stats, "gap")
+    if gap is None:
+        gap = _get(stats, "solver_gap")
+    if gap is None and stats is not None and not isinstance(stats, Mapping):
+        gap = _get(getattr(stats, "extra", None), "solver_gap")
+    return gap
 
 
 def _scale(solver: str, objective) -> float:
@@ -164,9 +221,12 @@ def distance_from_optimal(solver: str, objective: float | None,
     scale = _scale(solver, objective)
     signed = bound_gap(objective, _get(stats, "bound"), reported_objective_scale(stats))
     keys = ("primal_residual", "dual_residual", "primal_infeasibility")
-    if signed is None:
-        keys = ("gap",) + keys
     values = [abs(v) / scale for v in (_get(stats, k) for k in keys) if v is not None]
+    effect = _dual_effect(stats)
+    if effect is not None:
+        values.append(abs(effect))
+    if signed is None and _solver_gap(stats) is not None:
+        values.append(abs(_solver_gap(stats)) / scale)
     if signed is not None:
         values.append(abs(signed))
     return max(values) if values else None
@@ -174,7 +234,7 @@ def distance_from_optimal(solver: str, objective: float | None,
 
 def _fail(message: str, objective, stats, point) -> SolverFailedError:
     return SolverFailedError(message, objective=objective, bound=_get(stats, "bound"),
-                             gap=_get(stats, "gap"), point=point)
+                             gap=_solver_gap(stats), point=point)
 
 
 def check_result(solver: str, status: str, objective: float | None,
@@ -245,7 +305,7 @@ def check_result(solver: str, status: str, objective: float | None,
         return
     limit = NEAR_OPTIMAL.get(name, FAR_FROM_OPTIMAL)
     distance = distance_from_optimal(name, p, stats)
-    if name in _GAP_OR_NOTHING and signed is None and _get(stats, "gap") is None:
+    if name in _GAP_OR_NOTHING and signed is None and _solver_gap(stats) is None:
         # a relative infeasibility alone (0 at a feasible point) says nothing of optimality
         raise _fail(
             f"{name}{on} stopped (optimal_inaccurate) without a certificate or an estimate of "
@@ -254,14 +314,17 @@ def check_result(solver: str, status: str, objective: float | None,
             "an interior-point backend.", objective, stats, point)
     if distance is None or distance <= limit:
         return
-    gap = relative_gap(name, p, stats)
+    gap = _solver_gap(stats)
     scale = _scale(name, p)
+    gap = None if gap is None else abs(gap) / scale
     parts = [f"relative duality gap {gap:.3g}" if gap is not None and signed is None
              else None] + [
         f"relative {label} {abs(v) / scale:.3g}"
         for label, v in (("primal residual", _get(stats, "primal_residual")),
                          ("dual residual", _get(stats, "dual_residual")),
-                         ("primal infeasibility", infeasibility)) if v is not None]
+                         ("primal infeasibility", infeasibility)) if v is not None] + [
+        f"dual residual's effect on the objective {_dual_effect(stats):.3g} (relative)"
+        if _dual_effect(stats) is not None else None]
     raise _fail(
         f"{name}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(x for x in parts if x)}; the largest is above {limit:g}: the point it "

@@ -44,7 +44,7 @@ from .formulation import Formulation
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
-from .solve_status import check_result
+from .solve_status import check_result, gap_in_objective_unit
 
 __all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
            "solver_version", "INSTALL_HINTS"]
@@ -384,6 +384,17 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     status = problem.status
     if extra.pop("at_limit", False) and status == cp.OPTIMAL_INACCURATE:
         extra["stopped_by_limit"] = True   # its last iterate at its iteration limit, judged below
+    if extra.get("gap_terms") is not None:
+        terms = extra.pop("gap_terms")
+        if extra.get("absolute_gap") is not None:
+            extra["gap"] = gap_in_objective_unit(extra["absolute_gap"], problem.value, terms)
+        if extra.get("dual_effect") is not None:
+            extra["dual_residual_effect"] = gap_in_objective_unit(
+                extra.pop("dual_effect"), problem.value, terms)
+    if status == cp.OPTIMAL_INACCURATE and extra.get("gap") is not None:
+        # an iterate stopped before converging is neither primal nor dual feasible: its gap
+        # bounds nothing, so the report makes no claim (solve_status judges the solver's)
+        extra["solver_gap"] = extra.pop("gap")
     _raise_for_status(status, formulation, name, extra.get("message", ""))
     _check_result(name, status, problem.value, extra, formulation)
     if status == cp.OPTIMAL_INACCURATE:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from sdpembed.backend_options import BACKEND_SETTINGS, check_backend_options
+from sdpembed.backends import ConicBackend, register_conic_backend, unregister_conic_backend
 from sdpembed.exceptions import InaccurateSolutionWarning, InputError, SolverFailedError
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
@@ -136,8 +137,16 @@ def test_sdpa_table_is_sdpas_own_parameters():
 
 
 def test_relative_gap_per_backend():
-    assert relative_gap("SCS", -4.0, {"gap": 0.1}) == pytest.approx(0.025)  # absolute / |p|
-    assert relative_gap("SCS", 0.2, {"gap": 0.1}) == pytest.approx(0.1)  # / max(1, |p|)
+    # a registered backend whose numbers are absolute without their terms' size: / max(1, |p|)
+    register_conic_backend(ConicBackend("ABSOLUTE_SCS", "SCS", {}, 1e-4, "pip install scs",
+                                        absolute_residuals=True))
+    try:
+        assert relative_gap("ABSOLUTE_SCS", -4.0, {"gap": 0.1}) == pytest.approx(0.025)
+        assert relative_gap("ABSOLUTE_SCS", 0.2, {"gap": 0.1}) == pytest.approx(0.1)
+    finally:
+        unregister_conic_backend("ABSOLUTE_SCS")
+    # SCS's own are made relative to their terms' size by scs_stats: taken as they are
+    assert relative_gap("SCS", -4.0, {"gap": 0.1}) == 0.1
     assert relative_gap("CLARABEL", -4.0, {"gap": 0.1}) == 0.1  # already relative
     assert relative_gap("SCS", 1.0, {"gap": None}) is None
     report = SolveReport("optimal_inaccurate", -1.0, "LOWRANK", "x", {}, 0.0, 0.0, gap=0.3,
@@ -149,8 +158,8 @@ def test_relative_gap_per_backend():
     check_inaccurate("SCS", "optimal", 1.0, {"gap": 100.0})  # only inaccurate solves are judged
     # a small gap does not save an iterate that violates the constraints
     stats = {"gap": 1e-4, "primal_residual": 0.05, "dual_residual": 1e-3}
-    assert distance_from_optimal("SCS", -2.0, stats) == pytest.approx(0.025)
-    with pytest.raises(SolverFailedError, match="relative primal residual 0.025"):
+    assert distance_from_optimal("SCS", -2.0, stats) == pytest.approx(0.05)
+    with pytest.raises(SolverFailedError, match="relative primal residual 0.05"):
         check_inaccurate("SCS", "optimal_inaccurate", -2.0, stats)
 
 
@@ -206,7 +215,9 @@ def test_sdpa_cut_off_far_from_optimal_is_an_error_near_optimal_a_warning():
     with pytest.warns(InaccurateSolutionWarning):
         near = solve(_iris_dvu(), solver="SDPA", maxIteration=16)
     assert near.status == "optimal_inaccurate" and near.iterations == 16
-    assert near.gap is not None and near.dual_residual is not None
+    # its gap is the solver's number of an unconverged iterate: judged, never stated
+    assert near.gap is None and near.extra["solver_gap"] is not None
+    assert near.dual_residual is not None
     assert near.extra["message"].startswith("SDPA phase ")
     assert distance_from_optimal("SDPA", near.objective, near) <= FAR_FROM_OPTIMAL
     assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * abs(optimum)

@@ -122,3 +122,27 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
     assert e.bound <= OPTIMUM_94069 + 1e-9
     assert (e.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) > FAR_FROM_OPTIMAL
     assert e.objective - e.bound < FAR_FROM_OPTIMAL   # what the old measure let through
+
+
+def test_the_outer_loop_stops_in_the_rules_unit(monkeypatch):
+    """LOWRANK's outer loop ends ``optimal`` only at a pair the rule keeps, measured as the
+    rule measures it: :func:`bound_gap` with the size of the objective's terms at the point
+    (before, without a scale: stricter than the rule, so seed 96015 of the differential
+    slice iterated to its time limit past a pair the rule would keep)."""
+    from problems.differential import make_instance
+    from sdpembed.lowrank import outer
+
+    calls = []
+
+    def spy(objective, bound, scale=None):
+        calls.append(scale)
+        return bound_gap(objective, bound, scale)
+
+    monkeypatch.setattr(outer, "bound_gap", spy)
+    f, _ = make_instance(104, (12, 30)).build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = solve(f, solver="LOWRANK", time_limit=20.0)
+    assert rep.status == "optimal" and calls
+    assert calls[-1] == pytest.approx(rep.extra["objective_scale"], rel=1e-6)
+    assert bound_gap(rep.objective, rep.bound, calls[-1]) >= -1e-5

@@ -80,13 +80,15 @@ def _iris_dvu():
 
 
 def test_inaccurate_solution_points_at_solve(both_paths):
-    # SCS cut off near the optimum (8,000 iterations, within NEAR_OPTIMAL): a warning
+    # SCS cut off near the optimum (20,000 iterations, within NEAR_OPTIMAL): a warning. At
+    # 8,000 its point lies 2.6e-4 from the optimum and its dual residual moves the bound by
+    # 1.7e-4 of the objective: refused since the dual residual is judged by that effect
     from sdpembed.solvers import solve
 
     f = _iris_dvu()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        line = _line(); solve(f, solver="SCS", max_iters=8000)  # noqa: E702
+        line = _line(); solve(f, solver="SCS", max_iters=20000)  # noqa: E702
     _assert_here(caught, InaccurateSolutionWarning, line)
 
 

@@ -15,10 +15,11 @@ from typing import Any
 import cvxpy.settings as cvxpy_settings
 import numpy as np
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
+from cvxpy.reductions.solvers.conic_solvers.scs_conif import SCS as _ScsConif
 from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
 
-__all__ = ["scs_stats", "csdp_stats", "clarabel_stats", "sdpa_stats", "generic_stats",
-           "mosek_licensed"]
+__all__ = ["scs_stats", "scs_term_sizes", "csdp_stats", "clarabel_stats", "sdpa_stats",
+           "generic_stats", "mosek_licensed"]
 
 
 class _ClarabelWithStats(_ClarabelConif):
@@ -108,6 +109,57 @@ class _SdpaWithStats(_SdpaConif):
 _SDPA_WITH_STATS = _SdpaWithStats()
 
 
+class _ScsWithScale(_ScsConif):
+    r"""cvxpy's SCS interface that keeps the size of SCS's terms at the point it returns.
+
+    SCS reports absolute residuals and gap, :math:`\|Ax + s - b\|_\infty`,
+    :math:`\|Px + A^Ty + c\|_\infty` and :math:`|x^TPx + c^Tx + b^Ty|`, and its stopping
+    test measures each against the size of its own terms at the point,
+    :math:`\max(\|Ax\|_\infty, \|s\|_\infty, \|b\|_\infty)`,
+    :math:`\max(\|Px\|_\infty, \|A^Ty\|_\infty, \|c\|_\infty)` and
+    :math:`\max(|x^TPx|, |c^Tx|, |b^Ty|)` (its ``eps_rel``). This keeps those three sizes
+    (``sdpembed_scale``), computed from the problem data SCS was given and the point it
+    returned, so that :func:`scs_stats` reports relative numbers in the constraints' own
+    unit (not the objective's, nor 1).
+    """
+
+    def name(self):
+        return "SDPEMBED_SCS"   # cvxpy requires custom solvers to have their own name
+
+    def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
+        results = super().solve_via_data(data, warm_start, verbose, solver_opts, solver_cache)
+        x, y, s = (results.get(k) for k in ("x", "y", "s"))
+        if x is not None and y is not None and s is not None:
+            results["sdpembed_scale"] = scs_term_sizes(
+                data[cvxpy_settings.A], data[cvxpy_settings.B], data[cvxpy_settings.C],
+                data.get(cvxpy_settings.P), x, y, s)
+        return results
+
+
+_SCS_WITH_SCALE = _ScsWithScale()
+
+
+def scs_term_sizes(A: Any, b: np.ndarray, c: np.ndarray, P: Any, x: np.ndarray,
+                   y: np.ndarray, s: np.ndarray) -> dict[str, float]:
+    r"""The sizes of SCS's terms at the point ``(x, y, s)`` (:class:`_ScsWithScale`):
+    ``primal`` :math:`\max(\|Ax\|, \|s\|, \|b\|)`, ``dual``
+    :math:`\max(\|Px\|, \|A^Ty\|, \|c\|)`, ``gap`` :math:`\max(|x^TPx|, |c^Tx|, |b^Ty|)`
+    (infinity norms); ``dual_effect`` :math:`|r^Tx|`, the dual residual
+    :math:`r = Px + A^Ty + c` acting on the point: what it moves the dual bound by."""
+    x, y, s = (np.asarray(v, dtype=float) for v in (x, y, s))
+    b, c = np.asarray(b, dtype=float).ravel(), np.asarray(c, dtype=float).ravel()
+    Px = P @ x if P is not None else np.zeros_like(x)
+
+    def norm(v):
+        return float(np.max(np.abs(v))) if np.size(v) else 0.0
+
+    ATy = A.T @ y
+    return {"primal": max(norm(A @ x), norm(s), norm(b)),
+            "dual": max(norm(Px), norm(ATy), norm(c)),
+            "gap": max(abs(float(x @ Px)), abs(float(c @ x)), abs(float(b @ y))),
+            "dual_effect": abs(float((Px + ATy + c) @ x))}
+
+
 def _num(v):
     try:
         v = float(v)
@@ -117,10 +169,27 @@ def _num(v):
 
 
 def scs_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """SCS's ``info``: absolute residuals and gap, and its status text."""
+    """SCS's ``info``: its residuals made relative to the size of their own terms at the
+    point (``sdpembed_scale``, :class:`_ScsWithScale`: SCS's own unit), its absolute gap
+    (``absolute_gap``) with the size of the objective's terms (``gap_terms``), which
+    :mod:`sdpembed.solvers` turns into a gap relative to the objective, and its status
+    text. Without the sizes (no point returned) only the absolute numbers are kept."""
     info = raw.get("info", {})
-    return dict(primal_residual=_num(info.get("res_pri")), dual_residual=_num(info.get("res_dual")),
-                gap=_num(info.get("gap")), message=str(info.get("status", "")))
+    sizes = raw.get("sdpembed_scale")
+    absolute = {"primal_residual": _num(info.get("res_pri")),
+                "dual_residual": _num(info.get("res_dual")), "gap": _num(info.get("gap"))}
+    out: dict[str, Any] = {f"absolute_{k}": v for k, v in absolute.items()}
+    if sizes is not None:
+        for key, unit in (("primal_residual", "primal"), ("dual_residual", "dual")):
+            value, size = absolute[key], _num(sizes.get(unit))
+            out[key] = None if value is None or size is None else (
+                abs(value) / size if size > 0 else (0.0 if value == 0 else np.inf))
+        # the gap is the objective's: made relative to the objective where it is known
+        # (sdpembed.solvers, solve_status.gap_in_objective_unit), its terms' size the floor
+        out["gap_terms"] = _num(sizes.get("gap"))
+        out["dual_effect"] = _num(sizes.get("dual_effect"))
+    out["message"] = str(info.get("status", ""))
+    return out
 
 
 def csdp_stats(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from ..exceptions import InputError
 from . import settings as _settings
 from .interfaces import (
     _CLARABEL_WITH_STATS,
+    _SCS_WITH_SCALE,
     _SDPA_WITH_STATS,
     clarabel_stats,
     csdp_stats,
@@ -86,7 +87,11 @@ class ConicBackend:
         side, so cones above :data:`~sdpembed.relaxations.MAX_INTERIOR_POINT_DIM` are
         refused, and its infeasibility certificate is a proof.
     absolute_residuals : bool
-        Its gap and residuals are absolute (divided by :math:`\\max(1, |p|)` when judged).
+        Its ``stats`` reader reports absolute gap and residuals without the size of their
+        terms (a registered backend whose unit is unknown): they are divided by
+        :math:`\\max(1, |p|)` when judged, the only unit known there. The built-in entries
+        report relative numbers (SCS's in the unit of its own terms at the point,
+        :func:`~sdpembed.backends.interfaces.scs_stats`).
     near_optimal : float, optional
         The stricter limit its ``optimal_inaccurate`` solves are held to, for a backend
         whose gap and residuals do not bound the objective's error.
@@ -181,8 +186,9 @@ _BUILT_IN = (
         tolerance_options=("tol_gap_abs", "tol_gap_rel", "tol_feas")),
     ConicBackend(
         "SCS", "SCS", {**_S.CVXPY_SETTINGS, **_S._SCS}, 1e-4, "pip install scs",
+        interface=_SCS_WITH_SCALE,
         defaults={"eps_abs": 1e-6, "eps_rel": 1e-6, "max_iters": 50_000}, stats=scs_stats,
-        interior_point=False, absolute_residuals=True, near_optimal=1e-4, auto_priority=4,
+        interior_point=False, near_optimal=1e-4, auto_priority=4,
         time_limit_option="time_limit_secs", tolerance_options=("eps_abs", "eps_rel"),
         inaccurate_advice="raise max_iters or use an interior-point backend (CLARABEL, CSDP)"),
     ConicBackend(

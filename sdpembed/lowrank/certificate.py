@@ -455,7 +455,7 @@ def relative_gap(p: float | None, lb: float | None) -> float | None:
 
 #: eigenpairs of a candidate's shift-invert block (n > ``DenseLimits.eig``, ``"interval"``)
 #: unless a lift starts from it: :math:`\lambda_{\min}` and the escape directions
-#: (``outer._ESCAPE_BLOCK``) need no more
+#: (``escape._ESCAPE_BLOCK``) need no more
 _CANDIDATE_BLOCK = 16
 
 
