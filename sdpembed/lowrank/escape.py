@@ -6,6 +6,14 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, lsqr
 
 from .alm import _ALM, _descent_length, _escape
+from .certificate import Certificate, CertificateCache
+from .space import FactorSpace
+from .spectrum import _bottom
+
+#: eigenpairs examined for more escape directions, and the share of the most negative
+#: eigenvalue an eigenvalue must reach to give one (:func:`escape_directions`)
+_ESCAPE_BLOCK = 16
+_ESCAPE_RATIO = 0.1
 
 #: the block of escape directions is added jointly (:func:`_block`) where its first
 #: column is at least this share of the factor's root-mean-square column; below, one
@@ -94,3 +102,39 @@ def _block(alm: _ALM, W: np.ndarray, V: np.ndarray, y, sigma) -> np.ndarray | No
     for i in range(rest.shape[1]):   # directions without descent at g: the old way
         W = _escape(alm, W, rest[:, i], y, None, sigma, None)
     return W
+
+
+def escape_directions(space: FactorSpace, cache: CertificateCache, certificate: Certificate,
+                      room: int) -> list[np.ndarray]:
+    r"""Eigenvectors of :math:`S` to grow the factor along: the certificate's, and with it
+    every other eigenvector in the bottom ``_ESCAPE_BLOCK`` whose eigenvalue is within a
+    factor ``_ESCAPE_RATIO`` of the most negative, up to ``room`` more columns.
+
+    An optimum of higher rank than the factor (denser graphs give DVU optima of higher
+    rank) shows as several negative eigenvalues of :math:`S` at once; one column per
+    outer iteration would take as many iterations, each perturbing a nearly converged
+    point. On a reduced basis (:math:`r\times r` problems) the certificate's vector
+    alone."""
+    vectors = [certificate.eig.vector]
+    if room <= 0 or certificate.y is None or space.Q is not None:
+        return vectors
+    k = min(_ESCAPE_BLOCK, space.dim - 2)
+    if k < 2:
+        return vectors
+    lam, X = _bottom_pairs(space, cache, certificate, k)
+    more = [X[:, i] for i in range(1, k)
+            if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
+    return vectors + more
+
+
+def _bottom_pairs(space: FactorSpace, cache: CertificateCache, certificate: Certificate,
+                  k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` bottom eigenpairs of :math:`S` at the certificate's multipliers: those
+    its own shift-invert block computed (``cache.eigenpairs``, interval problems above
+    ``limits.eig``) when it kept them, else :func:`~sdpembed.lowrank.spectrum._bottom`."""
+    nu = space.duals(certificate.nu)
+    for y_c, nu_c, lam, X in cache.eigenpairs:
+        if lam.size >= k and np.array_equal(y_c, certificate.y) \
+                and np.array_equal(nu_c, nu):
+            return lam[:k], X[:, :k]
+    return _bottom(space, certificate.y, certificate.nu, k, guess=certificate.lambda_min)

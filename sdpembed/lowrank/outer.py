@@ -21,7 +21,7 @@ from .certificate import (
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
-from .escape import grow
+from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
 from .farkas import stalled_ray_proves
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -50,11 +50,6 @@ _SIGMA_MAX_INTERVAL = 27.0
 _SIGMA_KINK = 0.1
 
 
-#: eigenpairs examined for more escape directions, and the share of the most negative
-#: eigenvalue an eigenvalue must reach to give one (:meth:`_OuterLoop._escape_directions`)
-_ESCAPE_BLOCK = 16
-_ESCAPE_RATIO = 0.1
-
 #: ``"interval"`` factors of at most this many entries, no added rows, get Newton-CG once a
 #: subproblem took L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval ...")
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
@@ -69,6 +64,9 @@ _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
 _LIFT_GAP = 100.0
+#: ... where the bottom eigenpairs are sparse (n > ``limits.eig``): up to this factor the
+#: lift is tried before growing (docs/tuning.md, "The rank-growth decision at n = 2,500")
+_LIFT_GAP_SPARSE = 300.0
 
 #: rank growth on a stalled cheap gap (:meth:`_OuterLoop._grow_on_stall`): outer iterations
 #: between two growths, and the share of the best of the previous two cheap gaps the
@@ -508,8 +506,10 @@ class _OuterLoop:
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
         # far from tol, lambda_min < 0 at full rank or just grown (fresh): columns, not a lift
+        # (where the bottom pairs are sparse, "far" begins at _LIFT_GAP_SPARSE)
         fresh = 0 < self.last_growth == self.it - 1
-        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol and certificate.lambda_min
+        lift_gap = _LIFT_GAP_SPARSE if self.space.dim > self.space.limits.eig else _LIFT_GAP
+        grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
                       < opts.max_rank and (fresh or not _rank_deficient(self.W)))
         lifted = None if grow_first else _lifted_certificate(
@@ -538,7 +538,8 @@ class _OuterLoop:
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W) and not self._late():
-            self._grow(self._escape_directions(certificate), entry)
+            self._grow(escape_directions(self.space, self.cache, certificate,
+                                         opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
@@ -598,40 +599,6 @@ class _OuterLoop:
                    entry)
         entry["stall_lambda_min"] = float(lam[0])
         return True
-
-    def _escape_directions(self, certificate: Certificate) -> list[np.ndarray]:
-        r"""Eigenvectors of :math:`S` to grow the factor along: the certificate's, and with it
-        every other eigenvector in the bottom ``_ESCAPE_BLOCK`` whose eigenvalue is within a
-        factor ``_ESCAPE_RATIO`` of the most negative, up to ``max_rank`` columns.
-
-        An optimum of higher rank than the factor (denser graphs give DVU optima of higher
-        rank) shows as several negative eigenvalues of :math:`S` at once; one column per
-        outer iteration would take as many iterations, each perturbing a nearly converged
-        point. On a reduced basis (:math:`r\times r` problems) the certificate's vector
-        alone."""
-        vectors = [certificate.eig.vector]
-        room = self.opts.max_rank - self.W.shape[1] - 1
-        if room <= 0 or certificate.y is None or self.space.Q is not None:
-            return vectors
-        k = min(_ESCAPE_BLOCK, self.space.dim - 2)
-        if k < 2:
-            return vectors
-        lam, X = self._bottom_pairs(certificate, k)
-        more = [X[:, i] for i in range(1, k)
-                if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
-        return vectors + more
-
-    def _bottom_pairs(self, certificate: Certificate, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` bottom eigenpairs of :math:`S` at the certificate's multipliers: those
-        its own shift-invert block computed (``cache.eigenpairs``, interval problems above
-        ``limits.eig``) when it kept them, else :func:`~sdpembed.lowrank.spectrum._bottom`."""
-        nu = self.space.duals(certificate.nu)
-        for y_c, nu_c, lam, X in self.cache.eigenpairs:
-            if lam.size >= k and np.array_equal(y_c, certificate.y) \
-                    and np.array_equal(nu_c, nu):
-                return lam[:k], X[:, :k]
-        return _bottom(self.space, certificate.y, certificate.nu, k,
-                       guess=certificate.lambda_min)
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
