@@ -64,6 +64,9 @@ _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
 _LIFT_GAP = 100.0
+#: ... where the bottom eigenpairs are sparse (n > ``limits.eig``): up to this factor the
+#: lift is tried before growing (docs/tuning.md, "The rank-growth decision at n = 2,500")
+_LIFT_GAP_SPARSE = 300.0
 
 #: rank growth on a stalled cheap gap (:meth:`_OuterLoop._grow_on_stall`): outer iterations
 #: between two growths, and the share of the best of the previous two cheap gaps the
@@ -503,8 +506,10 @@ class _OuterLoop:
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
         # far from tol, lambda_min < 0 at full rank or just grown (fresh): columns, not a lift
+        # (where the bottom pairs are sparse, "far" begins at _LIFT_GAP_SPARSE)
         fresh = 0 < self.last_growth == self.it - 1
-        grow_first = (gap is not None and gap > _LIFT_GAP * opts.tol and certificate.lambda_min
+        lift_gap = _LIFT_GAP_SPARSE if self.space.dim > self.space.limits.eig else _LIFT_GAP
+        grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
                       < opts.max_rank and (fresh or not _rank_deficient(self.W)))
         lifted = None if grow_first else _lifted_certificate(
