@@ -17,6 +17,7 @@ from sklearn.datasets import make_swiss_roll
 import sdpembed.lowrank.alm as alm_module
 from sdpembed import knn_graph, solve
 from sdpembed.formulations import mvu
+from sdpembed.lowrank import gn_precond
 from sdpembed.lowrank.gn_precond import gn_matrix, gn_preconditioner
 from sdpembed.lowrank.penalty import DistancePenalty
 from sdpembed.lowrank.space import FactorSpace
@@ -81,6 +82,35 @@ def test_inverse_is_symmetric_positive_definite_on_centred(roll_problem):
     assert abs(v @ Au - u @ Av) <= 1e-8 * np.linalg.norm(Au) * np.linalg.norm(v)
     assert u @ Au > 0 and v @ Av > 0
     assert abs(np.sum(Au.reshape(n, k), axis=0)).max() <= 1e-8 * np.abs(Au).max()
+
+
+def _ring_with_partners(n: int, seed: int = 0):
+    """A ring with second neighbours plus one random partner a point: an expander graph."""
+    rng = np.random.default_rng(seed)
+    i = np.r_[np.arange(n), np.arange(n), np.arange(n)]
+    j = np.r_[(np.arange(n) + 1) % n, (np.arange(n) + 2) % n, rng.integers(0, n, n)]
+    keep = i != j
+    return i[keep], j[keep]
+
+
+def test_fill_bound_holds_and_spares_the_factorisation_of_expanders(monkeypatch):
+    # the envelope bound is at least SuperLU's fill (forced on a small expander and a roll)
+    n = 400
+    X = make_swiss_roll(n, random_state=0)[0]
+    roll = knn_graph(X, n_neighbors=8, n_random=0)
+    ends_roll = (roll.edges[:, 0], roll.edges[:, 1])
+    for ends in (ends_roll, _ring_with_partners(n)):
+        exact = gn_precond.scalar_fill(n, ends)
+        monkeypatch.setattr(gn_precond, "_GN_MAX_FILL", 0)   # forces the bound
+        bound = gn_precond.scalar_fill(n, ends)
+        monkeypatch.undo()
+        assert exact <= bound
+    # an expander of 9,298 points: the bound alone decides, no LU (which fills 1e7)
+    calls = []
+    monkeypatch.setattr(gn_precond.spla, "splu", lambda *a, **k: calls.append(1))
+    m = 9_298
+    fill = gn_precond.scalar_fill(m, _ring_with_partners(m))
+    assert not calls and not gn_precond.gn_fits(m, 3, fill)
 
 
 @pytest.mark.slow
