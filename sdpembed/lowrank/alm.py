@@ -165,8 +165,17 @@ class _ALM:
                 return out.ravel()
             return hv
 
-        def precond_at(x):
-            r"""Block-Jacobi preconditioner at ``x``: the inverse of the Hessian's k x k
+        def edge_terms(x):
+            """The centred factor at ``x``, its edges' difference vectors, and the edges'
+            first and second derivatives of the penalty there."""
+            W = sp_.project(x.reshape(shape))
+            Z = sp_.diffs(W)
+            D = np.einsum("ij,ij->i", Z, Z)
+            _, g = pen.envelope(D, y, sigma, kind)
+            return W, Z, g, pen.second_derivative(D, y, sigma, kind)
+
+        def block_jacobi(W, Z, g, d2):
+            r"""Block-Jacobi preconditioner at ``W``: the inverse of the Hessian's k x k
             diagonal block of each point,
 
             .. math::
@@ -184,11 +193,6 @@ class _ALM:
             Added rows :math:`\langle A_k, G\rangle` enter the same way
             (:func:`_rows_blocks`): their multipliers :math:`g_k` on the diagonal and
             their Gauss-Newton term where they are active."""
-            W = sp_.project(x.reshape(shape))
-            Z = sp_.diffs(W)
-            D = np.einsum("ij,ij->i", Z, Z)
-            _, g = pen.envelope(D, y, sigma, kind)
-            d2 = pen.second_derivative(D, y, sigma, kind)
             n_, k_ = shape
             i_, j_ = sp_.gp.edges.T
             deg_g = np.bincount(i_, weights=g, minlength=n_) + np.bincount(j_, weights=g,
@@ -208,19 +212,21 @@ class _ALM:
                 return sp_.project(out).ravel()
             return apply
 
+        def precond_at(x):
+            """Block-Jacobi (:func:`block_jacobi`) at ``x``."""
+            return block_jacobi(*edge_terms(x))
+
         def gn_at(x):
             """The whole-graph Gauss-Newton preconditioner at ``x`` (:mod:`.gn_precond`);
-            block-Jacobi where it cannot be factorised."""
-            W = sp_.project(x.reshape(shape))
-            Z = sp_.diffs(W)
-            D = np.einsum("ij,ij->i", Z, Z)
-            _, g = pen.envelope(D, y, sigma, kind)
-            d2 = pen.second_derivative(D, y, sigma, kind)
-            apply = None
+            block-Jacobi where it does not fit or cannot be factorised (the edge terms
+            computed once for either)."""
+            W, Z, g, d2 = edge_terms(x)
             if self.gn_fits(shape[1]):
                 apply = gn_preconditioner(shape[0], shape[1], sp_._ends, Z, g, d2,
                                           sp_.C.diag, sp_.project)
-            return apply if apply is not None else precond_at(x)
+                if apply is not None:
+                    return apply
+            return block_jacobi(W, Z, g, d2)
 
         def run(W0, gtol, maxiter, precond):
             nonlocal shape

@@ -36,6 +36,14 @@ _SHIFT0, _SHIFT_TRIES = 0.05, 4
 _GN_MAX_DIM, _GN_MAX_FILL = 60_000, 5_000_000
 
 
+def _laplacian(n: int, ends: tuple[np.ndarray, np.ndarray], w: np.ndarray) -> sp.coo_matrix:
+    """:math:`B^T\\mathrm{diag}(w)B` (n x n), B the incidence rows of the edges
+    ``ends = (i, j)``: the graph Laplacian with edge weights ``w``."""
+    i, j = ends
+    return sp.coo_matrix((np.r_[w, w, -w, -w], (np.r_[i, j, i, j], np.r_[i, j, j, i])),
+                         shape=(n, n))
+
+
 def _envelope_bound(lap: sp.csr_matrix) -> int:
     """Upper bound on the non-zeros of an LU factorisation without pivoting of the
     symmetric pattern ``lap``: twice its envelope in the reverse Cuthill-McKee ordering plus
@@ -57,10 +65,7 @@ def scalar_fill(n: int, ends: tuple[np.ndarray, np.ndarray]) -> int:
     twice ``_GN_MAX_FILL``; otherwise that bound, which no rank fits (an expander graph of
     20,000 points, e.g. k-NN with random partners, would take a minute and a gigabyte to
     factorise only to find that it does not fit)."""
-    i, j = ends
-    one = np.ones(i.shape[0])
-    lap = sp.coo_matrix((np.r_[one, one, -one, -one], (np.r_[i, j, i, j], np.r_[i, j, j, i])),
-                        shape=(n, n)) + sp.identity(n)
+    lap = _laplacian(n, ends, np.ones(ends[0].shape[0])) + sp.identity(n)
     bound = _envelope_bound(lap.tocsr())
     if bound > 2 * _GN_MAX_FILL:
         return bound
@@ -80,8 +85,7 @@ def gn_matrix(n: int, k: int, ends: tuple[np.ndarray, np.ndarray], Z: np.ndarray
     (z_ez_e^T)` in the ordering of ``W.ravel()`` (row-major: point i's coordinates at
     ``i*k ... i*k+k-1``)."""
     i, j = ends
-    lap = sp.coo_matrix((np.r_[g, g, -g, -g], (np.r_[i, j, i, j], np.r_[i, j, j, i])),
-                        shape=(n, n)) + sp.diags(diag)
+    lap = _laplacian(n, ends, g) + sp.diags(diag)
     M = sp.kron(lap.tocsr(), sp.identity(k, format="csr"), format="coo")
     act = d2 > 0
     if np.any(act):
