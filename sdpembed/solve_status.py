@@ -157,24 +157,26 @@ def gap_in_objective_unit(gap: float, objective: float | None, terms: float) -> 
     return abs(g) / unit if unit > 0 else (0.0 if g == 0 else float("inf"))
 
 
+def _reported(stats, key):
+    """``key`` of a backend's ``stats``, or of a report's ``extra`` where the report has no
+    such field (finite, else ``None``)."""
+    value = _get(stats, key)
+    if value is None and stats is not None and not isinstance(stats, Mapping):
+        value = _get(getattr(stats, "extra", None), key)
+    return value
+
+
 def _dual_effect(stats):
     """The dual residual's effect on the objective, relative to it (SCS: ``|r'x|``,
     :func:`gap_in_objective_unit`), where the backend reports it."""
-    effect = _get(stats, "dual_residual_effect")
-    if effect is None and stats is not None and not isinstance(stats, Mapping):
-        effect = _get(getattr(stats, "extra", None), "dual_residual_effect")
-    return effect
+    return _reported(stats, "dual_residual_effect")
 
 
 def _solver_gap(stats):
     """The gap a solve's judgement reads: its reported ``gap``, else the solver's own number
     of an iterate stopped before converging (``solver_gap``: no claim, see the module)."""
     gap = _get(stats, "gap")
-    if gap is None:
-        gap = _get(stats, "solver_gap")
-    if gap is None and stats is not None and not isinstance(stats, Mapping):
-        gap = _get(getattr(stats, "extra", None), "solver_gap")
-    return gap
+    return gap if gap is not None else _reported(stats, "solver_gap")
 
 
 def _scale(solver: str, objective) -> float:
@@ -208,10 +210,7 @@ def reported_objective_scale(stats: Mapping[str, Any] | SolveReport | None) -> f
     """The size of the objective's terms at a solve's point, where the backend reports it
     (``objective_scale`` in ``stats`` or in a report's ``extra``; LOWRANK's
     :func:`~sdpembed.lowrank.penalty.objective_scale`), else ``None``."""
-    scale = _get(stats, "objective_scale")
-    if scale is None and stats is not None and not isinstance(stats, Mapping):
-        scale = _get(getattr(stats, "extra", None), "objective_scale")
-    return scale
+    return _reported(stats, "objective_scale")
 
 
 def distance_from_optimal(solver: str, objective: float | None,
@@ -225,8 +224,9 @@ def distance_from_optimal(solver: str, objective: float | None,
     effect = _dual_effect(stats)
     if effect is not None:
         values.append(abs(effect))
-    if signed is None and _solver_gap(stats) is not None:
-        values.append(abs(_solver_gap(stats)) / scale)
+    solver_gap = _solver_gap(stats)
+    if signed is None and solver_gap is not None:
+        values.append(abs(solver_gap) / scale)
     if signed is not None:
         values.append(abs(signed))
     return max(values) if values else None
