@@ -233,3 +233,38 @@ def test_lift_newton_schur_complement_matches_the_dense_formula():
     assert np.allclose(step.r, np.einsum("ij,jk,ik->i", B, Zi @ Rp @ pt.X, B), rtol=1e-10,
                        atol=1e-12)
     assert np.allclose(step.Zi, Zi, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("with_affine", [False, True])
+def test_lift_newton_corrector_solves_the_linearised_system(with_affine):
+    """Mehrotra's corrector (and the plain direction) solves the Newton equations of the
+    rank-one LMI LP: the primal and box rows exactly linearised, the dual row
+    :math:`-b_e^T\\Delta X b_e - \\Delta\\lambda + \\Delta z = -R_d`, the complementarity
+    rows with the affine direction's second-order terms
+    (:math:`x\\Delta\\lambda + \\lambda\\Delta x = \\sigma\\mu - \\lambda x -
+    \\Delta x_a\\Delta\\lambda_a`, likewise for s, z) and the HKM matrix row
+    :math:`\\Delta X = \\mathrm{sym}(\\sigma\\mu Z^{-1} - X - Z^{-1}\\Delta Z X -
+    Z^{-1}\\Delta Z_a\\Delta X_a)`; to 1e-9 relative."""
+    from sdpembed.lowrank.lmi_lp import _LiftNewton
+
+    rng = np.random.default_rng(4)
+    m, K = 30, 6
+    pt, u = _lift_point(rng, m, K)
+    A0, B, c = np.diag(rng.standard_normal(K)), rng.standard_normal((m, K)), rng.uniform(size=m)
+    step = _LiftNewton(pt, A0, B, c, u)
+    aff, _, _ = step.direction(0.0)
+    smu = 0.1 * (np.sum(pt.X * pt.Z) + pt.lam @ pt.x + pt.z @ pt.s) / (K + 2 * m)
+    v, _, _ = step.corrector(smu, aff if with_affine else None)
+    a = aff if with_affine else {k: np.zeros_like(w) for k, w in aff.items()}
+
+    def close(lhs, rhs):
+        assert np.allclose(lhs, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max()))
+
+    close(v["Z"] - (B.T * v["x"]) @ B, -step.Rp)
+    close(v["s"] + v["x"], -step.Rs)
+    close(-np.einsum("ij,jk,ik->i", B, v["X"], B) - v["lam"] + v["z"], -step.Rd)
+    close(pt.x * v["lam"] + pt.lam * v["x"], smu - pt.lam * pt.x - a["x"] * a["lam"])
+    close(pt.s * v["z"] + pt.z * v["s"], smu - pt.z * pt.s - a["s"] * a["z"])
+    Zi = np.linalg.inv(pt.Z)
+    dX = smu * Zi - pt.X - Zi @ v["Z"] @ pt.X - Zi @ a["Z"] @ a["X"]
+    close(v["X"], 0.5 * (dX + dX.T))

@@ -34,9 +34,10 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     slack matrix, :math:`b_e` the edges' coordinates there, ``c`` their targets.
     An infeasible primal-dual path-following method with the HKM direction
     (Helmberg, Rendl, Vanderbei & Wolkowicz 1996; Kojima, Shindoh & Hara 1997) and
-    Mehrotra's centring heuristic. With :math:`x = d - lo\\in[0, u]`, slack
-    :math:`s = u - x`, the LMI's slack :math:`Z` and the multipliers :math:`X\\succeq 0`,
-    :math:`\\lambda, z\\ge 0`, the rank-one data make the Schur complement an
+    Mehrotra's predictor-corrector (centring and second-order terms). With
+    :math:`x = d - lo\\in[0, u]`, slack :math:`s = u - x`, the LMI's slack :math:`Z`
+    and the multipliers :math:`X\\succeq 0`, :math:`\\lambda, z\\ge 0`, the rank-one
+    data make the Schur complement an
     :math:`m\\times m` Hadamard product
 
     .. math::
@@ -93,7 +94,7 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
                 break
             aff, ap, ad = step.direction(0.0)
             sigma = min(1.0, max(0.0, pt.moved(aff, ap, ad).complementarity() / n_c / mu)) ** 3
-            v, ap, ad = step.direction(sigma * mu)
+            v, ap, ad = step.corrector(sigma * mu, aff)
             moved = pt.moved(v, min(1.0, 0.95 * ap), min(1.0, 0.95 * ad))
             if not np.all(np.isfinite(moved.x)):
                 raise np.linalg.LinAlgError("non-finite step")
@@ -160,16 +161,29 @@ class _LiftNewton:
 
     def direction(self, smu: float) -> tuple[dict, float, float]:
         """HKM direction at centring target ``smu`` and the largest feasible step lengths."""
+        return self.corrector(smu, None)
+
+    def corrector(self, smu: float, aff: dict | None) -> tuple[dict, float, float]:
+        """:meth:`direction` with Mehrotra's second-order terms of the affine direction
+        ``aff`` (:math:`\\Delta Z\\Delta X`, :math:`\\Delta x\\Delta\\lambda`,
+        :math:`\\Delta s\\Delta z`) on the right-hand side (none if ``aff`` is None)."""
         pt, B = self.pt, self.B
         x, s, lam, z = pt.x, pt.s, pt.lam, pt.z
-        rhs = -self.Rd + (smu * self.qz - self.qx) + self.r + (smu - lam * x) / x \
-            - (smu - z * s) / s - (z / s) * self.Rs
+        tl, tz = smu - lam * x, smu - z * s
+        rhs = -self.Rd + (smu * self.qz - self.qx) + self.r - (z / s) * self.Rs
+        if aff is not None:
+            C = self.Zi @ aff["Z"] @ aff["X"]                   # Z^-1 dZ_a dX_a
+            tl, tz = tl - aff["x"] * aff["lam"], tz - aff["s"] * aff["z"]
+            rhs -= np.einsum("ij,ij->i", B @ C.T, B)            # b_e^T Z^-1 dZ_a dX_a b_e
+        rhs += tl / x - tz / s
         dx = sla.cho_solve(self.cf, rhs, check_finite=False)
         dZ = (B.T * dx) @ B - self.Rp
         dX = smu * self.Zi - pt.X - self.Zi @ dZ @ pt.X
+        if aff is not None:
+            dX -= C
         ds = -self.Rs - dx
         v = {"x": dx, "Z": dZ, "X": 0.5 * (dX + dX.T), "s": ds,
-             "lam": (smu - lam * x) / x - (lam / x) * dx, "z": (smu - z * s) / s - (z / s) * ds}
+             "lam": tl / x - (lam / x) * dx, "z": tz / s - (z / s) * ds}
         ap = min(1.0, _step_psd(pt.Z, dZ), _step_lp(x, dx), _step_lp(s, ds))
         ad = min(1.0, _step_psd(pt.X, v["X"]), _step_lp(lam, v["lam"]), _step_lp(z, v["z"]))
         return v, ap, ad
