@@ -194,3 +194,77 @@ def test_rank_one_lmi_lp_rejects_open_boxes_and_mismatched_shapes():
         rank_one_lmi_lp(np.eye(2), np.ones((3, 2)), np.ones(3), np.zeros(3), np.full(3, np.inf))
     with pytest.raises(InputError, match="shape"):
         rank_one_lmi_lp(np.eye(3), np.ones((3, 2)), np.ones(3), np.zeros(3), np.ones(3))
+
+
+def _lift_point(rng, m: int, K: int):
+    from sdpembed.lowrank.lmi_lp import _LiftPoint
+
+    def spd():
+        G = rng.standard_normal((K, K))
+        return G @ G.T / K + 0.1 * np.eye(K)
+
+    u = rng.uniform(0.5, 2.0, m)
+    x = rng.uniform(0.1, 0.9, m) * u
+    return _LiftPoint(x=x, s=u - x + 1e-3, Z=spd(), X=spd(), lam=rng.uniform(0.1, 2.0, m),
+                      z=rng.uniform(0.1, 2.0, m)), u
+
+
+def test_lift_newton_schur_complement_matches_the_dense_formula():
+    """The Schur complement built from the Cholesky factors of Z and X (one triangle of
+    two symmetric rank-K products) equals :math:`(BZ^{-1}B^T)\\circ(BXB^T) +
+    \\mathrm{diag}(\\lambda/x + z/s)`, and the residual terms their closed forms, to 1e-10
+    relative, on a random interior point."""
+    from sdpembed.lowrank.lmi_lp import _LiftNewton
+
+    rng = np.random.default_rng(3)
+    m, K = 40, 7
+    pt, u = _lift_point(rng, m, K)
+    A0, B, c = np.diag(rng.standard_normal(K)), rng.standard_normal((m, K)), rng.uniform(size=m)
+    step = _LiftNewton(pt, A0, B, c, u)
+    Zi = np.linalg.inv(pt.Z)
+    M = (B @ Zi @ B.T) * (B @ pt.X @ B.T) + np.diag(pt.lam / pt.x + pt.z / pt.s)
+    U = np.triu(step.cf[0])
+    assert not step.cf[1]                                   # upper factor: M = U^T U
+    assert np.allclose(U.T @ U, M, rtol=1e-10, atol=1e-10 * np.abs(M).max())
+    Rp = pt.Z - A0 - (B.T * pt.x) @ B
+    assert np.allclose(step.Rp, Rp, rtol=1e-12, atol=1e-12)
+    assert np.allclose(step.qx, np.einsum("ij,jk,ik->i", B, pt.X, B), rtol=1e-10)
+    assert np.allclose(step.qz, np.einsum("ij,jk,ik->i", B, Zi, B), rtol=1e-10)
+    assert np.allclose(step.r, np.einsum("ij,jk,ik->i", B, Zi @ Rp @ pt.X, B), rtol=1e-10,
+                       atol=1e-12)
+    assert np.allclose(step.Zi, Zi, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("with_affine", [False, True])
+def test_lift_newton_corrector_solves_the_linearised_system(with_affine):
+    """Mehrotra's corrector (and the plain direction) solves the Newton equations of the
+    rank-one LMI LP: the primal and box rows exactly linearised, the dual row
+    :math:`-b_e^T\\Delta X b_e - \\Delta\\lambda + \\Delta z = -R_d`, the complementarity
+    rows with the affine direction's second-order terms
+    (:math:`x\\Delta\\lambda + \\lambda\\Delta x = \\sigma\\mu - \\lambda x -
+    \\Delta x_a\\Delta\\lambda_a`, likewise for s, z) and the HKM matrix row
+    :math:`\\Delta X = \\mathrm{sym}(\\sigma\\mu Z^{-1} - X - Z^{-1}\\Delta Z X -
+    Z^{-1}\\Delta Z_a\\Delta X_a)`; to 1e-9 relative."""
+    from sdpembed.lowrank.lmi_lp import _LiftNewton
+
+    rng = np.random.default_rng(4)
+    m, K = 30, 6
+    pt, u = _lift_point(rng, m, K)
+    A0, B, c = np.diag(rng.standard_normal(K)), rng.standard_normal((m, K)), rng.uniform(size=m)
+    step = _LiftNewton(pt, A0, B, c, u)
+    aff, _, _ = step.direction(0.0)
+    smu = 0.1 * (np.sum(pt.X * pt.Z) + pt.lam @ pt.x + pt.z @ pt.s) / (K + 2 * m)
+    v, _, _ = step.corrector(smu, aff if with_affine else None)
+    a = aff if with_affine else {k: np.zeros_like(w) for k, w in aff.items()}
+
+    def close(lhs, rhs):
+        assert np.allclose(lhs, rhs, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(rhs).max()))
+
+    close(v["Z"] - (B.T * v["x"]) @ B, -step.Rp)
+    close(v["s"] + v["x"], -step.Rs)
+    close(-np.einsum("ij,jk,ik->i", B, v["X"], B) - v["lam"] + v["z"], -step.Rd)
+    close(pt.x * v["lam"] + pt.lam * v["x"], smu - pt.lam * pt.x - a["x"] * a["lam"])
+    close(pt.s * v["z"] + pt.z * v["s"], smu - pt.z * pt.s - a["s"] * a["z"])
+    Zi = np.linalg.inv(pt.Z)
+    dX = smu * Zi - pt.X - Zi @ v["Z"] @ pt.X - Zi @ a["Z"] @ a["X"]
+    close(v["X"], 0.5 * (dX + dX.T))

@@ -92,13 +92,14 @@ def _step_lp(x, dx) -> float:
 
 
 def _cholesky(M):
-    """``(cho_factor, shift)``: Cholesky of M, retried with growing diagonal shifts on failure."""
+    """``(cho_factor, shift)``: Cholesky of M (its upper triangle), retried with growing
+    diagonal shifts on failure."""
     shift = 0.0
     scale = float(np.max(np.abs(np.diag(M)))) or 1.0
     for _ in range(8):
         try:
-            return sla.cho_factor(M + shift * np.eye(M.shape[0]), lower=False,
-                                  check_finite=False), shift
+            A = M if shift == 0.0 else M + shift * np.eye(M.shape[0])
+            return sla.cho_factor(A, lower=False, check_finite=False), shift
         except np.linalg.LinAlgError:
             shift = 1e-14 * scale if shift == 0.0 else 100.0 * shift
     raise np.linalg.LinAlgError("normal-equations matrix is not positive definite")

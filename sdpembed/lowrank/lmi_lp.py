@@ -34,9 +34,10 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
     slack matrix, :math:`b_e` the edges' coordinates there, ``c`` their targets.
     An infeasible primal-dual path-following method with the HKM direction
     (Helmberg, Rendl, Vanderbei & Wolkowicz 1996; Kojima, Shindoh & Hara 1997) and
-    Mehrotra's centring heuristic. With :math:`x = d - lo\\in[0, u]`, slack
-    :math:`s = u - x`, the LMI's slack :math:`Z` and the multipliers :math:`X\\succeq 0`,
-    :math:`\\lambda, z\\ge 0`, the rank-one data make the Schur complement an
+    Mehrotra's predictor-corrector (centring and second-order terms). With
+    :math:`x = d - lo\\in[0, u]`, slack :math:`s = u - x`, the LMI's slack :math:`Z`
+    and the multipliers :math:`X\\succeq 0`, :math:`\\lambda, z\\ge 0`, the rank-one
+    data make the Schur complement an
     :math:`m\\times m` Hadamard product
 
     .. math::
@@ -44,8 +45,10 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
         \\big((BZ^{-1}B^T)\\circ(BXB^T) + \\mathrm{diag}(\\lambda/x + z/s)\\big)\\,\\Delta x
         = \\text{rhs},
 
-    so an iteration costs :math:`O(m^2K + m^3)` for ``B`` of shape ``(m, K)``
-    (a general conic solver works in the :math:`K(K+1)/2`-dimensional svec space,
+    built as two symmetric rank-K products (:math:`G_zG_z^T`, :math:`G_xG_x^T` with
+    :math:`G_z = BL_Z^{-T}`, :math:`G_x = BL_X` from the Cholesky factors of :math:`Z`
+    and :math:`X`), so an iteration costs :math:`O(m^2K + m^3)` for ``B`` of shape
+    ``(m, K)`` (a general conic solver works in the :math:`K(K+1)/2`-dimensional svec space,
     :math:`O(K^6)`). The data are scaled to unit size first.
     Stops when the relative gap and the residuals are below ``tol``; the caller
     checks the LMI independently, so a loose stop costs accuracy, never validity.
@@ -91,7 +94,7 @@ def rank_one_lmi_lp(A0: np.ndarray, B: np.ndarray, c: np.ndarray, lo: np.ndarray
                 break
             aff, ap, ad = step.direction(0.0)
             sigma = min(1.0, max(0.0, pt.moved(aff, ap, ad).complementarity() / n_c / mu)) ** 3
-            v, ap, ad = step.direction(sigma * mu)
+            v, ap, ad = step.corrector(sigma * mu, aff)
             moved = pt.moved(v, min(1.0, 0.95 * ap), min(1.0, 0.95 * ad))
             if not np.all(np.isfinite(moved.x)):
                 raise np.linalg.LinAlgError("non-finite step")
@@ -127,37 +130,60 @@ class _LiftPoint:
                           z=self.z + ad * v["z"])
 
 
+def _syrk(G: np.ndarray) -> np.ndarray:
+    """The upper triangle of :math:`GG^T` (BLAS ``dsyrk``; the strict lower triangle is 0)."""
+    return sla.blas.dsyrk(1.0, np.asfortranarray(G.T), trans=1, lower=0)
+
+
 class _LiftNewton:
     """Residuals and the factorised Schur complement of :func:`rank_one_lmi_lp` at a point."""
 
     def __init__(self, pt: _LiftPoint, A0, B, c, u):
         self.pt, self.B = pt, B
-        BX = B @ pt.X
-        self.qx = np.einsum("ij,ij->i", BX, B)                  # b_e^T X b_e
+        # Z = Lz Lz^T and X = Lx Lx^T: with Gz = B Lz^-T and Gx = B Lx the Schur
+        # complement's factors are Gz Gz^T and Gx Gx^T, two symmetric rank-K updates
+        # (one triangle each, all the Cholesky factorisation below reads)
+        Lz, Lx = np.linalg.cholesky(pt.Z), np.linalg.cholesky(pt.X)
+        Lzi = sla.solve_triangular(Lz, np.eye(Lz.shape[0]), lower=True, check_finite=False)
+        self.Zi = Lzi.T @ Lzi
+        Gz, Gx = B @ Lzi.T, B @ Lx
+        self.qx = np.einsum("ij,ij->i", Gx, Gx)                 # b_e^T X b_e
+        self.qz = np.einsum("ij,ij->i", Gz, Gz)                 # b_e^T Z^-1 b_e
         self.Rp = pt.Z - A0 - (B.T * pt.x) @ B
         self.Rs = pt.s + pt.x - u
         self.Rd = c - self.qx - pt.lam + pt.z
-        Zi = np.linalg.inv(pt.Z)
-        self.Zi = 0.5 * (Zi + Zi.T)
-        BZi = B @ self.Zi
-        self.qz = np.einsum("ij,ij->i", BZi, B)                 # b_e^T Z^-1 b_e
-        M = (BZi @ B.T) * (BX @ B.T)
+        M = _syrk(Gz)
+        M *= _syrk(Gx)
         M[np.diag_indices(M.shape[0])] += pt.lam / pt.x + pt.z / pt.s
         self.cf, _ = _cholesky(M)
-        self.r = np.einsum("ij,ij->i", BZi @ self.Rp, BX)       # b_e^T Z^-1 Rp X b_e
+        # b_e^T Z^-1 Rp X b_e = Gz_e^T (Lz^-1 Rp Lx) Gx_e
+        self.r = np.einsum("ij,ij->i", Gz @ (Lzi @ self.Rp @ Lx), Gx)
 
     def direction(self, smu: float) -> tuple[dict, float, float]:
         """HKM direction at centring target ``smu`` and the largest feasible step lengths."""
+        return self.corrector(smu, None)
+
+    def corrector(self, smu: float, aff: dict | None) -> tuple[dict, float, float]:
+        """:meth:`direction` with Mehrotra's second-order terms of the affine direction
+        ``aff`` (:math:`\\Delta Z\\Delta X`, :math:`\\Delta x\\Delta\\lambda`,
+        :math:`\\Delta s\\Delta z`) on the right-hand side (none if ``aff`` is None)."""
         pt, B = self.pt, self.B
         x, s, lam, z = pt.x, pt.s, pt.lam, pt.z
-        rhs = -self.Rd + (smu * self.qz - self.qx) + self.r + (smu - lam * x) / x \
-            - (smu - z * s) / s - (z / s) * self.Rs
-        dx = sla.cho_solve(self.cf, rhs)
+        tl, tz = smu - lam * x, smu - z * s
+        rhs = -self.Rd + (smu * self.qz - self.qx) + self.r - (z / s) * self.Rs
+        if aff is not None:
+            C = self.Zi @ aff["Z"] @ aff["X"]                   # Z^-1 dZ_a dX_a
+            tl, tz = tl - aff["x"] * aff["lam"], tz - aff["s"] * aff["z"]
+            rhs -= np.einsum("ij,ij->i", B @ C.T, B)            # b_e^T Z^-1 dZ_a dX_a b_e
+        rhs += tl / x - tz / s
+        dx = sla.cho_solve(self.cf, rhs, check_finite=False)
         dZ = (B.T * dx) @ B - self.Rp
         dX = smu * self.Zi - pt.X - self.Zi @ dZ @ pt.X
+        if aff is not None:
+            dX -= C
         ds = -self.Rs - dx
         v = {"x": dx, "Z": dZ, "X": 0.5 * (dX + dX.T), "s": ds,
-             "lam": (smu - lam * x) / x - (lam / x) * dx, "z": (smu - z * s) / s - (z / s) * ds}
+             "lam": tl / x - (lam / x) * dx, "z": tz / s - (z / s) * ds}
         ap = min(1.0, _step_psd(pt.Z, dZ), _step_lp(x, dx), _step_lp(s, ds))
         ad = min(1.0, _step_psd(pt.X, v["X"]), _step_lp(lam, v["lam"]), _step_lp(z, v["z"]))
         return v, ap, ad
