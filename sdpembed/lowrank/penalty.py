@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..formulations.gram import GramProblem
+
+if TYPE_CHECKING:
+    from .space import FactorSpace
 
 __all__ = ["DistancePenalty", "objective_scale", "below_bound"]
 
@@ -206,7 +211,7 @@ def objective_scale(gp: GramProblem, F: np.ndarray) -> float:
     return size + abs(DistancePenalty(gp).objective(gp.distances_of_factor(F)))
 
 
-def below_bound(space, p: float, W: np.ndarray, bound: float | None) -> bool:
+def below_bound(space: FactorSpace, p: float, W: np.ndarray, bound: float | None) -> bool:
     """Whether the objective ``p`` of the factor ``W`` of ``space`` (a
     :class:`~sdpembed.lowrank.space.FactorSpace`) lies below a proven lower ``bound`` by
     more than :data:`~sdpembed.solve_status.BOUND_TOLERANCE`, measured as the rule measures
