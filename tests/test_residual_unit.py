@@ -213,3 +213,28 @@ def test_the_dual_residual_is_judged_by_its_effect_on_the_objective():
                        match=r"dual residual's effect on the objective 0\.00\d+"):
         check_result("SCS", rep.status, rep.objective, _uncut(rep))
     assert exc.objective < -0.8477923 * (1 + 5e-3)
+
+
+@pytest.mark.parametrize("solver, options", [
+    ("CLARABEL", {"max_iter": 10}), ("SCS", {"max_iters": 300}), ("SDPA", {"maxIteration": 12}),
+    ("CVXOPT", {"maxiters": 5}), ("CSDP", {"maxiter": 12})])
+def test_every_conic_backend_tells_a_cut_98016(solver, options):
+    """Each conic backend stopped by its iteration limit on 98016 is refused with its
+    iterate's report (CVXOPT's "unknown" at ``maxiters`` kept as ``user_limit`` with its
+    statistics); the message names the option to raise. Uncut, CVXOPT's report now states
+    its gap and agrees with the recorded optimum."""
+    from sdpembed.solvers import available_solvers
+
+    if solver not in available_solvers():
+        pytest.skip(f"{solver} is not usable here")
+    f, _ = make_instance(98016).build()
+    exc = _cut(f, solver, **options)
+    (option, limit), = options.items()
+    assert exc.report.iterations == limit and option in str(exc)
+    assert exc.report.status in ("optimal_inaccurate", "user_limit")
+    if solver == "CVXOPT":
+        assert exc.report.status == "user_limit" and exc.report.extra["solver_gap"] > 0
+        g, _ = make_instance(98016).build()
+        full = solve(g, "CVXOPT")
+        assert full.status == "optimal" and 0 <= full.gap <= 1e-6
+        assert abs(full.objective - OPTIMUM_98016) <= 1e-4 * abs(OPTIMUM_98016)
