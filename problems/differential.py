@@ -64,7 +64,8 @@ finite); SCS by ``max_iters`` 50-2,000; CLARABEL by ``max_iter`` 3-30. Each is j
 the counts above against CLARABEL without a cut (and a second reference where a cut
 solve's result or proof is not CLARABEL's): a cut solve may refuse with a typed error,
 never report something untrue (``false_unbounded``: an ``UnboundedError`` where a
-reference solves).
+reference solves). A conic solve that used up its limit is refused
+(``SolverLimitError``); one that converged within it is judged as any other.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ _CSDP_CODES = {
     1: (-2, "primal infeasible: the problem as posed is infeasible"),
     2: (-1, "dual infeasible: the problem as posed is unbounded"),
     3: (2, "partial success: solution found but full accuracy not reached"),
-    4: (2, "maximum iterations reached"),  # the last iterate is written: judged by its gap
+    4: (2, "maximum iterations reached"),  # the last iterate: refused as cut (solvers)
     5: (-4, "stuck at edge of primal feasibility"),
     6: (-4, "stuck at edge of dual infeasibility"),
     7: (-4, "lack of progress"),
@@ -450,8 +450,10 @@ class CSDPConif(SCS):
             proc.kill()
             proc.wait()
             reader.join()
-            raise CvxpySolverError(f"csdp stopped by its time limit of {time_limit} s"
-                                   + _tail(lines)) from None
+            err = CvxpySolverError(f"csdp stopped by its time limit of {time_limit} s"
+                                   + _tail(lines))
+            err.at_limit = True   # sdpembed.solvers: a SolverLimitError (no iterate written)
+            raise err from None
         reader.join()
         t2 = time.perf_counter()
         stdout = "".join(lines)
@@ -479,8 +481,10 @@ class CSDPConif(SCS):
             info["pobj"] = float(np.dot(c, x))
             return {"x": x, "y": y, "s": s, "info": info}
         if status_val in (1, 2):
-            raise CvxpySolverError(f"csdp stopped: {meaning} (exit code {code}) and wrote no "
+            err = CvxpySolverError(f"csdp stopped: {meaning} (exit code {code}) and wrote no "
                                    "solution file" + _tail(lines))
+            err.at_limit = code == 4   # maxiter
+            raise err
         return {"x": None, "y": np.zeros(A.shape[0]), "s": None, "info": info}
 
 

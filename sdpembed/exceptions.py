@@ -44,6 +44,7 @@ __all__ = [
     "InfeasibleError",
     "UnboundedError",
     "SolverFailedError",
+    "SolverLimitError",
     "InaccurateSolutionWarning",
     "DegenerateEmbeddingError",
     "DegenerateEmbeddingWarning",
@@ -165,6 +166,25 @@ class SolverFailedError(SolverError):
         self.bound = bound
         self.gap = gap
         self.point = point
+
+
+class SolverLimitError(SolverFailedError):
+    """The backend stopped at its iteration or time limit before converging.
+
+    Its last iterate is neither primal nor dual feasible, and nothing it reports (the
+    solver's gap, its residuals) bounds its distance from the optimum, so it is not a
+    result (:mod:`sdpembed.solve_status`). Raise the limit named in the message. Besides
+    the fields of :class:`SolverFailedError` (``gap`` is the solver's gap of the iterate),
+    the error carries ``report``, the :class:`~sdpembed.report.SolveReport` of that last
+    iterate (status, objective, residuals, ``extra["solver_gap"]``), for inspection;
+    ``None`` where the backend wrote no iterate.
+    """
+
+    def __init__(self, message: str = "", *, report: object = None,
+                 objective: float | None = None, bound: float | None = None,
+                 gap: float | None = None, point: object = None) -> None:
+        super().__init__(message, objective=objective, bound=bound, gap=gap, point=point)
+        self.report = report
 
 
 class InaccurateSolutionWarning(UserWarning):

@@ -70,17 +70,24 @@ right-hand side and coefficients at the data's scale. Only a registered backend 
 entry says ``absolute_residuals`` (no built-in one) has its numbers divided by
 :math:`\\max(1, |p|)`, the only unit known there.
 
-**A conic backend's gap is a claim only where it converged.** An iterate stopped by an
-iteration or time limit (``optimal_inaccurate``) is neither primal nor dual feasible, so
-its gap bounds nothing: SCS's cut points 8 % from the optimum had gaps and residuals near
-1e-3, and CLARABEL's ``AlmostSolved`` points after 6 and 10 iterations lay 0.38 % and
-0.51 % from the optimum with gaps of 2.2e-5 and 1.1e-5. Recomputing a true bound from
-the returned dual variables would need a bound on the primal feasible set to absorb their
-infeasibility, which these problems do not have (LOWRANK's certificate is that work, for
-its own problems). Such a report therefore states no gap (``gap`` ``None``); the solver's
-number is kept as ``extra["solver_gap"]``, and the rule still refuses the solve where it
-or a residual is large. SCS's inaccurate solves are held to :data:`NEAR_OPTIMAL`
-``["SCS"]``. A solve that reports none of these numbers cannot be judged and stays
+**A conic iterate cut by a limit is not a result.** An iterate stopped by an iteration or
+time limit is neither primal nor dual feasible, so nothing it reports bounds its error:
+SCS's cut points 8 % from the optimum had gaps and residuals near 1e-3, CLARABEL's
+``AlmostSolved`` points after 6 and 10 iterations lay 0.38 % and 0.51 % from the optimum
+with gaps of 2.2e-5 and 1.1e-5, and one after 10 iterations (a quadratic DVU) 1.19 % from
+it, feasible, with a gap of 3.6e-5. Recomputing a true bound from the returned dual
+variables would need a bound on the primal feasible set to absorb their infeasibility,
+which these problems do not have (LOWRANK's certificate is that work, for its own
+problems). So a conic solve that used up its iteration or time limit (each backend's
+entry's ``limits``: CLARABEL ``max_iter``/``time_limit``, SCS ``max_iters``/
+``time_limit_secs``, CSDP ``maxiter``/``time_limit``, SDPA ``maxIteration``, CVXOPT
+``maxiters``, MOSEK's iteration and time parameters) without converging is refused with
+:class:`~sdpembed.exceptions.SolverLimitError`, which says how far it got and carries the
+last iterate's report (``report``: its objective, residuals, and the solver's gap in
+``extra["solver_gap"]``; it states no ``gap``). An ``optimal_inaccurate`` solve that was
+not cut (a backend stopping at reduced accuracy on its own) keeps rule 4: its solver's gap
+is judged but never stated (``solver_gap``), and :data:`NEAR_OPTIMAL` holds where an entry
+sets it. A solve that reports none of these numbers cannot be judged and stays
 ``optimal_inaccurate`` (with its warning).
 """
 
@@ -90,7 +97,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .backends.table import CONIC_BACKENDS, EntryView
-from .exceptions import SolverFailedError
+from .exceptions import SolverFailedError, SolverLimitError
 from .report import OBJECTIVE_RESOLUTION, _finite, bound_gap
 
 if TYPE_CHECKING:
@@ -237,14 +244,57 @@ def _fail(message: str, objective, stats, point) -> SolverFailedError:
                              gap=_solver_gap(stats), point=point)
 
 
+def _cut(stats) -> bool:
+    """Whether a solve's statistics (or a report's ``extra``) say that it stopped at its
+    iteration or time limit (``stopped_by_limit``)."""
+    for where in (stats, getattr(stats, "extra", None)):
+        if isinstance(where, Mapping) and where.get("stopped_by_limit"):
+            return True
+    return False
+
+
+def _limit_error(name: str, on: str, status: str, objective, stats, point) -> SolverLimitError:
+    """The refusal of a conic iterate cut by a limit: how far it got, what to raise."""
+    entry = CONIC_BACKENDS.get(name)
+    raise_what = (entry.limit_options if entry is not None and entry.limit_options
+                  else "its iteration or time limit")
+    p, gap = _get({"p": objective}, "p"), _solver_gap(stats)
+    parts = [f"objective {p:.6g}" if p is not None else "no finite objective",
+             f"the solver's relative gap {abs(gap):.3g}" if gap is not None else None] + [
+        f"relative {label} {abs(v):.3g}"
+        for label, v in (("primal residual", _get(stats, "primal_residual")),
+                         ("dual residual", _get(stats, "dual_residual"))) if v is not None]
+    said = _reported(stats, "iterations")
+    message = _message(stats)
+    return SolverLimitError(
+        f"{name}{on} stopped at its iteration or time limit before converging ({status}"
+        + (f", {message}" if message else "") + (f", {said:.0f} iterations" if said else "")
+        + f"): its last iterate has {', '.join(x for x in parts if x)}. A cut iterate is "
+        "neither primal nor dual feasible and nothing it reports bounds its distance from the "
+        f"optimum, so it is not a result. Raise the limit ({raise_what}) and solve again, or "
+        "use another backend; the last iterate's report is on this error (.report).",
+        report=None if isinstance(stats, Mapping) else stats, objective=objective,
+        gap=gap, point=point)
+
+
+def _message(stats) -> str:
+    for where in (stats, getattr(stats, "extra", None)):
+        if isinstance(where, Mapping) and where.get("message"):
+            return str(where["message"])
+    return ""
+
+
 def check_result(solver: str, status: str, objective: float | None,
                  stats: Mapping[str, Any] | SolveReport, *, what: str = "",
                  point: Any = None) -> None:
     """Raise :class:`SolverFailedError` unless an ``optimal`` or ``optimal_inaccurate`` solve
     is a result by the rule of this module.
 
-    Does nothing for other statuses (they are judged by the caller). The error carries
-    ``objective``, ``bound``, ``gap`` and ``point``.
+    A solve stopped at its iteration or time limit (``user_limit``, or
+    ``optimal_inaccurate`` with ``stopped_by_limit`` in ``stats`` or a report's ``extra``)
+    raises :class:`~sdpembed.exceptions.SolverLimitError` (carrying ``stats`` as its
+    ``report`` where it is one). Does nothing for other statuses (they are judged by the
+    caller). The error carries ``objective``, ``bound``, ``gap`` and ``point``.
 
     Parameters
     ----------
@@ -258,10 +308,12 @@ def check_result(solver: str, status: str, objective: float | None,
     point : optional
         The point returned (carried by the error).
     """
-    if status not in ("optimal", "optimal_inaccurate"):
-        return
     name = str(solver).upper()
     on = f" on {what}" if what else ""
+    if status == "user_limit" or (status == "optimal_inaccurate" and _cut(stats)):
+        raise _limit_error(name, on, status, objective, stats, point)
+    if status not in ("optimal", "optimal_inaccurate"):
+        return
     p = _get({"p": objective}, "p")
     if p is None:
         raise _fail(f"{name}{on} reported status {status!r} without a finite objective "

@@ -36,6 +36,7 @@ from .exceptions import (
     ProblemTooLargeError,
     SdpEmbedError,
     SolverFailedError,
+    SolverLimitError,
     SolverMissingError,
     UnboundedError,
     warn,
@@ -361,6 +362,12 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
                           **{"warm_start": False, **effective})
     except cp.error.SolverError as exc:
         said = str(exc).replace(f"'SDPEMBED_{name}'", f"'{name}'")  # our plug-ins' names
+        if getattr(exc, "at_limit", False):   # stopped at its limit without an iterate
+            raise SolverLimitError(
+                f"{name} on {formulation.method} stopped at its iteration or time limit "
+                f"before converging and returned no point: {said}. Raise the limit "
+                f"({entry.limit_options or 'its iteration or time limit'}) and solve again, "
+                "or use another backend.") from exc
         raise SolverFailedError(
             f"{name} failed on {formulation.method}: {said}. Try another backend "
             f"(available: {available_solvers()}), tighten/loosen tolerances, or rescale the "
@@ -382,8 +389,11 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         else max(wall - compile_s, 0.0)
     extra = _extra_stats(name, stats.extra_stats if stats else None)
     status = problem.status
-    if extra.pop("at_limit", False) and status == cp.OPTIMAL_INACCURATE:
-        extra["stopped_by_limit"] = True   # its last iterate at its iteration limit, judged below
+    iterations = int(stats.num_iters) if stats and stats.num_iters is not None else None
+    if extra.pop("at_limit", False) or status == cp.USER_LIMIT or _used_up_limits(
+            entry, effective, iterations, solve_s):
+        if status in (cp.OPTIMAL_INACCURATE, cp.USER_LIMIT):
+            extra["stopped_by_limit"] = True   # its last iterate, cut: refused below
     if extra.get("gap_terms") is not None:
         terms = extra.pop("gap_terms")
         if extra.get("absolute_gap") is not None:
@@ -391,22 +401,17 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         if extra.get("dual_effect") is not None:
             extra["dual_residual_effect"] = gap_in_objective_unit(
                 extra.pop("dual_effect"), problem.value, terms)
-    if status == cp.OPTIMAL_INACCURATE and extra.get("gap") is not None:
+    if status in (cp.OPTIMAL_INACCURATE, cp.USER_LIMIT) and extra.get("gap") is not None:
         # an iterate stopped before converging is neither primal nor dual feasible: its gap
         # bounds nothing, so the report makes no claim (solve_status judges the solver's)
         extra["solver_gap"] = extra.pop("gap")
-    _raise_for_status(status, formulation, name, extra.get("message", ""))
-    _check_result(name, status, problem.value, extra, formulation)
-    if status == cp.OPTIMAL_INACCURATE:
-        advice = (entry.inaccurate_advice if entry.inaccurate_advice else
-                  "raise the iteration or time limit" if extra.get("stopped_by_limit") else
-                  _inaccurate_advice(formulation))
-        said = extra.get("message")
-        _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
+    if not extra.get("stopped_by_limit"):
+        _raise_for_status(status, formulation, name, extra.get("message", ""))
+        _check_result(name, status, problem.value, extra, formulation)
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
-    return SolveReport(
+    report = SolveReport(
         status=status,
         objective=float(problem.value) if problem.value is not None else None,
         solver=name,
@@ -414,12 +419,31 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         options=effective,
         compile_seconds=compile_s,
         solve_seconds=solve_s,
-        iterations=int(stats.num_iters) if stats and stats.num_iters is not None else None,
+        iterations=iterations,
         primal_residual=extra.pop("primal_residual", None),
         dual_residual=extra.pop("dual_residual", None),
         gap=extra.pop("gap", None),
         extra=extra,
     )
+    if extra.get("stopped_by_limit"):
+        # a cut iterate: refused (SolverLimitError), its report on the error
+        _check_result(name, status, report.objective, report, formulation)
+    if status == cp.OPTIMAL_INACCURATE:
+        advice = entry.inaccurate_advice or _inaccurate_advice(formulation)
+        said = extra.get("message")
+        _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
+    return report
+
+
+def _used_up_limits(entry, options: Mapping[str, Any], iterations: int | None,
+                    seconds: float) -> bool:
+    """Whether a conic solve used up the iteration or time limit of its options (its entry's
+    ``limits``, the solver's defaults included): an unconverged stop there was a cut."""
+    if entry.limits is None:
+        return False
+    cap, time_limit = entry.limits(options)
+    return (cap is not None and iterations is not None and iterations >= cap) or (
+        time_limit is not None and seconds >= time_limit)
 
 
 def _check_result(name: str, status: str, objective, stats, formulation: Formulation) -> None:
@@ -532,10 +556,9 @@ def _raise_for_status(status: str, formulation: Formulation, name: str, message:
         hint = hint() if callable(hint) else hint
         raise UnboundedError(f"{where}: the problem is unbounded. {hint}")
     if status == cp.USER_LIMIT:
-        # CLARABEL's (and MOSEK's) max_iter/time_limit: unlike SCS's, CSDP's or SDPA's last
-        # iterate, Clarabel's gap and relative residuals there do not bound the objective's
-        # distance from the optimum, so the point is not offered as an inaccurate solution
-        raise SolverFailedError(
+        # a limit reached by a backend without an entry's reader (a cut conic solve is
+        # refused with its report by _solve_once): not a result either
+        raise SolverLimitError(
             f"{where} stopped at its iteration or time limit ({message or status}) before "
             "converging; its point is not a solution. Raise the limit (CLARABEL max_iter, "
             "time_limit) or try another backend.")

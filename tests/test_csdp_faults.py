@@ -25,6 +25,7 @@ from sdpembed.exceptions import (
     InaccurateSolutionWarning,
     InputError,
     SolverFailedError,
+    SolverLimitError,
     SolverMissingError,
 )
 from sdpembed.formulations.dvu import dvu
@@ -108,32 +109,35 @@ def test_iteration_limit_without_a_solution_file_says_so(use, tmp_path):
         exit 4
         """))
     assert "CSDP" in available_solvers()
-    with pytest.raises(SolverFailedError) as err:
+    with pytest.raises(SolverLimitError) as err:
         solve(_formulation(), solver="CSDP", maxiter=50)
     msg = str(err.value)
+    assert err.value.report is None and "Raise the limit (maxiter, time_limit)" in msg
     assert "maximum iterations reached (exit code 4) and wrote no solution file" in msg
     assert "Maximum iterations reached. Result may be inaccurate." in msg  # csdp's own words
 
 
 @pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
-def test_iteration_limit_is_inaccurate_near_the_optimum_and_an_error_far_from_it(monkeypatch):
-    """CSDP stopped by maxiter writes its last iterate (exit code 4): like SCS's max_iters it
-    is kept as optimal_inaccurate when its relative gap is below FAR_FROM_OPTIMAL and refused
-    above; the kept one is checked against CLARABEL's optimum, the refused one with csdp's
-    own gap (1.6e-2 at 10 iterations; 16 reach the optimum)."""
+def test_iteration_limit_is_refused_near_the_optimum_and_far_from_it(monkeypatch):
+    """CSDP stopped by maxiter writes its last iterate (exit code 4). At 12 iterations that
+    iterate lay within FAR_FROM_OPTIMAL of CLARABEL's optimum and was kept as
+    optimal_inaccurate; at 10 its gap (1.6e-2) refused it. A cut iterate is no result
+    either way (nothing it reports bounds its error): both are refused with
+    SolverLimitError, the iterate's report on the error; 16 iterations reach the optimum."""
     monkeypatch.delenv(_csdp.ENV_VAR, raising=False)
     optimum = solve(_formulation(), solver="CLARABEL").objective
-    with pytest.raises(SolverFailedError, match="CSDP on dvu stopped before converging "
-                       r"\(optimal_inaccurate\) with relative duality gap 0\.01"):
-        solve(_formulation(), solver="CSDP", maxiter=10)
-    with pytest.warns(InaccurateSolutionWarning,
-                      match=r"CSDP returned optimal_inaccurate on dvu \(maximum iterations "
-                            r"reached\).*raise the iteration or time limit"):
-        near = solve(_formulation(), solver="CSDP", maxiter=12)
-    assert near.status == "optimal_inaccurate" and near.extra["exit_code"] == 4
-    # a cut iterate states no gap (neither primal nor dual feasible); the solver's is judged
-    assert near.extra["stopped_by_limit"] and near.gap is None
-    assert abs(near.extra["solver_gap"]) <= FAR_FROM_OPTIMAL
+    for maxiter in (10, 12):
+        with pytest.raises(SolverLimitError, match=r"CSDP on dvu stopped at its iteration or "
+                           r"time limit before converging \(optimal_inaccurate, maximum "
+                           rf"iterations reached, {maxiter} iterations\).*Raise the limit "
+                           r"\(maxiter, time_limit\)") as err:
+            solve(_formulation(), solver="CSDP", maxiter=maxiter)
+        near = err.value.report
+        assert near.status == "optimal_inaccurate" and near.extra["exit_code"] == 4
+        # a cut iterate states no gap (neither primal nor dual feasible)
+        assert near.extra["stopped_by_limit"] and near.gap is None
+        assert err.value.gap == near.extra["solver_gap"] and err.value.point is not None
+    assert abs(near.extra["solver_gap"]) <= FAR_FROM_OPTIMAL    # 12: it looked near
     assert abs(near.objective - optimum) <= FAR_FROM_OPTIMAL * abs(optimum)
     assert solve(_formulation(), solver="CSDP").status == "optimal"
 
@@ -177,10 +181,13 @@ def _seed383():
 def test_clarabel_iteration_limit_is_an_error_naming_the_limit():
     """Clarabel's point at max_iter is not offered as a solution (its own gap and residuals
     do not bound its distance from the optimum); the error says which limit stopped it."""
-    with pytest.raises(SolverFailedError, match=r"CLARABEL on dvu .* stopped at its iteration "
-                       r"or time limit \(MaxIterations\) before converging"):
+    with pytest.raises(SolverLimitError, match=r"CLARABEL on dvu stopped at its iteration "
+                       r"or time limit before converging \(user_limit, MaxIterations, 6 "
+                       r"iterations\).*Raise the limit \(max_iter, time_limit\)") as err:
         solve(_formulation(), solver="CLARABEL", max_iter=6)
-    with pytest.raises(SolverFailedError, match=r"limit \(MaxTime\)"):
+    assert err.value.report.status == "user_limit" and err.value.report.iterations == 6
+    with pytest.raises(SolverLimitError, match=r"limit before converging \(user_limit, "
+                       r"MaxTime"):
         solve(_formulation(), solver="CLARABEL", time_limit=1e-6)
 
 
@@ -201,7 +208,7 @@ def test_crash_during_the_solve_names_the_signal(use, tmp_path):
 def test_time_limit_stops_csdp_and_says_so(use, tmp_path):
     use(_program(tmp_path, "csdp", "exec sleep 30\n"))
     t0 = time.perf_counter()
-    with pytest.raises(SolverFailedError, match="time limit of 0.5 s"):
+    with pytest.raises(SolverLimitError, match="time limit of 0.5 s.*Raise the limit"):
         solve(_formulation(), solver="CSDP", time_limit=0.5)
     assert time.perf_counter() - t0 < 10  # stopped, not waited for
 

@@ -176,3 +176,27 @@ def test_no_stall_rank_growth_while_added_rows_are_violated():
     assert grown == [], f"rank grown on a stalled gap at outer iterations {grown}"
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
     assert history[-1]["constraint_violation"] <= feas_tol
+
+
+def test_a_point_below_the_proven_bound_gives_way_to_one_that_is_not():
+    """Seed 98029 of the differential test (quadratic DVU, 33 points, a row-sum, a must-link
+    and a cannot-link row): the outer loop kept its lowest certifiable objective,
+    -0.3256191 at infeasibility 9.2e-7 (outer iteration 10), as its best point while its
+    bound rose to -0.3256151 above it; later iterates were feasible at -0.3256151, but none
+    was lower, so no pair could end the loop and the solve was refused after ``max_outer``
+    (1.23e-5 below its own bound). A point below the proven bound now gives way to one that
+    is not: ``optimal`` within 1e-5 (relative) of CLARABEL's recorded optimum -0.3256149
+    (CSDP: -0.3256150), its bound below the optimum up to 1e-6 (``time_limit`` far away:
+    iteration-bound)."""
+    from problems.differential import make_instance
+    from sdpembed import solve
+    from sdpembed.solve_status import BOUND_TOLERANCE, bound_gap, reported_objective_scale
+
+    optimum = -0.32561489255527487   # CLARABEL, optimal, its gap 3.9e-10
+    f, _ = make_instance(98029).build()
+    rep = solve(f, "LOWRANK", time_limit=600)
+    assert rep.status == "optimal"
+    assert abs(rep.objective - optimum) <= 1e-5 * abs(optimum)
+    assert rep.bound <= optimum + 1e-6 * abs(optimum)
+    assert bound_gap(rep.objective, rep.bound, reported_objective_scale(rep)) >= -BOUND_TOLERANCE
+    assert rep.primal_infeasibility <= 1e-6

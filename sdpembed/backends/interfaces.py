@@ -15,6 +15,7 @@ from typing import Any
 import cvxpy.settings as cvxpy_settings
 import numpy as np
 from cvxpy.reductions.solvers.conic_solvers.clarabel_conif import CLARABEL as _ClarabelConif
+from cvxpy.reductions.solvers.conic_solvers.cvxopt_conif import CVXOPT as _CvxoptConif
 from cvxpy.reductions.solvers.conic_solvers.scs_conif import SCS as _ScsConif
 from cvxpy.reductions.solvers.conic_solvers.sdpa_conif import SDPA as _SdpaConif
 
@@ -109,6 +110,61 @@ class _SdpaWithStats(_SdpaConif):
 _SDPA_WITH_STATS = _SdpaWithStats()
 
 
+class _CvxoptWithStats(_CvxoptConif):
+    """cvxpy's CVXOPT interface that keeps CVXOPT's gap, infeasibilities and iterations,
+    and tells its iteration limit from a failure.
+
+    CVXOPT's ``conelp`` stops at ``maxiters`` with status ``"unknown"`` and its last
+    iterate, which cvxpy maps to a solver error like any numerical failure, dropping the
+    iterate and every statistic. This keeps ``relative gap``, ``primal infeasibility``,
+    ``dual infeasibility``, ``iterations`` and the status (cvxpy's ``extra_stats``), and
+    reports a stop at ``maxiters`` with an iterate as cvxpy's ``user_limit`` (as cvxpy
+    does for CLARABEL's ``MaxIterations``), so that it is refused as a cut solve
+    (:class:`~sdpembed.exceptions.SolverLimitError`) with its iterate's report.
+    """
+
+    _AT_LIMIT = "sdpembed: maximum iterations"
+    STATUS_MAP = {**_CvxoptConif.STATUS_MAP, _AT_LIMIT: cvxpy_settings.USER_LIMIT}
+
+    def name(self):
+        return "SDPEMBED_CVXOPT"   # cvxpy requires custom solvers to have their own name
+
+    def solve_via_data(self, data, warm_start, verbose, solver_opts, solver_cache=None):
+        import cvxopt.solvers
+
+        conelp, kept = cvxopt.solvers.conelp, {}
+
+        def kept_conelp(*args, **kwargs):
+            out = conelp(*args, **kwargs)
+            kept.update({k: out.get(k) for k in ("status", "iterations", "relative gap",
+                                                 "primal infeasibility", "dual infeasibility")})
+            cap = cvxopt.solvers.options.get("maxiters", 100)
+            if out.get("status") == "unknown" and out.get("x") is not None \
+                    and (out.get("iterations") or 0) >= cap:
+                out = {**out, "status": self._AT_LIMIT}
+            return out
+
+        cvxopt.solvers.conelp = kept_conelp
+        try:
+            solution = super().solve_via_data(data, warm_start, verbose, solver_opts,
+                                              solver_cache)
+        finally:
+            cvxopt.solvers.conelp = conelp
+        solution["sdpembed_stats"] = kept
+        return solution
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        kept = solution.get("sdpembed_stats", {})
+        out.attr[cvxpy_settings.EXTRA_STATS] = kept
+        if kept.get("iterations") is not None:
+            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iterations"])
+        return out
+
+
+_CVXOPT_WITH_STATS = _CvxoptWithStats()
+
+
 class _ScsWithScale(_ScsConif):
     r"""cvxpy's SCS interface that keeps the size of SCS's terms at the point it returns.
 
@@ -189,6 +245,8 @@ def scs_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
         out["gap_terms"] = _num(sizes.get("gap"))
         out["dual_effect"] = _num(sizes.get("dual_effect"))
     out["message"] = str(info.get("status", ""))
+    if "reached" in out["message"]:
+        out["at_limit"] = True   # "solved (inaccurate - reached max_iters)" or time_limit_secs
     return out
 
 
@@ -230,6 +288,8 @@ def generic_stats(raw: Mapping[str, Any]) -> dict[str, Any]:
                       "primal_residual"), ("dual infeasibility", "dual_residual")):
         if key in raw:
             out[dest] = _num(raw[key])
+    if isinstance(raw.get("status"), str):
+        out["message"] = raw["status"]
     return out
 
 

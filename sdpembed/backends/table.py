@@ -31,6 +31,7 @@ from ..exceptions import InputError
 from . import settings as _settings
 from .interfaces import (
     _CLARABEL_WITH_STATS,
+    _CVXOPT_WITH_STATS,
     _SCS_WITH_SCALE,
     _SDPA_WITH_STATS,
     clarabel_stats,
@@ -106,6 +107,13 @@ class ConicBackend:
         for every entry.
     inaccurate_advice : str, optional
         What to do after an ``optimal_inaccurate`` solve.
+    limits : callable, optional
+        The iteration and time limits (``None`` where none) a solve with the given options
+        runs under, the solver's defaults included: an ``optimal_inaccurate`` solve that
+        used them up was cut (:func:`sdpembed.solvers.solve` refuses it, see
+        :mod:`sdpembed.solve_status`).
+    limit_options : str
+        The options that raise those limits, for the messages.
     """
 
     name: str
@@ -127,6 +135,8 @@ class ConicBackend:
     time_limit_option: str | None = None
     tolerance_options: tuple[str, ...] = ()
     inaccurate_advice: str | None = None
+    limits: Callable[[Mapping[str, Any]], tuple[float | None, float | None]] | None = None
+    limit_options: str = ""
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name != self.name.upper():
@@ -167,6 +177,36 @@ def _clarabel_memory(sides: Sequence[int]) -> int:
     return int(CLARABEL_BYTES_PER_BLOCK_ENTRY * sum((s * (s + 1) // 2) ** 2 for s in sides))
 
 
+def _limits(iterations: str, default: int, seconds: str | None = None,
+            no_time: float = 0.0) -> Callable[[Mapping[str, Any]], tuple[float | None,
+                                                                         float | None]]:
+    """The ``limits`` of an entry whose options ``iterations`` (solver default ``default``)
+    and ``seconds`` (``no_time`` or less: none) set them."""
+    def limits(options: Mapping[str, Any]) -> tuple[float | None, float | None]:
+        cap = options.get(iterations, default)
+        t = options.get(seconds) if seconds is not None else None
+        return (float(cap) if cap is not None else None,
+                float(t) if t is not None and float(t) > no_time else None)
+    return limits
+
+
+def _cvxopt_limits(options: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """CVXOPT's ``maxiters`` (cvxpy's ``max_iters`` sets it; default 100); no time limit."""
+    return float(options.get("maxiters", options.get("max_iters", 100))), None
+
+
+def _mosek_limits(options: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """MOSEK's interior-point iteration limit (``MSK_IPAR_INTPNT_MAX_ITERATIONS``, default
+    400) and ``MSK_DPAR_OPTIMIZER_MAX_TIME`` (default none), from ``mosek_params`` by
+    either spelling of the name."""
+    params = {str(k).upper().removeprefix("MSK_IPAR_").removeprefix("MSK_DPAR_")
+              .removeprefix("IPARAM.").removeprefix("DPARAM."): v
+              for k, v in dict(options.get("mosek_params") or {}).items()}
+    t = params.get("OPTIMIZER_MAX_TIME")
+    return (float(params.get("INTPNT_MAX_ITERATIONS", 400)),
+            float(t) if t is not None and float(t) > 0 else None)
+
+
 def _mosek_usable() -> str | None:
     if "MOSEK" not in cp.installed_solvers():
         return "not installed"
@@ -183,32 +223,40 @@ _BUILT_IN = (
         "CLARABEL", "CLARABEL", {**_S.CVXPY_SETTINGS, **_S._CLARABEL}, 1e-6,
         "pip install clarabel", interface=_CLARABEL_WITH_STATS, stats=clarabel_stats,
         memory_bytes=_clarabel_memory, auto_priority=1, time_limit_option="time_limit",
-        tolerance_options=("tol_gap_abs", "tol_gap_rel", "tol_feas")),
+        tolerance_options=("tol_gap_abs", "tol_gap_rel", "tol_feas"),
+        limits=_limits("max_iter", 200, "time_limit"), limit_options="max_iter, time_limit"),
     ConicBackend(
         "SCS", "SCS", {**_S.CVXPY_SETTINGS, **_S._SCS}, 1e-4, "pip install scs",
         interface=_SCS_WITH_SCALE,
         defaults={"eps_abs": 1e-6, "eps_rel": 1e-6, "max_iters": 50_000}, stats=scs_stats,
         interior_point=False, near_optimal=1e-4, auto_priority=4,
         time_limit_option="time_limit_secs", tolerance_options=("eps_abs", "eps_rel"),
-        inaccurate_advice="raise max_iters or use an interior-point backend (CLARABEL, CSDP)"),
+        inaccurate_advice="raise max_iters or use an interior-point backend (CLARABEL, CSDP)",
+        limits=_limits("max_iters", 50_000, "time_limit_secs"),
+        limit_options="max_iters, time_limit_secs"),
     ConicBackend(
         "MOSEK", "MOSEK", {**_S.CVXPY_SETTINGS, **_S._MOSEK}, 1e-6,
         "pip install 'sdpembed[mosek]' and put a licence file in ~/mosek/mosek.lic",
-        usable=_mosek_usable, auto_priority=2, tolerance_options=("eps",)),
+        usable=_mosek_usable, auto_priority=2, tolerance_options=("eps",),
+        limits=_mosek_limits, limit_options="mosek_params MSK_IPAR_INTPNT_MAX_ITERATIONS, "
+        "MSK_DPAR_OPTIMIZER_MAX_TIME"),
     ConicBackend(
         "CVXOPT", "CVXOPT", {**_S.CVXPY_SETTINGS, **_S._CVXOPT}, 1e-5,
         "pip install 'sdpembed[cvxopt]'  (or: pip install cvxopt)",
-        tolerance_options=("abstol", "reltol", "feastol")),
+        interface=_CVXOPT_WITH_STATS, tolerance_options=("abstol", "reltol", "feastol"),
+        limits=_cvxopt_limits, limit_options="maxiters"),
     ConicBackend(
         "SDPA", "SDPA", {**_S.CVXPY_SETTINGS, **_S._SDPA}, 1e-5,
         "pip install 'sdpembed[sdpa]'  (or: pip install sdpa-python)", package="sdpa-python",
         interface=_SDPA_WITH_STATS, stats=sdpa_stats,
-        tolerance_options=("epsilonStar", "epsilonDash")),
+        tolerance_options=("epsilonStar", "epsilonDash"),
+        limits=_limits("maxIteration", 100), limit_options="maxIteration"),
     ConicBackend(
         "CSDP", "CSDP", {**_S.CVXPY_SETTINGS, **_S._CSDP}, 1e-5, _csdp.CSDP_INSTALL_HINT,
         interface=_csdp.CSDPConif(), version=_csdp.csdp_version, usable=_csdp_usable,
         stats=csdp_stats, auto_priority=3, time_limit_option="time_limit",
-        tolerance_options=("axtol", "atytol", "objtol")),
+        tolerance_options=("axtol", "atytol", "objtol"),
+        limits=_limits("maxiter", 100, "time_limit"), limit_options="maxiter, time_limit"),
 )
 
 #: backend name -> its entry, in order of preference (the order of

@@ -268,3 +268,16 @@ REDUCED_SOLVERS = ("auto", "ipm", "alm")
 #: augmented Lagrangians of ``distances="interval"``, :class:`LowRankOptions`
 #: ``interval_envelope``
 INTERVAL_ENVELOPES = ("auto", "kink", "huber")
+
+
+#: share of ``time_limit`` kept for the final certificate: the outer loop stops at
+#: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
+#: until ``time_limit`` (the final refinement half of that share); one certificate of the
+#: last multipliers, without optional anchors, is made even after it
+_FINAL_SHARE = 0.1
+
+
+def loop_deadline(t0: float, time_limit: float) -> float:
+    """The :func:`time.perf_counter` value at which the outer loop and its subproblems stop
+    (the final certificate has the rest of ``time_limit``, see ``_FINAL_SHARE``)."""
+    return t0 + (1.0 - _FINAL_SHARE) * time_limit

@@ -23,8 +23,8 @@ from .certificate import (
 from .dual_barrier import DualOptimum
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
 from .farkas import stalled_ray_proves
-from .options import LowRankOptions
-from .penalty import DistancePenalty, objective_scale
+from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
+from .penalty import DistancePenalty, below_bound, objective_scale
 from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
@@ -80,11 +80,6 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
-#: share of ``time_limit`` kept for the final certificate: the outer loop stops at
-#: ``(1 - _FINAL_SHARE) * time_limit``, the step under way and the final certificate have
-#: until ``time_limit`` (the final refinement half of that share); one certificate of the
-#: last multipliers, without optional anchors, is made even after it
-_FINAL_SHARE = 0.1
 
 #: the subproblem tolerance is tightened tenfold where the cheap gap, above ``tol``, has
 #: not fallen below ``_TIGHTEN_RATIO`` times its value ``_TIGHTEN_WINDOW`` outer iterations
@@ -94,12 +89,6 @@ _FINAL_SHARE = 0.1
 #: are not what limits such a gap (docs/tuning.md, "The stalled-gap rule's condition")
 _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
-
-
-def loop_deadline(t0: float, time_limit: float) -> float:
-    """The :func:`time.perf_counter` value at which the outer loop and its subproblems stop
-    (the final certificate has the rest of ``time_limit``, see ``_FINAL_SHARE``)."""
-    return t0 + (1.0 - _FINAL_SHARE) * time_limit
 
 
 class _OuterLoop:
@@ -376,8 +365,12 @@ class _OuterLoop:
         # (a lower objective alone may only be a less feasible point)
         slope = float(np.linalg.norm(self.y) * np.linalg.norm(pen.t)) \
             if pen.mode == "equality" else 0.0
+        # a best point below the proven bound never ends the loop: one not below replaces it
+        bound = getattr(self.best_dual, "bound", None)
         new_best = certifiable and (self.best_primal is None or p_c + slope * infeas_c
-                                    < self.best_primal[0] + slope * self.best_primal[2])
+                                    < self.best_primal[0] + slope * self.best_primal[2] or (
+            below_bound(space, *self.best_primal[:2], bound)
+            and not below_bound(space, p_c, W_c, bound)))
         if new_best:
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf

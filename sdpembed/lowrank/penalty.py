@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..formulations.gram import GramProblem
 
-__all__ = ["DistancePenalty"]
+if TYPE_CHECKING:
+    from .space import FactorSpace
+
+__all__ = ["DistancePenalty", "objective_scale", "below_bound"]
 
 
 class DistancePenalty:
@@ -204,3 +209,18 @@ def objective_scale(gp: GramProblem, F: np.ndarray) -> float:
         S = C.sparse.tocoo()
         size += float(np.abs(S.data) @ np.abs(np.einsum("ij,ij->i", F[S.row], F[S.col])))
     return size + abs(DistancePenalty(gp).objective(gp.distances_of_factor(F)))
+
+
+def below_bound(space: FactorSpace, p: float, W: np.ndarray, bound: float | None) -> bool:
+    """Whether the objective ``p`` of the factor ``W`` of ``space`` (a
+    :class:`~sdpembed.lowrank.space.FactorSpace`) lies below a proven lower ``bound`` by
+    more than :data:`~sdpembed.solve_status.BOUND_TOLERANCE`, measured as the rule measures
+    it (:func:`~sdpembed.solve_status.bound_gap` in the unit of :func:`objective_scale`): a
+    point too infeasible for its objective, which no bound can certify. ``False`` without a
+    bound."""
+    from ..solve_status import BOUND_TOLERANCE, bound_gap
+
+    if bound is None:
+        return False
+    gap = bound_gap(p, bound, objective_scale(space.gp, space.points(W)))
+    return gap is not None and gap < -BOUND_TOLERANCE

@@ -12,8 +12,8 @@ from ..exceptions import InputError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
 from .certificate import CertificateCache
-from .options import LowRankOptions
-from .outer import _OuterLoop, loop_deadline
+from .options import LowRankOptions, loop_deadline
+from .outer import _OuterLoop
 from .penalty import DistancePenalty
 from .reduced_ipm import _reduced_ipm
 from .result import LowRankResult, _SolveState
