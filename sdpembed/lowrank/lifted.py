@@ -8,7 +8,7 @@ from .certificate import _LIFTED, CertificateCache, _certificate_from_eig, _lift
 from .repair import _past, lift_multipliers
 
 #: the second, two-sided lift (``both_ways``) is made only where the first one's certified
-#: gap is at most this factor times ``tol``: it lowered that gap by 7-26 % where measured,
+#: gap is at most this factor times ``tol``: it lowered that gap by 1-26 % where measured,
 #: never by the third a larger factor needs, at two to three times the first lift's time
 #: (docs/tuning.md, "Instances with n <= 600, fifteenth round")
 _SECOND_LIFT = 1.5
