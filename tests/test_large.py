@@ -965,7 +965,7 @@ def test_certificate_attempt_computes_a_full_block_only_where_the_lift_starts(di
     y_far = np.clip(res.y + 10 * (y_noisy - res.y), -pen.w, pen.w)
     candidates = [(y_far, res.nu), (y_noisy, res.nu)]
     p_best = float(res.objective)
-    start = lowrank.repair._lift_start(space, pen, candidates, p_best)
+    start = lowrank.certificate._lift_start(space, pen, candidates, p_best)
     opts = lowrank.LowRankOptions()
     cache = lowrank.CertificateCache()
     for k in range(2):   # each candidate's certificate with its full block

@@ -461,7 +461,7 @@ _CANDIDATE_BLOCK = 16
 
 def _lift_start(space: FactorSpace, pen: DistancePenalty, candidates: list,
                 p_best: float) -> int:
-    r"""The candidate :func:`~sdpembed.lowrank.repair._lifted_certificate` lifts: the highest
+    r"""The candidate :func:`~sdpembed.lowrank.lifted._lifted_certificate` lifts: the highest
     :math:`\min(\beta, 2p_{\mathrm{best}} - \beta)`, :math:`\beta = -\varphi^*(y) - z^Tb` its
     own bound (a candidate above ``p_best`` loses at least the excess in the lift); no
     eigenvalue needed."""

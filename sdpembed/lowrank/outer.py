@@ -23,9 +23,10 @@ from .certificate import (
 from .dual_barrier import DualOptimum
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
 from .farkas import stalled_ray_proves
+from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
-from .repair import _RESTORE_MAX, _lifted_certificate, refine_multipliers, restore_feasibility
+from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _rank_deficient, _trim_rank
@@ -498,8 +499,8 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        # far from tol, lambda_min < 0 at full rank or just grown (fresh): columns, not a lift
-        # (where the bottom pairs are sparse, "far" begins at _LIFT_GAP_SPARSE)
+        # far from tol (_LIFT_GAP; sparse pairs: _LIFT_GAP_SPARSE), lambda_min < 0 at full
+        # rank or just grown (fresh): columns, not a lift
         fresh = 0 < self.last_growth == self.it - 1
         lift_gap = _LIFT_GAP_SPARSE if self.space.dim > self.space.limits.eig else _LIFT_GAP
         grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
@@ -598,10 +599,9 @@ class _OuterLoop:
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
         (Lanczos, or for n > ``DenseLimits.eig`` a lifted dense eigenvalue) and would prove
-        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the
-        leftmost eigenvalue by more than the gap allows; checked here (one dense
-        Cholesky), a failed estimate lets the solve go on (a lift, more iterations)
-        instead of ending it at ``optimal_inaccurate``."""
+        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the leftmost
+        eigenvalue by more than the gap allows; checked here (one dense Cholesky), a failed
+        estimate lets the solve go on (a lift, iterations), not end at ``optimal_inaccurate``."""
         if cert is None or cert.verified or cert.bound is None \
                 or relative_gap(p, cert.bound) > self.opts.tol:
             return cert

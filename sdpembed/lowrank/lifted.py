@@ -1,0 +1,67 @@
+"""The lifted certificate: :func:`~.repair.lift_multipliers` at the most promising candidate."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .certificate import _LIFTED, CertificateCache, _certificate_from_eig, _lift_start, relative_gap
+from .repair import _past, lift_multipliers
+
+#: the second, two-sided lift (``both_ways``) is made only where the first one's certified
+#: gap is at most this factor times ``tol``: it lowered that gap by 1-26 % where measured,
+#: never by the third a larger factor needs, at two to three times the first lift's time
+#: (docs/tuning.md, "Instances with n <= 600, fifteenth round")
+_SECOND_LIFT = 1.5
+
+
+def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts,
+                        cache: CertificateCache, p_best, deadline: float = np.inf):
+    r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
+
+    Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
+    misses ``tol`` because :math:`\lambda_{\min} < 0` and a candidate's own bound
+    :math:`\beta = -\varphi^*(y)` (which lifting can only lower) is above ``best_bound``,
+    the best bound so far, so that the lift can improve it. ``None`` where it is not
+    tried. A candidate whose :math:`\beta` exceeds the best objective ``p_best`` must
+    lose at least :math:`\beta - p_{\mathrm{best}}` in the lift, so candidates are
+    ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
+    The lift stops once the
+    shifted bound proves half of ``tol`` against ``p_best`` (its ``target``), or at
+    ``deadline``; none is started after it. When its certificate misses ``tol`` against
+    ``p_best`` by at most ``_SECOND_LIFT`` times ``tol``, a second lift from the same
+    candidate also lowers multipliers (``both_ways``); the higher bound of the two is
+    returned.
+    """
+    if (_past(deadline) or pen.mode != "interval" or space.Q is not None
+            or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
+            or certificate.lambda_min is None or certificate.lambda_min >= 0):
+        return None
+    k = _lift_start(space, pen, candidates, p_best)
+    y_s, nu_s = candidates[k]
+    if best_bound is not None and not -pen.conjugate(y_s) - space.linear_offset(nu_s) \
+            > best_bound:
+        return None
+    k_all = min(space.limits.block, space.dim - 2)
+    pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
+                  if np.array_equal(nu_c, space.duals(nu_s)) and np.array_equal(y_c, y_s)
+                  and lam.size >= k_all), None)
+    if pairs is not None and np.any(np.abs(y_s) > pen.w):
+        pairs = None  # the lift clips y into the box first: other eigenpairs
+    cert = None
+    for both_ways in (False, True):
+        # the second lift only where the first came within _SECOND_LIFT times tol
+        if cert is not None and (_past(deadline) or (cert.bound is not None and not (
+                opts.tol < relative_gap(p_best, cert.bound) <= _SECOND_LIFT * opts.tol))):
+            break
+        # stop lifting once the shift proves half the gap tolerance (a margin for the check)
+        y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound,
+                                    eigenpairs=pairs,
+                                    target=p_best - 0.5 * opts.tol * abs(p_best),
+                                    mu0=-np.inf if cache.mu0 is None else cache.mu0,
+                                    deadline=deadline, both_ways=both_ways)
+        lifted = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
+        lifted.note = _LIFTED + lifted.note
+        if cert is None or (lifted.bound is not None and (
+                cert.bound is None or lifted.bound > cert.bound)):
+            cert = lifted
+    return cert
