@@ -59,7 +59,23 @@ class _ClarabelWithStats(_ClarabelConif):
 _CLARABEL_WITH_STATS = _ClarabelWithStats()
 
 
-class _SdpaWithStats(_SdpaConif):
+class _KeepsStats:
+    """The ``invert`` of a cvxpy conic interface whose ``solve_via_data`` keeps the
+    solver's statistics under ``solution["sdpembed_stats"]``: they become cvxpy's
+    ``extra_stats``, and their iteration count (key ``_ITERATIONS``) its ``num_iters``."""
+
+    _ITERATIONS = "iterations"
+
+    def invert(self, solution, inverse_data):
+        out = super().invert(solution, inverse_data)
+        kept = solution.get("sdpembed_stats", {})
+        out.attr[cvxpy_settings.EXTRA_STATS] = kept
+        if kept.get(self._ITERATIONS) is not None:
+            out.attr[cvxpy_settings.NUM_ITERS] = int(kept[self._ITERATIONS])
+        return out
+
+
+class _SdpaWithStats(_KeepsStats, _SdpaConif):
     """cvxpy's SDPA interface that keeps SDPA's gap, feasibility errors and iterations.
 
     cvxpy drops the statistics ``sdpap.solve`` returns, so an SDPA solve stopped
@@ -72,6 +88,8 @@ class _SdpaWithStats(_SdpaConif):
     is cvxpy's ``SDPA.solve_via_data`` (CLP form with ``b`` negated, a free cone
     ``K`` for ``x``), keeping what it discards.
     """
+
+    _ITERATIONS = "iteration"
 
     def name(self):
         return "SDPEMBED_SDPA"   # cvxpy requires custom solvers to have their own name
@@ -98,19 +116,11 @@ class _SdpaWithStats(_SdpaConif):
             solution[cvxpy_settings.INEQ_DUAL] = y[dims["f"]:]
         return solution
 
-    def invert(self, solution, inverse_data):
-        out = super().invert(solution, inverse_data)
-        kept = solution.get("sdpembed_stats", {})
-        out.attr[cvxpy_settings.EXTRA_STATS] = kept
-        if kept.get("iteration") is not None:
-            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iteration"])
-        return out
-
 
 _SDPA_WITH_STATS = _SdpaWithStats()
 
 
-class _CvxoptWithStats(_CvxoptConif):
+class _CvxoptWithStats(_KeepsStats, _CvxoptConif):
     """cvxpy's CVXOPT interface that keeps CVXOPT's gap, infeasibilities and iterations,
     and tells its iteration limit from a failure.
 
@@ -152,14 +162,6 @@ class _CvxoptWithStats(_CvxoptConif):
             cvxopt.solvers.conelp = conelp
         solution["sdpembed_stats"] = kept
         return solution
-
-    def invert(self, solution, inverse_data):
-        out = super().invert(solution, inverse_data)
-        kept = solution.get("sdpembed_stats", {})
-        out.attr[cvxpy_settings.EXTRA_STATS] = kept
-        if kept.get("iterations") is not None:
-            out.attr[cvxpy_settings.NUM_ITERS] = int(kept["iterations"])
-        return out
 
 
 _CVXOPT_WITH_STATS = _CvxoptWithStats()
