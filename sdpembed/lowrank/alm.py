@@ -228,7 +228,7 @@ class _ALM:
                     return apply
             return block_jacobi(W, Z, g, d2)
 
-        def run(W0, gtol, maxiter, precond):
+        def run(W0, gtol, maxiter, precond, window=(0, 0.0)):
             nonlocal shape
             shape = W0.shape
             deadline = self.deadline
@@ -245,7 +245,7 @@ class _ALM:
                     res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
             elif precond is None:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
-                             deadline=deadline)
+                             deadline=deadline, window=window)
             else:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, precond=pc,
                              memory=10, stop_norm=2, ftol=0.0, deadline=deadline)
@@ -292,6 +292,22 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
     np.add.at(b, slot, K.value[:, None] * W[K.j])
     np.add.at(blocks, points, (4.0 * curv[rows])[:, None, None] * b[:, :, None] * b[:, None, :])
     return diag
+
+
+# the L-BFGS tail with added rows, in the first subproblem after the kink envelope was
+# left: stop once the last _TAIL_ITERS iterations lowered the augmented Lagrangian by at
+# most _TAIL_SHARE of the outer loop's need, the last cheap gap times |objective|
+# (docs/tuning.md, "Added rows at n = 2,500: the subproblem's tail")
+_TAIL_ITERS, _TAIL_SHARE = 100, 1e-5
+
+
+def tail_window(space: FactorSpace, cheap_gap: float, history: list) -> tuple[int, float]:
+    """``_lbfgs``'s ``window`` for the next subproblem: ``(0, 0.0)`` (off) without added rows
+    or other than right after the outer iteration that left the kink envelope."""
+    if space.K is None or not history or not history[-1].get("left_kink") \
+            or not np.isfinite(cheap_gap):
+        return 0, 0.0
+    return _TAIL_ITERS, _TAIL_SHARE * cheap_gap * abs(float(history[-1]["objective"]))
 
 
 def extrapolated(g: np.ndarray, g_prev: np.ndarray, j: int, w: np.ndarray) -> np.ndarray:

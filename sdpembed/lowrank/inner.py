@@ -190,7 +190,8 @@ def _norm(g: np.ndarray, order: float) -> float:
 
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
-           stop_norm: float = np.inf, deadline: float = np.inf) -> _LBFGSResult:
+           stop_norm: float = np.inf, deadline: float = np.inf,
+           window: tuple[int, float] = (0, 0.0)) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k` by the two-loop recursion over the
@@ -203,7 +204,9 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     :math:`\|g\|_{\text{stop\_norm}} \le` ``gtol``, when the relative decrease
     :math:`(f_k - f_{k+1})/\max(|f_k|, |f_{k+1}|, 1) \le` ``ftol`` (the tests of
     L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
-    ``20 * maxiter + 100``), or at the ``deadline`` (a :func:`time.perf_counter` value).
+    ``20 * maxiter + 100``), at the ``deadline`` (a :func:`time.perf_counter` value), or,
+    with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
+    :math:`f` by at most ``delta`` (an absolute test of the tail).
 
     The pairs live in two ``(memory, N)`` single-precision arrays (:func:`_two_loop`)
     and every vector operation is one BLAS call (``sdot``, in-place ``saxpy``): faster
@@ -229,6 +232,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     alpha = np.empty(memory)
     progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
+    k_win, delta = window
+    f_hist = np.full(max(k_win, 1), np.inf)  # f of the last k iterates, a ring
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
@@ -258,5 +263,9 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
             break
+        if k_win > 0:
+            if it > k_win and f_hist[it % k_win] - f <= delta:
+                break
+            f_hist[it % k_win] = f
         progress(it, f"{nfev[0]:6d} evaluations", f, g)
     return _LBFGSResult(x, it, float(np.linalg.norm(g)))

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from ..solve_status import BOUND_TOLERANCE, bound_gap
-from .alm import _ALM, extrapolated
+from .alm import _ALM, extrapolated, tail_window
 from .certificate import (
     _UNVERIFIED,
     FINAL_SKIPPED,
@@ -49,7 +49,6 @@ _SIGMA_MAX_INTERVAL = 27.0
 #: the DVU objective is a small difference of large terms, and a smaller penalty leaves
 #: it more weight in the subproblems
 _SIGMA_KINK = 0.1
-
 
 #: ``"interval"`` factors of at most this many entries, no added rows, get Newton-CG once a
 #: subproblem took L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval ...")
@@ -265,7 +264,8 @@ class _OuterLoop:
         else:
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
-        W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner)
+        W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
+                     tail_window(self.space, self.cheap_prev, self.history))
         self.last_inner = "newton" if newton else self._lbfgs_end(res)
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
