@@ -200,3 +200,24 @@ def test_a_point_below_the_proven_bound_gives_way_to_one_that_is_not():
     assert rep.bound <= optimum + 1e-6 * abs(optimum)
     assert bound_gap(rep.objective, rep.bound, reported_objective_scale(rep)) >= -BOUND_TOLERANCE
     assert rep.primal_infeasibility <= 1e-6
+
+
+@pytest.mark.parametrize("max_inner, after", [(None, 6000), (1500, 1500)])
+def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner, after):
+    """The default L-BFGS cap is 2,000 on the kink envelope (n <= DenseLimits.eig) and
+    6,000 on the Huber one (LowRankOptions.max_inner): once the kink is left, the Huber
+    cap holds (docs/tuning.md, "the n = 800 check instance"); a cap the caller set stays."""
+    from types import SimpleNamespace
+
+    from sdpembed.lowrank import outer
+
+    left = []
+    loop = SimpleNamespace(
+        opts=SimpleNamespace(max_inner=max_inner), max_inner=max_inner or 2000, it=3,
+        pen=SimpleNamespace(w=np.ones(3)), alm=SimpleNamespace(leave_kink=lambda: left.append(1)),
+        _start_penalty=lambda: None)
+    g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]))
+    assert left == [1]
+    assert loop.max_inner == after
+    assert outer._MAX_INNER == 6000 and outer._MAX_INNER_KINK == 2000
+    np.testing.assert_array_equal(g, [1.0, -0.5, -1.0])

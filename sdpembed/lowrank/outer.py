@@ -208,9 +208,12 @@ class _OuterLoop:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
         known to solve the interval one); returns ``g`` clipped to the box, the Huber
-        multipliers the solve goes on from at the Huber envelope's first penalty."""
+        multipliers the solve goes on from at the Huber envelope's first penalty; the
+        default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``."""
         pen = self.pen
         self.alm.leave_kink()
+        if self.opts.max_inner is None:
+            self.max_inner = _MAX_INNER
         self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
         self._start_penalty()
         return np.clip(g, -pen.w, pen.w)
