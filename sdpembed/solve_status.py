@@ -244,13 +244,19 @@ def _fail(message: str, objective, stats, point) -> SolverFailedError:
                              gap=_solver_gap(stats), point=point)
 
 
+def _said(stats, key):
+    """The first set (truthy) ``key`` of a backend's ``stats`` or a report's ``extra``, as
+    reported (flags and messages: :func:`_reported` keeps finite numbers only)."""
+    for where in (stats, getattr(stats, "extra", None)):
+        if isinstance(where, Mapping) and where.get(key):
+            return where[key]
+    return None
+
+
 def _cut(stats) -> bool:
     """Whether a solve's statistics (or a report's ``extra``) say that it stopped at its
     iteration or time limit (``stopped_by_limit``)."""
-    for where in (stats, getattr(stats, "extra", None)):
-        if isinstance(where, Mapping) and where.get("stopped_by_limit"):
-            return True
-    return False
+    return bool(_said(stats, "stopped_by_limit"))
 
 
 def _limit_error(name: str, on: str, status: str, objective, stats, point) -> SolverLimitError:
@@ -265,7 +271,7 @@ def _limit_error(name: str, on: str, status: str, objective, stats, point) -> So
         for label, v in (("primal residual", _get(stats, "primal_residual")),
                          ("dual residual", _get(stats, "dual_residual"))) if v is not None]
     said = _reported(stats, "iterations")
-    message = _message(stats)
+    message = str(_said(stats, "message") or "")
     return SolverLimitError(
         f"{name}{on} stopped at its iteration or time limit before converging ({status}"
         + (f", {message}" if message else "") + (f", {said:.0f} iterations" if said else "")
@@ -275,13 +281,6 @@ def _limit_error(name: str, on: str, status: str, objective, stats, point) -> So
         "use another backend; the last iterate's report is on this error (.report).",
         report=None if isinstance(stats, Mapping) else stats, objective=objective,
         gap=gap, point=point)
-
-
-def _message(stats) -> str:
-    for where in (stats, getattr(stats, "extra", None)):
-        if isinstance(where, Mapping) and where.get("message"):
-            return str(where["message"])
-    return ""
 
 
 def check_result(solver: str, status: str, objective: float | None,
