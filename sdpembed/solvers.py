@@ -42,6 +42,7 @@ from .exceptions import (
     warn,
 )
 from .formulation import Formulation
+from .formulations.gram_problem import rigidity_note
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
@@ -476,9 +477,11 @@ def _inaccurate_advice(formulation) -> str:
         return ("try another backend, or build with reduce_face=True (without it the Gram SDP "
                 "has no strictly feasible point and interior-point methods lose accuracy)")
     if reduced:
+        distances = getattr(getattr(formulation, "gram_problem", None), "distances", "")
         return ("try another backend; the face is already reduced, so the constraints may "
                 "leave no strictly feasible point (e.g. equality distances fixing a "
-                "rank-deficient clique): LOWRANK reports an interval for such problems")
+                "rank-deficient clique): LOWRANK reports an interval for such problems."
+                + rigidity_note(distances or "")).rstrip(".")
     return "try another backend"
 
 

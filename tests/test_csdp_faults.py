@@ -155,6 +155,8 @@ def test_csdp_success_with_a_real_gap_beyond_the_limit_is_inaccurate(monkeypatch
     said = " ".join(str(w.message) for w in rec)
     # the face is reduced already: the advice names the cause, not reduce_face=True
     assert "no strictly feasible point" in said and "build with reduce_face" not in said
+    # equality distances: the advice names the strictly feasible alternative
+    assert "distances='shrink'" in said
     assert rep.status == "optimal_inaccurate"
     # the real gap is judged (extra["solver_gap"]) but states no bound: the report has none
     assert rep.gap is None and abs(rep.extra["solver_gap"]) > _csdp.REAL_GAP_LIMIT

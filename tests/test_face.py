@@ -211,6 +211,8 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
     with pytest.raises(SolverFailedError, match="degenerate on the face") as err:
         solve(_seed383(), solver="LOWRANK", max_outer=10)
     assert err.value.point is not None and err.value.bound is not None
+    # equality distances: the error names the strictly feasible alternative
+    assert "distances='shrink'" in str(err.value)
 
 
 @pytest.mark.parametrize("seed", [71038, 70117])

@@ -17,6 +17,18 @@ from .matrices import DiagPlusLowRank
 
 DISTANCE_MODES = ("interval", "equality", "quadratic", "shrink")
 
+def rigidity_note(distances: str) -> str:
+    """What equality distances mean where a solver found no strictly feasible point: on
+    exact low-dimensional data a k-NN graph can be universally rigid, the data itself the
+    only feasible point (docs/tuning.md, sixteenth round). Empty for other modes."""
+    if distances != "equality":
+        return ""
+    return (" With equality distances on exact low-dimensional data (a k-NN graph rigid in "
+            "the data's dimension) the data itself may be the only feasible point, and a "
+            "near-feasible point's objective can be far from the optimum whatever the "
+            "backend; distances='shrink' is strictly feasible and certifies.")
+
+
 #: declared constraints of the parameters that :func:`~sdpembed.formulations.dvu` and
 #: :func:`~sdpembed.formulations.mvu` share (their estimators read the same entries)
 GRAM_PARAMETERS = {

@@ -63,6 +63,16 @@ def mvu(graph: NeighborhoodGraph, *, distances: str = "equality", slack_weight: 
     :math:`\\mathbf 1^\\perp`,
     :math:`-\\mathrm{tr}\\,G \\ge -y^T\\bar D` for every :math:`G` of either problem.
 
+    With equality distances on a graph rigid in the data's dimension (a k-NN graph of
+    exact low-dimensional data, e.g. 6 neighbours on a Swiss roll or an S-curve in
+    :math:`\\mathbb R^3`) the framework can be universally rigid: the data's own centred
+    Gram matrix (scaled as the targets are) is then the only feasible point, there is no
+    unrolled embedding to find, and a point that violates the equalities by a tiny
+    residual can still have a much larger trace (docs/tuning.md, "Equality MVU on the
+    manifold rows: the remaining degeneracy is universal rigidity"). LOWRANK refuses such
+    points; ``distances="shrink"`` gives the unrolling MVU is known for (strictly
+    feasible, certified).
+
     ``reduce_face`` optimises over :math:`G = VYV^T` with ``V`` an orthonormal
     basis of :math:`\\mathbf 1^\\perp` (see :func:`dvu`). ``basis_rank`` and
     ``basis_graph`` restrict to a reduced Laplacian basis as in :func:`dvu`

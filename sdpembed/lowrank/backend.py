@@ -16,6 +16,7 @@ from ..exceptions import InfeasibleError, InputError, SolverFailedError, Unsuppo
 from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
+from ..formulations.gram_problem import rigidity_note
 from ..report import Backend, SolveReport
 from ..solve_status import FAR_FROM_OPTIMAL, bound_gap
 from .certificate import relative_gap
@@ -465,8 +466,8 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
             f"certified lower bound {result.bound:.6g}, above {FAR_FROM_OPTIMAL:g}: the "
             "optimum lies between the two, and the point is not a solution. More time does "
             "not remove the degeneracy: solve with a conic backend (CSDP, CLARABEL) and check "
-            "its status.", objective=float(result.objective), bound=result.bound,
-            gap=result.certified_gap, point=result.factor)
+            "its status." + rigidity_note(gp.distances), objective=float(result.objective),
+            bound=result.bound, gap=result.certified_gap, point=result.factor)
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return
     raise SolverFailedError(
@@ -477,8 +478,9 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
         "constraints are degenerate on the face too, and such a point's objective can lie "
         "below the optimum by about the square root of its violation, outside its stated "
         "gap. It is not a solution. Solve with a conic backend (CLARABEL, CSDP) and check "
-        "its status, or raise time_limit (LOWRANK then also solves on the face).",
-        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
+        "its status, or raise time_limit (LOWRANK then also solves on the face)."
+        + rigidity_note(gp.distances), objective=float(result.objective), bound=result.bound,
+        gap=result.certified_gap,
         point=result.factor)
 
 
