@@ -202,11 +202,15 @@ def test_a_point_below_the_proven_bound_gives_way_to_one_that_is_not():
     assert rep.primal_infeasibility <= 1e-6
 
 
-@pytest.mark.parametrize("max_inner, after", [(None, 6000), (1500, 1500)])
-def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner, after):
+@pytest.mark.parametrize("max_inner, added_rows, after", [
+    (None, True, 6000), (1500, True, 1500), (None, False, 2000), (1500, False, 1500)])
+def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner, added_rows,
+                                                                       after):
     """The default L-BFGS cap is 2,000 on the kink envelope (n <= DenseLimits.eig) and
-    6,000 on the Huber one (LowRankOptions.max_inner): once the kink is left, the Huber
-    cap holds (docs/tuning.md, "the n = 800 check instance"); a cap the caller set stays."""
+    6,000 on the Huber one (LowRankOptions.max_inner): once the kink is left with added
+    rows, the Huber cap holds (docs/tuning.md, "the n = 800 check instance"); without
+    added rows the 2,000 cap stays (docs/tuning.md, "... sixteenth round"); a cap the
+    caller set stays."""
     from types import SimpleNamespace
 
     from sdpembed.lowrank import outer
@@ -214,6 +218,7 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
     left = []
     loop = SimpleNamespace(
         opts=SimpleNamespace(max_inner=max_inner), max_inner=max_inner or 2000, it=3,
+        space=SimpleNamespace(K=np.ones((1, 3)) if added_rows else None),
         pen=SimpleNamespace(w=np.ones(3)), alm=SimpleNamespace(leave_kink=lambda: left.append(1)),
         _start_penalty=lambda: None)
     g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]))

@@ -55,9 +55,9 @@ _SIGMA_KINK = 0.1
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 
 #: L-BFGS iterations per subproblem where ``max_inner`` is ``None``: ``_MAX_INNER_KINK`` for
-#: the kink envelope of ``"interval"`` with n <= ``DenseLimits.eig``, else ``_MAX_INNER``;
-#: a subproblem stopped there is not read as a stall (docs/tuning.md, "Instances with
-#: n <= 600 ... eleventh round")
+#: ``"interval"`` with n <= ``DenseLimits.eig`` from the kink envelope (past its exit only
+#: with added rows), else ``_MAX_INNER``; a subproblem stopped there is not read as a stall
+#: (docs/tuning.md, "Instances with n <= 600 ... eleventh round", "... sixteenth round")
 _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
@@ -208,11 +208,11 @@ class _OuterLoop:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
         known to solve the interval one); returns ``g`` clipped to the box, the Huber
-        multipliers the solve goes on from at the Huber envelope's first penalty; the
-        default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``."""
+        multipliers the solve goes on from at the Huber envelope's first penalty; with
+        added rows the default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``."""
         pen = self.pen
         self.alm.leave_kink()
-        if self.opts.max_inner is None:
+        if self.opts.max_inner is None and self.space.K is not None:
             self.max_inner = _MAX_INNER
         self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
         self._start_penalty()
