@@ -504,3 +504,25 @@ def test_an_equality_point_below_its_own_bound_is_restored_onto_the_constraints(
     assert rep.primal_infeasibility <= 1e-12
     assert rep.bound <= -24.0728074 <= rep.objective
     assert rep.certified_gap <= 1e-2
+
+
+def test_least_squares_falls_back_when_the_divide_and_conquer_svd_fails(monkeypatch):
+    """LAPACK's ``gelsd`` (numpy's driver) failed to converge ("SVD did not converge in
+    Linear Least Squares") on a finite 720 x 600 Gauss-Newton Jacobian of the restoration
+    onto the face (equality MVU, Swiss roll of 200 points, 6 neighbours; the solve ended
+    in an untyped-cause ``SolverFailedError`` asking to report it). The fallback solves
+    the same problem with the QR-iteration SVD at numpy's cutoff: on a rank-deficient
+    matrix it must return numpy's least-norm solution (to 1e-10, rounding of two SVDs)."""
+    from sdpembed.lowrank.ipm_common import least_squares
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 10)) @ rng.standard_normal((10, 30))   # rank 10
+    b = rng.standard_normal(40)
+    reference = np.linalg.lstsq(A, b, rcond=None)[0]
+
+    def no_convergence(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge in Linear Least Squares")
+
+    monkeypatch.setattr(np.linalg, "lstsq", no_convergence)
+    x = least_squares(A, b)
+    assert np.linalg.norm(x - reference) <= 1e-10 * np.linalg.norm(reference)

@@ -32,6 +32,7 @@ from .face import (
     restore_on_face,
 )
 from .farkas import farkas_certificate
+from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
 from .solve import lowrank_solve
@@ -99,7 +100,7 @@ def _coordinates(B: np.ndarray, F: np.ndarray) -> np.ndarray:
     x = np.random.default_rng(0).standard_normal(B.shape[1])
     if np.linalg.norm(B.T @ (B @ x) - x) <= 1e-10 * np.linalg.norm(x):
         return B.T @ F
-    return np.linalg.lstsq(B, F, rcond=None)[0]
+    return least_squares(B, F)
 
 
 def _assign_psd(var, value: np.ndarray) -> None:

@@ -39,6 +39,7 @@ from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
 from .certificate import _trace_bound_equality
+from .ipm_common import least_squares
 from .space import FactorSpace
 from .verify import _U
 
@@ -197,7 +198,7 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
         if H is not None:
             J.append((2.0 * project(space.apply_H(PV)) / h_scale * (rh[0] > 0))
                      .reshape(1, -1))
-        return np.linalg.lstsq(np.vstack(J), -r, rcond=None)[0].reshape(n, k)
+        return least_squares(np.vstack(J), -r).reshape(n, k)
 
     with threadpool_limits(limits=1, user_api="blas"):    # small dense factorisations
         V = PF

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram"]
+__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares"]
 
 
 _SQRT2 = np.sqrt(2.0)
@@ -103,3 +103,16 @@ def _cholesky(M):
         except np.linalg.LinAlgError:
             shift = 1e-14 * scale if shift == 0.0 else 100.0 * shift
     raise np.linalg.LinAlgError("normal-equations matrix is not positive definite")
+
+
+def least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The least-norm least-squares solution of :math:`Ax \\approx b` (numpy's default
+    cutoff). LAPACK's divide-and-conquer SVD (``gelsd``, numpy's driver) can fail to
+    converge on finite, nearly rank-deficient matrices, such as the Gauss-Newton Jacobians
+    of a restoration onto a face without a strictly feasible point; the QR-iteration SVD
+    (``gelss``) solves the same problem with the same cutoff."""
+    try:
+        return np.linalg.lstsq(A, b, rcond=None)[0]
+    except np.linalg.LinAlgError:
+        cond = np.finfo(float).eps * max(A.shape)
+        return sla.lstsq(A, b, cond=cond, lapack_driver="gelss")[0]

@@ -12,6 +12,7 @@ import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError
 from .certificate import _shift_theta
+from .ipm_common import least_squares
 from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
@@ -686,7 +687,7 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
             break
         J = _explicit_jacobian(space, E, Z, W, rows if K is not None else None)
         if isinstance(J, np.ndarray):    # small: the exact least-norm step
-            step = np.linalg.lstsq(J, -c, rcond=None)[0]
+            step = least_squares(J, -c)
         else:
             # LSMR on the equilibrated rows (the operator applies row_scale itself)
             rhs = c.copy()
