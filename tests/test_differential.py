@@ -24,7 +24,9 @@ import pytest
 
 from problems.differential import (
     CUTS,
+    FEAS,
     TIME_LIMIT,
+    _check_point,
     _judge,
     draw_cuts,
     make_instance,
@@ -32,6 +34,12 @@ from problems.differential import (
     run_truncated,
     summarize,
 )
+from sdpembed import solve
+from sdpembed.exceptions import SolverFailedError
+
+#: seed 99085's optimum (CLARABEL -0.1593364885, CSDP -0.1593364738; docs/tuning.md,
+#: "99085: equality distances barely strictly feasible")
+OPTIMUM_99085 = -0.15933649
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
           "false_infeasible", "outside_gap")
@@ -248,3 +256,19 @@ def test_truncated_larger_slice_reports_nothing_untrue():
     records, total, bad = _run_truncated(range(94000, 94040), (12, 60))
     assert bad == [], bad
     assert all(total.get(k, 0) == 0 for k in UNTRUE_CUT), total
+
+
+def test_a_barely_strictly_feasible_equality_problem_is_refused_or_right_99085():
+    """Equality DVU (explicit centroids, SNR, two row-sums, 41 points) whose distances
+    leave a strictly feasible margin of 3e-7 relative (two near-flat 4-cliques): an
+    infeasible iterate buys objective below the optimum, and LOWRANK creeps towards it.
+    Cut at 4 s it must refuse with a typed error naming the violation, or return a
+    feasible point at the recorded optimum; never the cheaper infeasible one."""
+    f, _ = make_instance(99085).build()
+    try:
+        res = solve(f, "LOWRANK", time_limit=4.0)
+    except SolverFailedError as exc:
+        assert "violates the constraints" in str(exc) or "gap" in str(exc), str(exc)
+        return
+    assert abs(res.objective - OPTIMUM_99085) <= 1e-4 * abs(OPTIMUM_99085), res.objective
+    assert _check_point(f, res.objective)["violation"] <= FEAS
