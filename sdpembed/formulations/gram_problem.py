@@ -17,6 +17,7 @@ from .matrices import DiagPlusLowRank
 
 DISTANCE_MODES = ("interval", "equality", "quadratic", "shrink")
 
+
 def rigidity_note(distances: str) -> str:
     """What equality distances mean where a solver found no strictly feasible point: on
     exact low-dimensional data a k-NN graph can be universally rigid, the data itself the

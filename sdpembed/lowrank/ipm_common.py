@@ -1,7 +1,7 @@
 """Small dense SDP algebra shared by the interior-point methods (reduced IPM, lift LP).
 
 svec coordinates of symmetric matrices and the step-length and Cholesky rules of a
-primal-dual iteration.
+primal-dual iteration; and the dense least-squares solve the restorations share.
 """
 
 from __future__ import annotations
