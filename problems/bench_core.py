@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from problems._proc import stop_child
 from problems.tuning import add_tuning_argument, command_line, write_section
 
 RESULTS = Path("results")
@@ -85,7 +86,7 @@ def run_case(n: int, solver: str, timeout: float, mem_limit_gb: float) -> dict:
     if row is None:
         row = {"n": n, "solver": solver, "status": f"timeout after {timeout:.0f} s",
                "wall_s": time.perf_counter() - t0}
-        proc.kill()
+        stop_child(proc)
     proc.join(5)
     return row
 

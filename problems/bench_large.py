@@ -36,7 +36,6 @@ import logging
 import multiprocessing as mp
 import os
 import platform
-import resource
 import sys
 import time
 from pathlib import Path
@@ -44,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import tomllib
 
+from problems._proc import stop_child, usage
 from problems.tuning import add_tuning_argument, write_section
 
 logger = logging.getLogger(__name__)
@@ -297,9 +297,8 @@ def _child(spec, run, backend, queue):
     except BaseException as exc:  # noqa: BLE001 - recorded in the table
         out["status"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         out.setdefault("wall_s", None)
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    out["peak_mb"] = usage.ru_maxrss / 1024
-    out["cpu_s"] = usage.ru_utime + usage.ru_stime  # the whole child: data, graph, solve
+    # the whole child (data, graph, solve) and the programs it ran (csdp)
+    out.update(usage())
     queue.put(_plain(out))
 
 
@@ -386,7 +385,7 @@ def _run_one(spec, run, backend, timeout):
             pass
     killed = proc.is_alive()
     if killed:
-        proc.kill()
+        stop_child(proc)
     proc.join()
     while True:
         try:

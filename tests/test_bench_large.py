@@ -173,3 +173,51 @@ def test_a_row_cut_during_its_evaluation_keeps_the_solve():
         **base, "status": "timeout after 60 s", "wall_s": 61.0}
     assert bench._collect([], base, False, 60, -9, 5.0)["status"] == (
         "process died (exit code -9; out of memory?)")
+
+
+def _wait_for_sigterm(path):
+    import signal
+    import time
+    from pathlib import Path
+
+    def note(signum, frame):
+        Path(path).write_text("terminated")
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, note)
+    Path(path).write_text("ready")
+    time.sleep(60)
+
+
+def test_a_child_past_its_time_is_terminated_before_it_is_killed(tmp_path):
+    """A timed-out row's child gets SIGTERM first, so a backend running ``csdp`` stops it
+    and removes its folder (``_csdp._StopOnSigterm``); before, SIGKILL left ``csdp``
+    running as an orphan beside the next rows (sixteenth round's peer run)."""
+    import multiprocessing as mp
+    import time
+
+    from problems._proc import stop_child
+
+    flag = tmp_path / "flag"
+    proc = mp.get_context("spawn").Process(target=_wait_for_sigterm, args=(str(flag),))
+    proc.start()
+    deadline = time.monotonic() + 60
+    while not flag.exists() and proc.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert flag.exists(), "the child did not start"
+    stop_child(proc, grace=10.0)
+    assert flag.read_text() == "terminated" and proc.exitcode == 0
+
+
+def test_usage_counts_the_programs_a_child_ran():
+    """``cpu_s`` counts the children the process waited for (``csdp`` does a CSDP solve's
+    work in its own process): a busy child's CPU shows up in it."""
+    import subprocess
+    import sys
+
+    from problems._proc import usage
+
+    before = usage()["cpu_s"]
+    subprocess.run([sys.executable, "-c", "s = 0\nfor i in range(3 * 10**7): s += i"],
+                   check=True)
+    assert usage()["cpu_s"] - before >= 0.5
