@@ -477,11 +477,12 @@ def _inaccurate_advice(formulation) -> str:
         return ("try another backend, or build with reduce_face=True (without it the Gram SDP "
                 "has no strictly feasible point and interior-point methods lose accuracy)")
     if reduced:
-        distances = getattr(getattr(formulation, "gram_problem", None), "distances", "")
+        distances = getattr(getattr(formulation, "gram_problem", None), "distances", None)
+        example = (" (e.g. equality distances fixing a rank-deficient clique)"
+                   if distances == "equality" else "")
         return ("try another backend; the face is already reduced, so the constraints may "
-                "leave no strictly feasible point (e.g. equality distances fixing a "
-                "rank-deficient clique): LOWRANK reports an interval for such problems."
-                + rigidity_note(distances or "")).rstrip(".")
+                f"leave no strictly feasible point{example}: LOWRANK reports an interval for "
+                "such problems." + rigidity_note(distances or "")).rstrip(".")
     return "try another backend"
 
 
