@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..formulations.gram import GramProblem
+from ..solve_status import BOUND_TOLERANCE, bound_gap
 
 if TYPE_CHECKING:
     from .space import FactorSpace
@@ -218,8 +219,6 @@ def below_bound(space: FactorSpace, p: float, W: np.ndarray, bound: float | None
     it (:func:`~sdpembed.solve_status.bound_gap` in the unit of :func:`objective_scale`): a
     point too infeasible for its objective, which no bound can certify. ``False`` without a
     bound."""
-    from ..solve_status import BOUND_TOLERANCE, bound_gap
-
     if bound is None:
         return False
     gap = bound_gap(p, bound, objective_scale(space.gp, space.points(W)))
