@@ -316,13 +316,13 @@ class DVU(_GramEmbedding):
         seventeenth rounds): on USPS by 6.3 ± 1.5 points at 200 rows (15 seeds), 3.0 ± 0.8 at 1,000
         and 1.2 ± 0.2 at 2,500 (5 seeds), which none of the Euclidean graphs tried (2-8 neighbours,
         0-2 partners), slack weights, dimensions, scalings or centroid modes closes;
-        ``metric="tangent"`` gains 8.8 ± 1.7 and 5.3 ± 0.8 over the inputs. On scikit-learn's
-        digits by 1.2 ± 1.2 at 200 rows (15 seeds; 4.5 on ``dvu_defaults``'s 5, easy draws) and 1.2
-        at 1,000 (97.0 %), where tangent (99.0 %) or ``n_neighbors=3, n_random=2`` (98.5 %, at a
-        higher solve cost) match the inputs (98.2 %). On UMIST faces, wine, breast cancer,
-        ionosphere (z-scored) by at most 2 points; ``n_neighbors=3, n_random=2`` gains 0.5-3.5 on
-        the defaults there, and on USPS 2.3 at 200 rows and 1.8 at 1,000, but not at 2,500 (-0.2 ±
-        0.3, 5 seeds, at 6 times the CPU time).
+        ``metric="tangent"`` gains 8.8 ± 1.7, 5.3 ± 0.8 and 3.5 ± 0.3 over the inputs. On
+        scikit-learn's digits by 1.2 ± 1.2 at 200 rows (15 seeds; 4.5 on ``dvu_defaults``'s 5, easy
+        draws) and 1.2 at 1,000 (97.0 %), where tangent (99.0 %) or ``n_neighbors=3, n_random=2``
+        (98.5 %, at a higher solve cost) match the inputs (98.2 %). On UMIST faces, wine, breast
+        cancer, ionosphere (z-scored) by at most 2 points; ``n_neighbors=3, n_random=2`` gains
+        0.5-3.5 on the defaults there, and on USPS 2.3 at 200 rows and 1.8 at 1,000, but not at
+        2,500 (-0.2 ± 0.3, 5 seeds, at 6 times the CPU time).
         The held-out check (``validation_fraction``) warns where it cannot rule out a loss.
     metric_params : dict, optional
         Keyword arguments of the metric (e.g. ``{"shape": (8, 8)}`` for ``metric="tangent"``
