@@ -412,9 +412,9 @@ class _OuterLoop:
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
     def _barrier_pair(self, entry: dict) -> None:
-        """``"equality"`` at the capped penalty, not within ``feas_tol``: the barrier's primal
-        point and multipliers (:class:`~.equality_barrier.EqualityOptimum`), certified as a
-        pair (the loop ends where they prove ``tol``)."""
+        """``"equality"``, the residual stalled (:meth:`~.equality_barrier.EqualityOptimum.wanted`):
+        the barrier's primal point and multipliers, certified as a pair (the loop ends where
+        they prove ``tol``)."""
         t_b = time.perf_counter()
         res = self.eq_dual.run(self.loop_deadline)
         if res is not None:
