@@ -40,6 +40,8 @@ from sdpembed.exceptions import SolverFailedError
 #: seed 99085's optimum (CLARABEL -0.1593364885, CSDP -0.1593364738; docs/tuning.md,
 #: "99085: equality distances barely strictly feasible")
 OPTIMUM_99085 = -0.15933649
+#: seed 99192's (CLARABEL -0.4472676; the same section)
+OPTIMUM_99192 = -0.4472676
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
           "false_infeasible", "outside_gap")
@@ -271,4 +273,20 @@ def test_a_barely_strictly_feasible_equality_problem_is_refused_or_right_99085()
         assert "violates the constraints" in str(exc) or "gap" in str(exc), str(exc)
         return
     assert abs(res.objective - OPTIMUM_99085) <= 1e-4 * abs(OPTIMUM_99085), res.objective
+    assert _check_point(f, res.objective)["violation"] <= FEAS
+
+
+@pytest.mark.parametrize("seed, optimum", [(99085, OPTIMUM_99085), (99192, OPTIMUM_99192)])
+def test_a_barely_strictly_feasible_equality_problem_certifies(seed, optimum):
+    """99085 and 99192 (equality DVU, strictly feasible by a relative margin of 3e-7 and
+    4e-7): the dual barrier on equality rows ends the creep of the augmented Lagrangian with a
+    certified pair (docs/tuning.md, "99085 and 99192: the dual barrier for equality rows").
+    With time to finish, the result is ``optimal``: a feasible point within 1e-4 of the
+    recorded optimum, its bound at most the optimum."""
+    f, _ = make_instance(seed).build()
+    assert f.problem is not None    # built first: the point is written into its variables
+    res = solve(f, "LOWRANK", time_limit=60.0)
+    assert res.status == "optimal", res.status
+    assert abs(res.objective - optimum) <= 1e-4 * abs(optimum), res.objective
+    assert res.bound <= optimum + 1e-6 * abs(optimum) and res.certified_gap <= 1e-4
     assert _check_point(f, res.objective)["violation"] <= FEAS

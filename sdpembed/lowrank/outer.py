@@ -21,6 +21,7 @@ from .certificate import (
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
+from .equality_barrier import EqualityOptimum
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
 from .farkas import stalled_ray_proves
 from .lifted import _lifted_certificate
@@ -123,6 +124,7 @@ class _OuterLoop:
         self.cache.deadline, self.skipped = self.deadline, []   # LowRankResult.skipped
         self.cache.slack = OVERRUN_SHARE * opts.time_limit
         self.dual = DualOptimum(space, pen, opts.tol)  # second-order multipliers
+        self.eq_dual = EqualityOptimum(space, pen, opts.tol, opts.feas_tol)
         self.W = W
         self.y, self.nu = np.zeros(pen.t.shape[0]), np.zeros(space.q)
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
@@ -402,8 +404,30 @@ class _OuterLoop:
             # no missing dimension, the primal converged: the multipliers are what lags,
             # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
             self.stall_raise = not grew and converged_primal
+        if self.status != "optimal" and self.eq_dual.wanted(
+                self.sigma > self.sigma0 * (1 + 1e-9), not self._can_raise(), converged_primal,
+                cheap_gap):
+            self._barrier_pair(entry)
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
+
+    def _barrier_pair(self, entry: dict) -> None:
+        """``"equality"``, the residual stalled (:meth:`~.equality_barrier.EqualityOptimum.wanted`):
+        the barrier's primal point and multipliers, certified as a pair (the loop ends where
+        they prove ``tol``)."""
+        t_b = time.perf_counter()
+        res = self.eq_dual.run(self.loop_deadline)
+        if res is not None:
+            W_b = res.points
+            quad, D, h = self.alm.objective_parts(W_b)
+            p_b, inf_b = quad + self.pen.objective(D), self._infeasibility(W_b, quad, D, h)
+            entry["barrier"] = {"status": res.status, "iterations": res.iterations,
+                                "objective": p_b, "infeasibility": inf_b}
+            if inf_b <= self.opts.feas_tol:
+                if self.best_primal is None or p_b < self.best_primal[0]:
+                    self.best_primal = (p_b, W_b, inf_b)
+                self.attempt_certificate(entry, [(res.y, res.nu)], p_b, p_b, res.bound)
+        self.timings["certificates"] += time.perf_counter() - t_b
 
     def _onto_constraints(self, W, quad: float, feas_target: float):
         """``(W_r, p_r, r_r)``: ``"equality"`` iterate ``W`` moved onto its constraints
