@@ -1,15 +1,17 @@
 """Small dense SDP algebra shared by the interior-point methods (reduced IPM, lift LP).
 
 svec coordinates of symmetric matrices and the step-length and Cholesky rules of a
-primal-dual iteration; and the dense least-squares solve the restorations share.
+primal-dual iteration; and the least-squares and least-norm solves the restorations share.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
 
-__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares"]
+__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares",
+           "least_norm"]
 
 
 _SQRT2 = np.sqrt(2.0)
@@ -116,3 +118,27 @@ def least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         cond = np.finfo(float).eps * max(A.shape)
         return sla.lstsq(A, b, cond=cond, lapack_driver="gelss")[0]
+
+
+#: :func:`least_norm` solves systems of at most this many rows (a dense m x m Cholesky
+#: factorisation, m³/3 flops; the dual barrier's edge limit)
+_NORMAL_ROWS = 2000
+
+
+def least_norm(J: sp.spmatrix, b: np.ndarray) -> np.ndarray | None:
+    r"""The least-norm solution :math:`x = J^T(JJ^T + \delta I)^{-1}b` of a consistent
+    system :math:`Jx = b` (``J`` sparse, at most ``_NORMAL_ROWS`` rows) by one dense
+    Cholesky factorisation of :math:`JJ^T`; :math:`\delta` is 1e-12 of its largest
+    diagonal entry (rows that are dependent). ``None`` above ``_NORMAL_ROWS`` rows or where
+    the factorisation fails: the caller's iterative solver (LSMR) runs instead, whose
+    thousands of products on an ill-conditioned Jacobian cost ten times as much where
+    measured (docs/tuning.md, "Restoration steps by the normal equations")."""
+    if J.shape[0] > _NORMAL_ROWS:
+        return None
+    M = (J @ J.T).toarray()
+    M[np.diag_indices_from(M)] += 1e-12 * float(np.max(np.diag(M), initial=0.0))
+    try:
+        cf = sla.cho_factor(M, check_finite=False, overwrite_a=True)
+    except sla.LinAlgError:
+        return None
+    return np.asarray(J.T @ sla.cho_solve(cf, b, check_finite=False)).ravel()
