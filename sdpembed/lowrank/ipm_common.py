@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 __all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares",
            "least_norm"]
@@ -121,20 +122,26 @@ def least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 #: :func:`least_norm` solves systems of at most this many rows (a dense m x m Cholesky
-#: factorisation, m³/3 flops; the dual barrier's edge limit)
+#: factorisation, m³/3 flops; the dual barrier's edge limit), after a first LSMR run of at
+#: most ``_LSMR_FIRST`` iterations (well-conditioned systems converge in tens)
 _NORMAL_ROWS = 2000
+_LSMR_FIRST = 200
 
 
 def least_norm(J: sp.spmatrix, b: np.ndarray) -> np.ndarray | None:
-    r"""The least-norm solution :math:`x = J^T(JJ^T + \delta I)^{-1}b` of a consistent
-    system :math:`Jx = b` (``J`` sparse, at most ``_NORMAL_ROWS`` rows) by one dense
-    Cholesky factorisation of :math:`JJ^T`; :math:`\delta` is 1e-12 of its largest
-    diagonal entry (rows that are dependent). ``None`` above ``_NORMAL_ROWS`` rows or where
-    the factorisation fails: the caller's iterative solver (LSMR) runs instead, whose
-    thousands of products on an ill-conditioned Jacobian cost ten times as much where
-    measured (docs/tuning.md, "Restoration steps by the normal equations")."""
+    r"""The least-norm solution of a consistent system :math:`Jx = b` (``J`` sparse, at most
+    ``_NORMAL_ROWS`` rows): LSMR (``atol = btol = 1e-6``) where it converges within
+    ``_LSMR_FIRST`` iterations, else :math:`x = J^T(JJ^T + \delta I)^{-1}b` by one dense
+    Cholesky factorisation of :math:`JJ^T` (:math:`\delta` is 1e-12 of its largest diagonal
+    entry: rows that are dependent). ``None`` above ``_NORMAL_ROWS`` rows or where the
+    factorisation fails: the caller's longer LSMR runs instead. On ill-conditioned
+    Jacobians LSMR takes thousands of products, ten times the factorisation's cost where
+    measured (docs/tuning.md, "restoration steps by the normal equations")."""
     if J.shape[0] > _NORMAL_ROWS:
         return None
+    x, istop = spla.lsmr(J, b, atol=1e-6, btol=1e-6, maxiter=_LSMR_FIRST)[:2]
+    if istop in (1, 2, 4, 5):       # converged (not: the iteration cap, conditioning)
+        return x
     M = (J @ J.T).toarray()
     M[np.diag_indices_from(M)] += 1e-12 * float(np.max(np.diag(M), initial=0.0))
     try:
