@@ -131,3 +131,52 @@ def test_refined_multipliers_are_the_same_with_either_map(data, case, monkeypatc
     scale = max(np.abs(y2).max(), 1.0)
     assert np.abs(y1 - y2).max() <= 1e-8 * scale
     assert np.abs(np.asarray(nu1) - np.asarray(nu2)).max(initial=0.0) <= 1e-8 * scale
+
+
+def test_least_norm_is_the_minimum_norm_solution(monkeypatch):
+    """``least_norm`` against LAPACK's least-norm least squares on a consistent,
+    underdetermined sparse system with one dependent row: by its first LSMR run (its stop at
+    ``atol = btol = 1e-6`` bounds the residual; the solution's error is that times the
+    system's condition number: 1e-4 relative) and, without that run, by the normal
+    equations (the ridge of 1e-12 moves the solution by about 1e-12 relative; 1e-8 leaves
+    room for the squared condition number); ``None`` above its row limit."""
+    import scipy.sparse as sp
+
+    from sdpembed.lowrank import ipm_common
+    rng = np.random.default_rng(5)
+    J = sp.random(60, 200, density=0.05, random_state=rng, format="csr")
+    J = sp.vstack([J, J[:1] + J[1:2]], format="csr")       # a dependent row
+    b = J @ rng.standard_normal(200)                        # consistent
+    ref = np.linalg.lstsq(J.toarray(), b, rcond=None)[0]
+    x = ipm_common.least_norm(J, b)
+    assert np.linalg.norm(x - ref) <= 1e-4 * np.linalg.norm(ref)
+    monkeypatch.setattr(ipm_common, "_LSMR_FIRST", 0)
+    x = ipm_common.least_norm(J, b)
+    assert np.linalg.norm(x - ref) <= 1e-8 * np.linalg.norm(ref)
+    monkeypatch.setattr(ipm_common, "_NORMAL_ROWS", 10)
+    assert ipm_common.least_norm(J, b) is None
+
+
+def test_restoration_by_normal_equations_matches_lsmr(data, monkeypatch):
+    """``restore_feasibility`` with the sparse Jacobian: its steps by the normal equations
+    (``least_norm`` without its first LSMR run) and by LSMR (``_NORMAL_ROWS = 0``) reach the
+    same point. Reference: a
+    factor moved 1e-3 off a known feasible one (the targets are its distances); both
+    restorations end feasible to 1e-10 and at the same Gram matrix up to LSMR's 1e-6
+    tolerance on each step."""
+    from sdpembed.lowrank import ipm_common
+    monkeypatch.setattr(repair, "_FIT_DENSE", 0)
+    space = lowrank.FactorSpace(_problems(data)["mvu"])
+    pen = lowrank.DistancePenalty(space.gp)
+    rng = np.random.default_rng(7)
+    W0 = space.project(rng.standard_normal((space.dim, 8)))
+    Z0 = space.diffs(W0)
+    pen.t = np.einsum("ij,ij->i", Z0, Z0)
+    W = W0 + 1e-3 * space.project(rng.standard_normal(W0.shape))
+    monkeypatch.setattr(ipm_common, "_LSMR_FIRST", 0)
+    W_n, r_n = repair.restore_feasibility(space, pen, W, tol=1e-12)
+    monkeypatch.setattr(ipm_common, "_NORMAL_ROWS", 0)
+    W_l, r_l = repair.restore_feasibility(space, pen, W, tol=1e-12)
+    assert r_n <= 1e-10 and r_l <= 1e-10
+    G_n, G_l = W_n @ W_n.T, W_l @ W_l.T
+    assert np.linalg.norm(G_n - G_l) <= 1e-6 * np.linalg.norm(G_l)

@@ -1,15 +1,18 @@
 """Small dense SDP algebra shared by the interior-point methods (reduced IPM, lift LP).
 
 svec coordinates of symmetric matrices and the step-length and Cholesky rules of a
-primal-dual iteration; and the dense least-squares solve the restorations share.
+primal-dual iteration; and the least-squares and least-norm solves the restorations share.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
-__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares"]
+__all__ = ["svec", "smat", "svec_outer_rows", "factor_from_gram", "least_squares",
+           "least_norm"]
 
 
 _SQRT2 = np.sqrt(2.0)
@@ -116,3 +119,33 @@ def least_squares(A: np.ndarray, b: np.ndarray) -> np.ndarray:
     except np.linalg.LinAlgError:
         cond = np.finfo(float).eps * max(A.shape)
         return sla.lstsq(A, b, cond=cond, lapack_driver="gelss")[0]
+
+
+#: :func:`least_norm` solves systems of at most this many rows (a dense m x m Cholesky
+#: factorisation, m³/3 flops; the dual barrier's edge limit), after a first LSMR run of at
+#: most ``_LSMR_FIRST`` iterations (well-conditioned systems converge in tens)
+_NORMAL_ROWS = 2000
+_LSMR_FIRST = 200
+
+
+def least_norm(J: sp.spmatrix, b: np.ndarray) -> np.ndarray | None:
+    r"""The least-norm solution of a consistent system :math:`Jx = b` (``J`` sparse, at most
+    ``_NORMAL_ROWS`` rows): LSMR (``atol = btol = 1e-6``) where it converges within
+    ``_LSMR_FIRST`` iterations, else :math:`x = J^T(JJ^T + \delta I)^{-1}b` by one dense
+    Cholesky factorisation of :math:`JJ^T` (:math:`\delta` is 1e-12 of its largest diagonal
+    entry: rows that are dependent). ``None`` above ``_NORMAL_ROWS`` rows or where the
+    factorisation fails: the caller's longer LSMR runs instead. On ill-conditioned
+    Jacobians LSMR takes thousands of products, ten times the factorisation's cost where
+    measured (docs/tuning.md, "restoration steps by the normal equations")."""
+    if J.shape[0] > _NORMAL_ROWS:
+        return None
+    x, istop = spla.lsmr(J, b, atol=1e-6, btol=1e-6, maxiter=_LSMR_FIRST)[:2]
+    if istop in (1, 2, 4, 5):       # converged (not: the iteration cap, conditioning)
+        return x
+    M = (J @ J.T).toarray()
+    M[np.diag_indices_from(M)] += 1e-12 * float(np.max(np.diag(M), initial=0.0))
+    try:
+        cf = sla.cho_factor(M, check_finite=False, overwrite_a=True)
+    except sla.LinAlgError:
+        return None
+    return np.asarray(J.T @ sla.cho_solve(cf, b, check_finite=False)).ravel()

@@ -12,7 +12,7 @@ import scipy.sparse.linalg as spla
 
 from ..exceptions import InputError
 from .certificate import _shift_theta
-from .ipm_common import least_squares
+from .ipm_common import least_norm, least_squares
 from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
@@ -689,14 +689,14 @@ def restore_feasibility(space: FactorSpace, pen: DistancePenalty, W: np.ndarray,
         if isinstance(J, np.ndarray):    # small: the exact least-norm step
             step = least_squares(J, -c)
         else:
-            # LSMR on the equilibrated rows (the operator applies row_scale itself)
-            rhs = c.copy()
-            rhs[:t.size] *= row_scale
+            # least_norm, else LSMR, on the equilibrated rows (the operator scales itself)
+            rhs = np.r_[c[:t.size] * row_scale, c[t.size:]]
             if J is not None:
                 J = sp.diags(np.r_[row_scale, np.ones(c.size - t.size)]) @ J
+            step = None if J is None else least_norm(J, -rhs)
             try:
-                step = spla.lsmr(J if J is not None else jacobian(Z, W), -rhs, atol=1e-6,
-                                 btol=1e-6, maxiter=2000)[0]
+                step = step if step is not None else spla.lsmr(J if J is not None else jacobian(
+                    Z, W), -rhs, atol=1e-6, btol=1e-6, maxiter=2000)[0]
             except _DeadlinePassed:
                 break
         W_new = W + step.reshape(W.shape)
