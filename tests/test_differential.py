@@ -42,6 +42,10 @@ from sdpembed.exceptions import SolverFailedError
 OPTIMUM_99085 = -0.15933649
 #: seed 99192's (CLARABEL -0.4472676; the same section)
 OPTIMUM_99192 = -0.4472676
+#: seed 99467's optimum: CLARABEL at tol_gap_abs = tol_gap_rel = tol_feas = 1e-12
+#: (-2.10996884e-4; at its defaults it stops at -2.0896e-4, CSDP at -2.1072e-4, SDPA at
+#: -2.0993e-4; docs/tuning.md, "Fresh slices on main (seeds 99,300-99,499)")
+OPTIMUM_99467 = -2.10996884e-4
 
 UNTRUE = ("wrong_point", "bound_above_objective", "untyped", "far", "disagree",
           "false_infeasible", "outside_gap")
@@ -289,4 +293,17 @@ def test_a_barely_strictly_feasible_equality_problem_certifies(seed, optimum):
     assert res.status == "optimal", res.status
     assert abs(res.objective - optimum) <= 1e-4 * abs(optimum), res.objective
     assert res.bound <= optimum + 1e-6 * abs(optimum) and res.certified_gap <= 1e-4
+    assert _check_point(f, res.objective)["violation"] <= FEAS
+
+
+def test_a_near_zero_optimum_is_right_to_its_certified_gap_99467():
+    """Quadratic DVU (explicit centroids, 44 points, three added rows) whose optimum is
+    -2.1e-4 against terms of size 1.86: the references at their default tolerances stop
+    up to 2e-6 above it. LOWRANK must return a feasible point (violation at most ``FEAS``)
+    within 1e-8 absolute (5e-9 of the objective's scale) of the optimum recorded at
+    tight tolerances, its certified bound not above that optimum (to 1e-9)."""
+    f, _ = make_instance(99467).build()
+    res = solve(f, "LOWRANK", time_limit=20.0)
+    assert abs(res.objective - OPTIMUM_99467) <= 1e-8, res.objective
+    assert res.bound is not None and res.bound <= OPTIMUM_99467 + 1e-9, res.bound
     assert _check_point(f, res.objective)["violation"] <= FEAS
