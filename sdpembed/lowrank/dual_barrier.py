@@ -43,6 +43,35 @@ def _cholesky_ridged(H: np.ndarray):
     return None
 
 
+def _newton_direction(H: np.ndarray, grad: np.ndarray, mu: float):
+    """The Newton direction of :math:`f_\\mu` (Hessian :math:`\\mu H`, gradient ``grad``),
+    its slope :math:`g^Td` and the Newton decrement :math:`\\sqrt{-g^Td/\\mu}`; ``None``
+    where ``H`` is not positive definite, even with :func:`_cholesky_ridged`'s ridge."""
+    cf = _cholesky_ridged(H)
+    if cf is None:
+        return None
+    d = -sla.cho_solve(cf, grad, check_finite=False) / mu
+    slope = float(grad @ d)
+    return d, slope, float(np.sqrt(max(-slope, 0.0) / mu))
+
+
+def _damped_step(x: np.ndarray, d: np.ndarray, step: float, slope: float, dec: float,
+                 f_x: float, factor, f_at, halvings: int):
+    """``(x + s d, factor(x + s d))`` for the first ``s`` of ``step``, ``step / 2``, ...
+    (``halvings`` tries) where ``factor`` succeeds (the slack stays positive definite) and
+    ``f_at(x_new, its factor)`` falls by the Armijo share ``1e-4 s slope`` below ``f_x``;
+    ``None`` (stalled) if none does. Within the quadratic convergence region (decrement
+    below 1/4) a full Newton step decreases :math:`f_\\mu` (self-concordance): there the
+    test would only compare roundings, and positive definiteness alone is asked."""
+    for _ in range(halvings):
+        x_new = x + step * d
+        fac = factor(x_new)
+        if fac is not None and (dec < 0.25 or f_at(x_new, fac) <= f_x + 1e-4 * step * slope):
+            return x_new, fac
+        step *= 0.5
+    return None
+
+
 @dataclass
 class DualBarrierResult:
     """Outcome of :func:`dual_barrier`: strictly feasible multipliers ``y``, their dual value
@@ -187,13 +216,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
             Hm = P * P                       # the Hessian of f_mu, divided by mu
             Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
-            cf = _cholesky_ridged(Hm)
-            if cf is None:
+            newton = _newton_direction(Hm, grad, mu)
+            if newton is None:
                 status = "numerical failure"
                 break
-            dy = -sla.cho_solve(cf, grad, check_finite=False) / mu
-            slope = float(grad @ dy)
-            dec = float(np.sqrt(max(-slope, 0.0) / mu))
+            dy, slope, dec = newton
             diagP = np.diag(P)
             best = min(best, primal_value(y, dy, diagP, Hm, up, lo, mu))
             if best - dual(y) <= rel_gap * abs(dual(y)):
@@ -204,21 +231,12 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             with np.errstate(divide="ignore"):
                 to_box = np.min(np.where(dy > 0, up / dy, np.where(dy < 0, -lo / dy, np.inf)))
             step = min(1.0, _TO_BOUNDARY * float(to_box))
-            f_y = barrier(y, inv[1], mu)
-            for _ in range(40):
-                y_new = y + step * dy
-                inv_new = factor(y_new)
-                # within the quadratic convergence region (decrement below 1/4) a full
-                # Newton step decreases f_mu (self-concordance): there the test would only
-                # compare roundings
-                if inv_new is not None and (dec < 0.25 or barrier(y_new, inv_new[1], mu)
-                                            <= f_y + 1e-4 * step * slope):
-                    break
-                step *= 0.5
-            else:
+            damped = _damped_step(y, dy, step, slope, dec, barrier(y, inv[1], mu), factor,
+                                  lambda y_new, inv_new, mu=mu: barrier(y_new, inv_new[1], mu), 40)
+            if damped is None:
                 status = "stalled"
                 break
-            y, inv = y_new, inv_new
+            y, inv = damped
             if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > min(deadline - t0,
                                                                              budget):
                 status = "no time"      # (the caller's fallback runs instead)

@@ -16,7 +16,14 @@ import scipy.linalg as sla
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
-from .dual_barrier import _CENTRED, _MU_FACTOR, _STEPS_EXPECTED, _TO_BOUNDARY, _cholesky_ridged
+from .dual_barrier import (
+    _CENTRED,
+    _MU_FACTOR,
+    _STEPS_EXPECTED,
+    _TO_BOUNDARY,
+    _damped_step,
+    _newton_direction,
+)
 from .penalty import DistancePenalty
 from .space import FactorSpace
 
@@ -219,13 +226,11 @@ def equality_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float
             inv_v = np.where(signed, 1.0 / np.where(signed, v, 1.0), 0.0)
             grad = b - mu * (AS + inv_v)
             M[np.diag_indices(m + q)] += inv_v ** 2
-            cf = _cholesky_ridged(M)
-            if cf is None:
+            newton = _newton_direction(M, grad, mu)
+            if newton is None:
                 status = "numerical failure"
                 break
-            dv = -sla.cho_solve(cf, grad, check_finite=False) / mu
-            slope = float(grad @ dv)
-            dec = float(np.sqrt(max(-slope, 0.0) / mu))
+            dv, slope, dec = newton
             if np.all((v - dv)[signed] >= 0) and chol(v - dv) is not None:
                 X = Sinv @ (S_of(dv) - C) @ Sinv
                 X = mu * (Sinv - 0.5 * (X + X.T))
@@ -240,18 +245,12 @@ def equality_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float
             with np.errstate(divide="ignore", invalid="ignore"):
                 to_edge = np.where(signed & (dv < 0), -v / dv, np.inf)
             step = min(1.0, _TO_BOUNDARY * float(np.min(to_edge, initial=np.inf)))
-            f_v = f_mu(v, L, mu)
-            for _ in range(60):
-                v_new = v + step * dv
-                L_new = chol(v_new)
-                if L_new is not None and (dec < 0.25 or f_mu(v_new, L_new, mu)
-                                          <= f_v + 1e-4 * step * slope):
-                    break
-                step *= 0.5
-            else:
+            damped = _damped_step(v, dv, step, slope, dec, f_mu(v, L, mu), chol,
+                                  lambda v_new, L_new, mu=mu: f_mu(v_new, L_new, mu), 60)
+            if damped is None:
                 status = "stalled"
                 break
-            v, L = v_new, L_new
+            v, L = damped
             if -float(b @ v) > cap:
                 status = "infeasible"   # a dual value above every feasible objective
                 break
