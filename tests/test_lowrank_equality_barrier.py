@@ -104,12 +104,17 @@ def test_an_infeasible_equality_problem_is_proved_by_the_barriers_ray_92097():
     rounding, inequality multipliers non-negative."""
     from sdpembed import solve
     from sdpembed.exceptions import InfeasibleError
+    from sdpembed.lowrank.equality_barrier import EqualityOptimum
     from sdpembed.lowrank.options import LowRankOptions
     from sdpembed.lowrank.solve import lowrank_solve
 
     f, _ = make_instance(92097).build()
     gp, basis, _ = _formulation_problem(f)
     assert basis is None and not gp.constraints.equality.any()
+    # the barrier alone: no primal point, and its multipliers are the ray
+    eq = EqualityOptimum(FactorSpace(gp), DistancePenalty(gp), tol=1e-4, feas_tol=1e-5)
+    assert eq.fits and eq.run(deadline=np.inf) is None
+    assert eq.result.points is None and eq.farkas() is not None
     res = lowrank_solve(gp, options=LowRankOptions(time_limit=60.0))
     assert res.status == "infeasible" and res.stop_reason == "infeasible", res.stop_reason
     scale = float(np.linalg.norm(np.r_[res.y, res.nu]))
