@@ -28,6 +28,8 @@ from problems.differential import (
     TIME_LIMIT,
     _check_point,
     _judge,
+    _needs_tight,
+    _settles,
     draw_cuts,
     make_instance,
     run_instance,
@@ -307,3 +309,82 @@ def test_a_near_zero_optimum_is_right_to_its_certified_gap_99467():
     assert abs(res.objective - OPTIMUM_99467) <= 1e-8, res.objective
     assert res.bound is not None and res.bound <= OPTIMUM_99467 + 1e-9, res.bound
     assert _check_point(f, res.objective)["violation"] <= FEAS
+
+
+# ------------------------------------------------- the tight re-solve (near-zero optima)
+def _outcome_99467(solver, status, objective, **extra):
+    return {"kind": "result", "solver": solver, "status": status, "objective": objective,
+            "bound": None, "gap": None, "solver_gap": None, "violation": 0.0,
+            "objective_mismatch": 0.0, "scale": 1.857, **extra}
+
+
+#: 99467's outcomes (-m problems.differential, 2026-11-30): LOWRANK feasible (violation
+#: 0) with a certified bound; CLARABEL and CSDP at their default tolerances 'optimal'
+#: 2.0e-6 and 2.8e-7 above LOWRANK's feasible point; CLARABEL at 1e-12 'optimal_inaccurate'
+#: 5.5e-10 above it (its solver gap 6e-15)
+LOW_99467 = {**_outcome_99467("LOWRANK", "optimal", -2.1099701441e-4,
+                              bound=-2.1101301536e-4, gap=7.58e-5),
+             "objective_scale": 1.857}
+CLARABEL_99467 = _outcome_99467("CLARABEL", "optimal", -2.0896494361e-4, gap=3.28e-9)
+CSDP_99467 = _outcome_99467("CSDP", "optimal", -2.1071690520e-4, gap=-1.64e-8)
+TIGHT_99467 = _outcome_99467("CLARABEL", "optimal_inaccurate", -2.1099646174e-4,
+                             solver_gap=6.0e-15, tight=True)
+
+
+def test_judge_a_tight_reference_settles_a_near_zero_optimum_99467():
+    """Against the default-tolerance references LOWRANK's feasible point, below both, is
+    counted ``outside_gap`` and ``disagree``; the judge then asks for a tight re-solve
+    (``_needs_tight``), which settles the optimum: LOWRANK agrees, nothing untrue."""
+    v = _judge(LOW_99467, CLARABEL_99467, CSDP_99467)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1
+    assert _needs_tight(LOW_99467, v)
+    v = _judge(LOW_99467, CLARABEL_99467, CSDP_99467, tight=TIGHT_99467)
+    assert v["agree"] == 1 and v["tight_reference"] == 1
+    assert all(v[k] == 0 for k in UNTRUE), v
+
+
+def test_judge_a_tight_reference_still_counts_a_wrong_lowrank_answer():
+    """The tight reference convicts as well as it acquits: LOWRANK's outcome perturbed
+    (an objective 1e-6 below the optimum with its bound just under it; a bound above the
+    optimum; an 'optimal' objective 1e-6 above it) is counted against it, and a point that
+    violates a constraint asks for no re-solve and stays a wrong point."""
+    tight = dict(refs=(CLARABEL_99467, CSDP_99467), tight=TIGHT_99467)
+
+    def judge(low):
+        return _judge(low, *tight["refs"], tight=tight["tight"])
+    below = {**LOW_99467, "objective": -2.1199701e-4, "bound": -2.1200001e-4}
+    v = judge(below)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1 and v["agree"] == 0
+    above_bound = {**LOW_99467, "bound": -2.0e-4, "objective": -1.999e-4}
+    v = judge(above_bound)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1
+    # 'optimal' 2e-6 above the optimum (1e-6 of the scale): its interval holds the
+    # optimum, but two 'optimal' results must agree (the settling tight reference counts
+    # as 'optimal': its gap is within the default tolerance)
+    high = {**LOW_99467, "objective": -2.0899701e-4}
+    v = judge(high)
+    assert v["outside_gap"] == 0 and v["disagree"] == 1 and v["agree"] == 0
+    wrong = {**LOW_99467, "violation": 10 * FEAS}
+    v = _judge(wrong, CLARABEL_99467, CSDP_99467)
+    assert v["wrong_point"] == 1 and not _needs_tight(wrong, v)
+
+
+def test_a_tight_reference_settles_only_a_converged_feasible_point():
+    """A tight re-solve settles the optimum only as a feasible result stating a gap of at
+    most TIGHT_GAP; else the default-tolerance references decide as before."""
+    assert _settles(TIGHT_99467)
+    loose = {**TIGHT_99467, "solver_gap": 1e-6}
+    assert not _settles(loose) and not _settles({**TIGHT_99467, "violation": 10 * FEAS})
+    assert not _settles({"kind": "error", "error": "SolverFailedError"}) and not _settles(None)
+    v = _judge(LOW_99467, CLARABEL_99467, CSDP_99467, tight=loose)
+    assert v["tight_reference"] == 0 and v["outside_gap"] == 1
+
+
+@pytest.mark.slow
+def test_run_instance_99467_settled_by_a_tight_reference():
+    """The whole instance: LOWRANK's feasible point disagrees with the default-tolerance
+    references, CLARABEL at 1e-12 settles the optimum, and the record says so."""
+    rec = run_instance(99467, time_limit=20.0)
+    assert rec["settled_by"] == "CLARABEL:tight", rec.get("tight")
+    assert rec["verdict"]["agree"] == 1 and rec["verdict"]["tight_reference"] == 1
+    assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]

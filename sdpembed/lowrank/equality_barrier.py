@@ -24,6 +24,7 @@ from .dual_barrier import (
     _damped_step,
     _newton_direction,
 )
+from .farkas import farkas_certificate
 from .penalty import DistancePenalty
 from .space import FactorSpace
 
@@ -310,3 +311,15 @@ class EqualityOptimum:
                 > _ROUNDING_SHARE * self.tol * abs(res.objective):
             return None        # multipliers too large for a certificate exact up to rounding
         return res
+
+    def farkas(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The barrier's multipliers ``(y, nu)`` where its run ended without a primal point
+        and their direction is a verified Farkas certificate of infeasibility
+        (:func:`~.farkas.farkas_certificate`; on an infeasible problem the dual value grows
+        along such a ray); else ``None``."""
+        res = self.result
+        if res is None or res.points is not None or res.y.size != self.pen.t.size:
+            return None
+        if farkas_certificate(self.space.gp, self.space.Q, res.y, res.nu) is None:
+            return None
+        return res.y, res.nu

@@ -229,8 +229,8 @@ class _OuterLoop:
             entry, step = self.step()
             self.history.append(entry)
             logger.info(_table_row(entry, self.infeas))
-            if self.status == "optimal":
-                self.stop_reason = "certified"
+            if self.status in ("optimal", "infeasible"):   # infeasible: the barrier's ray
+                self.stop_reason = "certified" if self.status == "optimal" else "infeasible"
                 break
             if self._late():
                 self.stop_reason = "time_limit"
@@ -414,7 +414,7 @@ class _OuterLoop:
     def _barrier_pair(self, entry: dict) -> None:
         """``"equality"``, the residual stalled (:meth:`~.equality_barrier.EqualityOptimum.wanted`):
         the barrier's primal point and multipliers, certified as a pair (the loop ends where
-        they prove ``tol``)."""
+        they prove ``tol``); without a point, its multipliers where they prove infeasibility."""
         t_b = time.perf_counter()
         res = self.eq_dual.run(self.loop_deadline)
         if res is not None:
@@ -427,6 +427,8 @@ class _OuterLoop:
                 if self.best_primal is None or p_b < self.best_primal[0]:
                     self.best_primal = (p_b, W_b, inf_b)
                 self.attempt_certificate(entry, [(res.y, res.nu)], p_b, p_b, res.bound)
+        elif (ray := self.eq_dual.farkas()) is not None:   # reported: _classify_infeasible
+            self.y, self.nu, self.best_dual, self.status = *ray, None, "infeasible"
         self.timings["certificates"] += time.perf_counter() - t_b
 
     def _onto_constraints(self, W, quad: float, feas_target: float):
