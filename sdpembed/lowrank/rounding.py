@@ -22,7 +22,7 @@ from .space import FactorSpace
 __all__ = ["eigh_allowance", "sum_allowance", "rounding_allowance"]
 
 
-def eigh_allowance(space: FactorSpace, y: np.ndarray, nu) -> float:
+def eigh_allowance(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> float:
     """:math:`\\delta`: ``4 n eps`` times a bound on :math:`\\|S(y,\\nu)\\|_2`,
     :math:`\\|C\\|_F + 2\\|y\\|_1 + \\|S(0,\\nu) - C\\|_F` (each edge's matrix has Frobenius
     norm 2): the backward error of ``eigh`` and of forming :math:`S`, so
