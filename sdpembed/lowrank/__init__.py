@@ -151,7 +151,10 @@ returned factor and multipliers are that pair. How :math:`\\mu` was obtained is
 words:
 
 * ``"dense"``: n <= ``DenseLimits.eig`` or a reduced basis: dense ``eigh`` of S on
-  :math:`\\mathbf 1^\\perp`, exact up to rounding.
+  :math:`\\mathbf 1^\\perp`, exact up to rounding; the bound takes that rounding off
+  (:math:`\\lambda_{\\min} \\ge \\mu - \\delta`, :math:`\\delta` =
+  :func:`~sdpembed.lowrank.rounding.eigh_allowance`, of the size of
+  :math:`n\\epsilon\\|S\\|`, and the dual value's sum its own rounding).
 * ``"sparse"``: larger n. During the solve :math:`\\mu` comes from Lanczos
   (:func:`scipy.sparse.linalg.eigsh`, deflated, minus its residual norm), which
   can miss the leftmost eigenvalue, or for ``"interval"`` from the bottom eigenpairs by

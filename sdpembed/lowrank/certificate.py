@@ -13,6 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
+from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
 from .verify import _U, SparseCheck, _verified_lambda_min
@@ -59,6 +60,9 @@ class Certificate:
     check_note: str = ""
     y: np.ndarray | None = field(default=None, repr=False)
     nu: float = 0.0
+    #: ``"dense"``: the allowance :math:`\\delta` (:func:`~.rounding.eigh_allowance`) below
+    #: ``lambda_min`` (the computed value) that the bound takes for rounding
+    rounding: float = 0.0
 
     @property
     def verified(self) -> bool:
@@ -71,7 +75,8 @@ class Certificate:
         head = (f"{self.method}: lambda_min(S) >= {self.lambda_min:.3g}"
                 + (f"; {self.note}" if self.note else ""))
         if self.check == CHECK_DENSE:
-            how = "lambda_min by dense eigh (exact up to rounding)"
+            how = (f"lambda_min by dense eigh, less its rounding allowance {self.rounding:.2g} "
+                   "in the bound")
         elif self.check == CHECK_CHOLESKY:
             how = ("lambda_min verified by a dense Cholesky factorisation at a shift (rounding "
                    "included)")
@@ -120,6 +125,9 @@ class CertificateCache:
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
     mu0_verified : (float or None, str) or None
         ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
+    mu0_allowance : float or None
+        The rounding allowance of ``mu0`` where it is a dense ``eigh`` value
+        (:func:`~.rounding.eigh_allowance`).
     deadline : float
         The solve's end by its time limit (a :func:`time.perf_counter` value): no
         verifying factorisation starts after it (:func:`_verified_lambda_min`), nor one
@@ -143,6 +151,7 @@ class CertificateCache:
     trace_bound: float | None = None
     mu0: float | None = None
     mu0_verified: tuple[float | None, str] | None = None
+    mu0_allowance: float | None = None
     deadline: float = np.inf
     slack: float = 0.0
     block_seconds: list = field(default_factory=list)
@@ -321,7 +330,15 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                           eig_tol, verify, anchors: bool = True) -> Certificate:
     """The certificate of multipliers ``(y, nu)`` whose :math:`\\lambda_{\\min}(S)` estimate is
     ``eig``: the dual function :math:`-\\varphi^*(y) - z^Tb` where :math:`S \\succeq 0`, else a
-    shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound)."""
+    shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound).
+
+    Rounding: a dense ``eigh`` value :math:`\\mu` (``"dense"``) proves only
+    :math:`\\lambda_{\\min}(S)\\ge\\mu-\\delta`, :math:`\\delta` =
+    :func:`~.rounding.eigh_allowance` (the verified checks include their rounding), and every
+    dual value is lowered by the rounding of its sum (:func:`~.rounding.sum_allowance`). Where
+    :math:`\\mu\\ge 0` but :math:`\\mu-\\delta<0` the bound is that of the negative
+    value (scaled, trace bound or shifted), which costs about :math:`\\delta` times a trace.
+    ``lambda_min`` reports the computed :math:`\\mu` and ``rounding`` :math:`\\delta`."""
     phi = pen.conjugate(y)
     off = space.linear_offset(nu)      # z^T b of the added constraints (0 without them)
     check, check_note = _eig_check(space, eig), ""
@@ -347,9 +364,13 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             mu = mu_v
         else:
             check_note = why
+    mu_est = mu
+    delta = eigh_allowance(space, y, nu) if check == CHECK_DENSE else 0.0
+    mu = mu_est - delta                # lambda_min(S) >= mu (dense: up to eigh's rounding)
     if mu >= 0:
-        return Certificate(-phi - off, mu, "dual-feasible", eig=eig, check=check,
-                           check_note=check_note, y=y, nu=nu)
+        return Certificate(-phi - off - sum_allowance(pen, y), mu_est, "dual-feasible",
+                           eig=eig, check=check, check_note=check_note, y=y, nu=nu,
+                           rounding=delta)
     # "shrink": the scaling keeps y >= 0, and D <= Dbar bounds tr G by the same shortest paths
     if pen.mode in ("equality", "shrink"):
         if cache.curvature is None:
@@ -361,17 +382,20 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             eps = 8.0 * _U * (abs(mu) + c + _gershgorin(space, y, nu))
             if c + mu - eps > 0:
                 scale = c / (c + mu - eps)
-                best = Certificate(-pen.conjugate(scale * y) - scale * off, mu, "scaled",
+                best = Certificate(-pen.conjugate(scale * y) - scale * off
+                                   - sum_allowance(pen, scale * y), mu_est, "scaled",
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
-                                   check=check, check_note=check_note, y=y, nu=nu)
+                                   check=check, check_note=check_note, y=y, nu=nu,
+                                   rounding=delta)
         # on a reduced basis too: its feasible points are feasible points of the full problem
         if cache.trace_bound is None:
             cache.trace_bound = _trace_bound_equality(space.gp)
         T = cache.trace_bound
-        if best is None or -phi + mu * T - off > best.bound:
-            best = Certificate(-phi + mu * T - off, mu, "trace-bound",
+        lb_T = -phi + mu * T - off - sum_allowance(pen, y)
+        if best is None or lb_T > best.bound:
+            best = Certificate(lb_T, mu_est, "trace-bound",
                                f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
-                               check_note=check_note, y=y, nu=nu)
+                               check_note=check_note, y=y, nu=nu, rounding=delta)
         return best
     y0 = pen.coercive_point()
     nu0 = np.zeros(space.q)
@@ -397,8 +421,12 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         else:
             mu0 = mu0_v
             check_note += f"; lambda_min at y0 verified {mu0_v:.6g}"
+    if check == CHECK_DENSE and np.isfinite(mu0):
+        if cache.mu0_allowance is None:
+            cache.mu0_allowance = eigh_allowance(space, y0, nu0)
+        mu0 = mu0 - cache.mu0_allowance
     if mu0 <= 0:
-        return Certificate(None, mu, "none",
+        return Certificate(None, mu_est, "none",
                            f"no coercive dual point (lambda_min at y0 = {mu0:.3g})", eig=eig,
                            check=check, y=y, nu=nu)
     # (1 - theta) mu + theta mu0 = eps > 0: a margin of a few roundings (|y| g u) so the
@@ -406,7 +434,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     # (1 - theta) (y, nu) + theta (y0, 0), whose dual function has (1 - theta) z^T b
     eps = 8.0 * _U * (abs(mu) + mu0 + _gershgorin(space, y, nu))
     theta = _shift_theta(mu, mu0, eps)
-    bound = -pen.conjugate((1 - theta) * y + theta * y0) - (1 - theta) * off
+    bound = -pen.conjugate((1 - theta) * y + theta * y0) - (1 - theta) * off \
+        - sum_allowance(pen, (1 - theta) * y + theta * y0)
     note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
     if check == CHECK_DENSE and anchors:
         # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
@@ -417,14 +446,18 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             mus = _lambda_min(space, ys, nus, tol=eig_tol).value
             if mus <= 0:
                 continue
+            mus -= eigh_allowance(space, ys, nus)
+            if mus <= 0:
+                continue
             th = _shift_theta(mu, mus, eps)
-            b = -pen.conjugate((1 - th) * y + th * ys) - ((1 - th) + th * (1 - s_)) * off
+            b = -pen.conjugate((1 - th) * y + th * ys) - ((1 - th) + th * (1 - s_)) * off \
+                - sum_allowance(pen, (1 - th) * y + th * ys)
             if b > bound:
                 bound = b
                 note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
                         f"(lambda_min there {mus:.3g})")
-    return Certificate(bound, mu, "shifted", note, eig=eig, check=check,
-                       check_note=check_note, y=y, nu=nu)
+    return Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
+                       check_note=check_note, y=y, nu=nu, rounding=delta)
 
 
 def _shift_theta(mu: float, mu_anchor: float, eps: float = 0.0) -> float:

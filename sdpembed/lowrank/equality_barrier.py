@@ -26,10 +26,11 @@ from .dual_barrier import (
 )
 from .farkas import farkas_certificate
 from .penalty import DistancePenalty
+from .rounding import rounding_allowance
 from .space import FactorSpace
 
 __all__ = ["EqualityBarrierResult", "EqualityOptimum", "equality_barrier",
-           "equality_barrier_fits", "rounding_allowance"]
+           "equality_barrier_fits"]
 
 #: largest number of rows (edges, the SNR constraint, added rows) for which
 #: :func:`equality_barrier` runs: a Newton step factors a matrix of that order
@@ -46,24 +47,10 @@ _EQ_EARLY_ROWS, _EQ_EARLY_DIM, _EQ_EARLY_GAP = 500, 200, 1e-2
 #: the barrier's pair is certified by a dense ``eigh`` of :math:`S(y,\\nu)` and the dual
 #: value :math:`-y^T\\bar d - z^Tb`, both exact up to rounding; without a strictly feasible
 #: point its multipliers grow to 1e7-1e9 (the clique faces), where that rounding
-#: (:func:`rounding_allowance`) reaches the size of ``tol``: the pair is used only where the
+#: (:func:`~sdpembed.lowrank.rounding.rounding_allowance`, the dense certificate's own at the
+#: pair's point) reaches the size of ``tol``: the pair is used only where the
 #: allowance is at most this share of ``tol`` times the objective
 _ROUNDING_SHARE = 0.1
-
-
-def rounding_allowance(space: FactorSpace, pen: DistancePenalty, y: np.ndarray,
-                       nu: np.ndarray, W: np.ndarray) -> float:
-    """The size of the rounding in a certificate of ``(y, nu)`` at the point ``W``: the
-    backward error of ``eigh`` and of forming :math:`S` (``4 n eps`` times the size of its
-    terms, :math:`\\|C\\|_F + 2\\|y\\|_1 + \\|S(0,\\nu) - C\\|_F`) times the point's trace, plus
-    the rounding of the dual value's sum (``eps`` times its number of terms times their size)."""
-    n, eps = space.dim, np.finfo(float).eps
-    eye, y0 = np.eye(n), np.zeros_like(y)
-    C = space.apply_S(eye, y0, np.zeros(space.q))
-    lin = space.apply_S(eye, y0, space.duals(nu)) - C
-    size = np.linalg.norm(C) + 2.0 * float(np.abs(y).sum()) + np.linalg.norm(lin)
-    return (4.0 * n * eps * size * float(np.sum(W * W))
-            + eps * y.size * float(np.abs(y) @ np.abs(pen.t)))
 
 
 @dataclass
@@ -309,7 +296,7 @@ class EqualityOptimum:
             return None
         if rounding_allowance(self.space, self.pen, res.y, res.nu, res.points) \
                 > _ROUNDING_SHARE * self.tol * abs(res.objective):
-            return None        # multipliers too large for a certificate exact up to rounding
+            return None        # its certificate would lose more than its share of tol to rounding
         return res
 
     def farkas(self) -> tuple[np.ndarray, np.ndarray] | None:

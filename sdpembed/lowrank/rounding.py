@@ -1,0 +1,49 @@
+"""Rounding allowances of a certificate whose :math:`\\lambda_{\\min}(S)` comes from a dense
+``eigh`` (``CHECK_DENSE``): what the computed eigenvalue and dual value may be off by.
+
+A dense ``eigh`` is backward stable: its eigenvalues are those of :math:`S + E` with
+:math:`\\|E\\|_2` a modest multiple of :math:`n\\,\\epsilon\\,\\|S\\|`, and forming :math:`S`
+itself adds rounding of the same size. Where the multipliers are of the objective's size that
+is far below any ``tol``; where they grow to 1e7-1e9 (an equality problem without a
+strictly feasible point, docs/tuning.md, "The barrier's pair where its multipliers are
+large") it reaches ``tol``. A dense certificate therefore takes :math:`\\lambda_{\\min}(S)
+\\ge \\mu - \\delta`, :math:`\\delta` = :func:`eigh_allowance`, instead of the computed
+:math:`\\mu`, and lowers its dual value by the rounding of its sum (:func:`sum_allowance`);
+the verified checks (sparse factorisation, dense Cholesky) include the first already.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .penalty import DistancePenalty
+from .space import FactorSpace
+
+__all__ = ["eigh_allowance", "sum_allowance", "rounding_allowance"]
+
+
+def eigh_allowance(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> float:
+    """:math:`\\delta`: ``4 n eps`` times a bound on :math:`\\|S(y,\\nu)\\|_2`,
+    :math:`\\|C\\|_F + 2\\|y\\|_1 + \\|S(0,\\nu) - C\\|_F` (each edge's matrix has Frobenius
+    norm 2): the backward error of ``eigh`` and of forming :math:`S`, so
+    :math:`\\lambda_{\\min}(S) \\ge \\mu - \\delta` for the computed :math:`\\mu`."""
+    n, eps = space.dim, np.finfo(float).eps
+    eye, y0 = np.eye(n), np.zeros_like(y)
+    C = space.apply_S(eye, y0, np.zeros(space.q))
+    lin = space.apply_S(eye, y0, space.duals(nu)) - C
+    size = np.linalg.norm(C) + 2.0 * float(np.abs(y).sum()) + np.linalg.norm(lin)
+    return 4.0 * n * eps * size
+
+
+def sum_allowance(pen: DistancePenalty, y: np.ndarray) -> float:
+    """The rounding of the dual value's sum: ``eps`` times its number of terms times their
+    size, :math:`|y|^T|\\bar d|`."""
+    return np.finfo(float).eps * y.size * float(np.abs(y) @ np.abs(pen.t))
+
+
+def rounding_allowance(space: FactorSpace, pen: DistancePenalty, y: np.ndarray,
+                       nu: np.ndarray, W: np.ndarray) -> float:
+    """The size of the rounding in a dense certificate of ``(y, nu)`` at the point ``W``:
+    :func:`eigh_allowance` times the point's trace plus :func:`sum_allowance` (what the
+    equality barrier's pair may lose at its own point, before it is certified)."""
+    return eigh_allowance(space, y, nu) * float(np.sum(W * W)) + sum_allowance(pen, y)
