@@ -58,8 +58,9 @@ def test_rows_barrier_with_snr_and_equality_rows():
 
 @pytest.mark.parametrize("seed", [99311, 99388])
 def test_small_rows_certified_against_bound(seed):
-    """Seeds 99311 (CLARABEL fails on it; main's solve stopped at 20 s 31 % from its bound)
-    and 99388 (two trace rows; main: gap 2e-3 at 20 s): certified at 1e-4 within 5 s."""
+    """Seeds 99311 (CLARABEL fails on it; main refused it at 20 s, its point 31 % above its
+    certified bound) and 99388 (two trace rows; main: gap 2e-3 at 20 s): certified at 1e-4
+    within 5 s, the rows held."""
     f, _ = make_instance(seed).build()
     rep = solve(f, "LOWRANK", time_limit=5)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
