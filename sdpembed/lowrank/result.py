@@ -77,7 +77,10 @@ class LowRankResult:
         shift ``delta``, the rounding ``bound``, coordinates ``mode``, the factor's
         non-zeros, seconds, outcome).
     reduced_solver : dict or None
-        On a reduced basis: the interior-point method's record, or why it fell back.
+        On a reduced basis: the interior-point method's record, or why it fell back; for a
+        small ``"interval"`` problem with added rows, the record of
+        :func:`~sdpembed.lowrank.rows_barrier.rows_barrier` (``"solver": "rows_barrier"``),
+        whether its pair was reported or the augmented Lagrangian went on.
     warm_start : dict or None
         The reduced-basis warm start's time and objective (``warm_start="basis"``).
     lambda_min_at_slack_weight : float or None

@@ -17,6 +17,7 @@ from .outer import _OuterLoop
 from .penalty import DistancePenalty
 from .reduced_ipm import _reduced_ipm
 from .result import LowRankResult, _SolveState
+from .rows_barrier import rows_barrier_fits, solve_by_rows_barrier
 from .space import FactorSpace
 from .spectrum import _lambda_min
 
@@ -117,6 +118,12 @@ def _lowrank_solve(gp: GramProblem, basis, opts: LowRankOptions) -> LowRankResul
         elif opts.reduced_solver == "ipm":
             raise InputError(f"reduced_solver='ipm' solves distances='interval' only; got "
                              f"{pen.mode!r}: use reduced_solver='alm' (or 'auto')")
+    if basis is None and rows_barrier_fits(space, pen):
+        # small "interval" problem with added rows: the barrier's pair, where it certifies
+        done = solve_by_rows_barrier(space, pen, alm, opts, t0, state,
+                                     deadline=loop_deadline(t0, opts.time_limit))
+        if done is not None:
+            return done
     W = _starting_factor(space, opts, state)
     loop = _OuterLoop(space, pen, alm, opts, state, t0, W)
     loop.run()
