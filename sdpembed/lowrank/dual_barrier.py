@@ -271,6 +271,7 @@ def barrier_work(n: int, m: int) -> float:
     (m³/3 flops) and the n x n factorisation and inverse of the slack (n³)."""
     return _STEPS_EXPECTED * (m ** 3 / 3.0 + float(n) ** 3) / _FLOPS_PER_ENTRY
 
+
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
 
