@@ -25,6 +25,7 @@ from sdpembed.exceptions import InaccurateSolutionWarning
 from sdpembed.lowrank.face import (
     ROUNDING_FLOOR,
     exposing_vectors,
+    restoration_flops,
     restore_at_lower_rank,
     restore_on_face,
 )
@@ -414,6 +415,15 @@ def test_a_face_the_cliques_do_not_expose_stalls_the_restoration_not_at_lower_ra
     assert infeas > 1e-8
     R, infeas, rank = restore_at_lower_rank(gp, F, U, ROUNDING_FLOOR, first=3)
     assert rank in (3, 4) and infeas <= 1e-13
+    # the ranks after the first are bounded by their estimated flops (not by seconds,
+    # which made the result depend on the load): a budget of none tries rank 3 alone,
+    # one of rank 3's cost tries rank 4 too, and finds the same point
+    m = np.asarray(gp.edges).shape[0]
+    alone = restore_at_lower_rank(gp, F, U, ROUNDING_FLOOR, first=3, max_flops=0.0)
+    assert alone is None or alone[2] == 3
+    two = restore_at_lower_rank(gp, F, U, ROUNDING_FLOOR, first=3,
+                                max_flops=restoration_flops(m, gp.n, 3))
+    assert two[2] == rank and np.array_equal(two[0], R)
     assert np.abs(U.T @ R).max() <= 1e-12
     C = _objective_matrix(f)
     assert float(np.sum(R * (C @ R))) == pytest.approx(CSDP_90940, rel=1e-8)

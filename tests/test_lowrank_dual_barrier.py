@@ -90,17 +90,17 @@ def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkey
     monkeypatch.undo()
     y, _ = dual.candidate(deadline)                        # time enough: it runs
     assert dual.result.status == "converged" and np.all(np.abs(y) < pen.w)
-    # above _BARRIER_CHEAP_EDGES edges a pass runs the barrier only once the solve has
-    # spent as long as the run is predicted to take (digits300-k10: the refinement
-    # certifies at its third pass, the barrier would have cost 17 s)
+    # above _BARRIER_CHEAP_EDGES edges a pass runs the barrier only once the subproblems
+    # have done as much work as the run is estimated to take (digits300-k10: the
+    # refinement certifies at its second pass, the barrier would have cost 7 s of CPU)
     monkeypatch.setattr(db, "_BARRIER_CHEAP_EDGES", 10)
-    assert dual_barrier(space, pen, rel_gap=1e-6, budget=0.0).status == "no time"
+    need = db.barrier_work(space.dim, pen.t.size)
+    assert need == pytest.approx(db._STEPS_EXPECTED * (pen.t.size ** 3 / 3 + space.dim ** 3)
+                                 / db._FLOPS_PER_ENTRY)
     big = DualOptimum(space, pen, 1e-4)
-    assert big.candidate(deadline) is None                 # first pass: the refinement
-    big.t0 = time.perf_counter()                           # nothing spent yet
-    assert big.candidate(deadline) is None and big.result is None
-    big.t0 = time.perf_counter() - 1e4                     # a long solve: it runs
-    assert big.candidate(deadline) is not None and big.result.status == "converged"
+    assert big.candidate(deadline, 10 * need) is None      # first pass: the refinement
+    assert big.candidate(deadline, 0.5 * need) is None and big.result is None
+    assert big.candidate(deadline, need) is not None and big.result.status == "converged"
     monkeypatch.undo()
     # a run its deadline stopped (an interior point, but anywhere on the way) leaves the
     # certificate to the refinement as well, whose shifted bound is the better one there

@@ -24,6 +24,9 @@ class _ALM:
     def __init__(self, space: FactorSpace, pen: DistancePenalty, opts: LowRankOptions):
         self.space, self.pen, self.opts = space, pen, opts
         self.nfev = 0
+        #: the work of the subproblems so far, in entries touched: (points + edges) x rank
+        #: per evaluation or Hessian product (deterministic, unlike their seconds)
+        self.work = 0
         self.deadline = np.inf
         self.kind = pen.mode
         # "shrink" (full space, objective a multiple of the identity as in MVU, so constants
@@ -98,6 +101,7 @@ class _ALM:
 
         def fun(x):
             self.nfev += 1
+            self.work += (shape[0] + pen.t.size) * shape[1]
             W = sp_.project(x.reshape(shape))
             CW = sp_.apply_C(W)
             Z = sp_.diffs(W)
@@ -145,6 +149,7 @@ class _ALM:
 
             def hv(u):
                 # in-place, one temporary per product
+                self.work += (shape[0] + pen.t.size) * shape[1]
                 U = u.reshape(shape)
                 ZU = E32 @ U.astype(np.float32)
                 dg = np.einsum("ij,ij->i", Z32, ZU)

@@ -349,9 +349,11 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
                        else relative_gap(best.objective, best.estimated_bound)))
 
 
-#: the share of the time limit the restorations at lower ranks may take (wall seconds,
-#: counted from their start; the first rank is always tried)
+#: the share of the time limit the restorations at lower ranks may take, as an estimate
+#: of their dense flops at ``_NOMINAL_FLOPS`` a second (the first rank is always tried):
+#: estimated, not measured on the clock, so that the result does not depend on the load
 _LOWER_RANK_SHARE = 0.05
+_NOMINAL_FLOPS = 1e10
 
 
 def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
@@ -370,7 +372,7 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
     U, _ = exposing_vectors(gp, nulls)
     first = max((rank for _, rank, _ in nulls), default=1)
     out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, first=first,
-                                max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
+                                max_flops=_LOWER_RANK_SHARE * _NOMINAL_FLOPS * opts.time_limit)
     if out is None:
         face["lower_rank"] = {"rank": None}
         return result
@@ -428,7 +430,7 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     out = restore_on_face(gp, result.factor, U, space=space)
     if out is not None and out[1] > ROUNDING_FLOOR:
         out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, space=space,
-                                    max_seconds=_LOWER_RANK_SHARE * opts.time_limit)
+                                    max_flops=_LOWER_RANK_SHARE * _NOMINAL_FLOPS * opts.time_limit)
     if out is None or out[1] > ROUNDING_FLOOR:
         record["restored"] = False
         return result

@@ -98,7 +98,7 @@ def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
 
 
 def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
-                 deadline: float = np.inf, budget: float = np.inf,
+                 deadline: float = np.inf,
                  max_iter: int = 300) -> DualBarrierResult:
     r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
 
@@ -139,8 +139,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     candidate, certified like any other dual point. ``deadline``: a
     :func:`time.perf_counter` value after which the last strictly feasible point is
     returned (status ``"deadline"``); where the first step shows that
-    ``_STEPS_EXPECTED`` steps would pass it, or take longer than ``budget`` seconds, the
-    run stops there (status ``"no time"``).
+    ``_STEPS_EXPECTED`` steps would pass it (the user's time limit), the run stops there
+    (status ``"no time"``).
     Only where :func:`dual_barrier_fits`.
     """
     t0 = time.perf_counter()
@@ -237,8 +237,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                 status = "stalled"
                 break
             y, inv = damped
-            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > min(deadline - t0,
-                                                                             budget):
+            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > deadline - t0:
                 status = "no time"      # (the caller's fallback runs instead)
                 break
             if dec < _CENTRED:
@@ -253,10 +252,25 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 #: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
 _BARRIER_AFTER = 2
 
-#: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the solve
-#: has already spent as long as the run is predicted to take (``budget``): the refinement,
-#: far cheaper there, certifies many such rows by itself
+#: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the
+#: solve's subproblems have already done as much work as the run is estimated to take
+#: (:func:`barrier_work`): the refinement, far cheaper there, certifies many such rows by
+#: itself. Work, not seconds: a decision on the clock made the path depend on the load
+#: (docs/tuning.md, "A path that does not depend on the clock")
 _BARRIER_CHEAP_EDGES = 1500
+
+#: the dense flops (Cholesky, triangular inverse) that take as long as one entry of a
+#: subproblem's evaluation or Hessian product (``_ALM.work``: (points + edges) x rank per
+#: evaluation, with its Python and sparse overhead), measured on the battery's rows
+_FLOPS_PER_ENTRY = 200.0
+
+
+def barrier_work(n: int, m: int) -> float:
+    """The estimated cost of a :func:`dual_barrier` run of ``_STEPS_EXPECTED`` steps on n
+    points and m edges, in ``_ALM.work``'s entries: per step an m x m Cholesky factorisation
+    (m³/3 flops) and the n x n factorisation and inverse of the slack (n³)."""
+    return _STEPS_EXPECTED * (m ** 3 / 3.0 + float(n) ** 3) / _FLOPS_PER_ENTRY
+
 
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
@@ -273,8 +287,8 @@ class DualOptimum:
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
     at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
-    ``_BARRIER_CHEAP_EDGES`` edges, once the solve has spent as long as the barrier is
-    predicted to take); from then on its multipliers
+    ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems have done as much work as the
+    barrier is estimated to take, :func:`barrier_work`); from then on its multipliers
     replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
     method")."""
 
@@ -284,7 +298,6 @@ class DualOptimum:
         self.passes = 0
         self.result: DualBarrierResult | None = None
         self.adopted = False
-        self.t0 = time.perf_counter()      # the solve's start, for the budget of large runs
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -324,20 +337,22 @@ class DualOptimum:
         once they replace the refinement (:meth:`candidate`), else the refined ones."""
         return "barrier multipliers; " if self._usable else "refined multipliers; "
 
-    def candidate(self, deadline: float, *,
+    def candidate(self, deadline: float, work: float = 0.0, *,
                   final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.
-        ``final``: the last certificate of a stopped solve (no pass counted)."""
+        ``work``: the subproblems' work so far (``_ALM.work``); ``final``: the last
+        certificate of a stopped solve (no pass counted)."""
         if not self.fits:
             return None
         self.passes += 0 if final else 1
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
             if time.perf_counter() >= deadline:
                 return None
-            large = self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+            if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+                    and work < barrier_work(self.space.dim, self.pen.t.size)):
+                return None
             res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline,
-                               budget=time.perf_counter() - self.t0 if large else np.inf)
+                               deadline=deadline)
             # a run that could not finish in time is not kept: the refinement stands in,
             # and a later pass may try again
             self.result = None if res.status == "no time" else res

@@ -44,7 +44,8 @@ from .space import FactorSpace
 from .verify import _U
 
 __all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face",
-           "restore_at_lower_rank", "face_basis", "face_certificate", "ROUNDING_FLOOR"]
+           "restore_at_lower_rank", "restoration_flops", "face_basis", "face_certificate",
+           "ROUNDING_FLOOR"]
 
 #: up to this many Jacobian entries (rows x factor entries) Gauss-Newton factors the
 #: Jacobian densely; beyond, the point is not restored (the solve reports why)
@@ -234,9 +235,21 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
 ROUNDING_FLOOR = 1e-12
 
 
+#: :func:`restore_at_lower_rank`'s estimate of one rank's cost: ``_GN_STEPS`` Gauss-Newton
+#: steps (:func:`restore_on_face`'s cap), each a least-squares solve by SVD of the
+#: m x nk Jacobian, about ``6 m nk min(m, nk)`` flops
+_GN_STEPS = 50
+
+
+def restoration_flops(m: int, n: int, k: int) -> float:
+    """The estimated flops of :func:`restore_on_face` on m edges, n points and rank k (at
+    most ``_GN_STEPS`` least-squares steps on the m x nk Jacobian)."""
+    return _GN_STEPS * 6.0 * m * (n * k) * min(m, n * k)
+
+
 def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: float, *,
                           first: int = 1, space: FactorSpace | None = None,
-                          max_seconds: float | None = None
+                          max_flops: float | None = None
                           ) -> tuple[np.ndarray, float, int] | None:
     r"""A factor of lower rank than ``F`` on the face :math:`\{GU = 0\}`, restored onto the
     constraints to a relative residual at most ``floor``: ``(V, infeasibility, rank)``, or
@@ -254,17 +267,19 @@ def restore_at_lower_rank(gp: GramProblem, F: np.ndarray, U: np.ndarray, floor: 
     has less) while they restore to ``floor``, or until the first that restores; of those
     that do, the point of the lowest objective is returned (a feasible point of lower rank
     is a feasible point: its objective bounds the optimum from above). No rank is started
-    after the first once ``max_seconds`` have passed (each costs a dense Gauss-Newton)."""
+    after the first once the ranks tried have an estimated cost (:func:`restoration_flops`,
+    each a dense Gauss-Newton) above ``max_flops``: a count, not seconds, so that the
+    result does not depend on the machine's load."""
     space = FactorSpace(gp) if space is None else space
     u, s, _ = np.linalg.svd(F, full_matrices=False)
     best = None
-    t0 = time.perf_counter()
+    spent, m = 0.0, np.asarray(gp.edges).shape[0]
     for k in range(max(int(first), 1), F.shape[1]):
         if not s[k - 1] > 0:
             break
-        if (max_seconds is not None and k > max(int(first), 1)
-                and time.perf_counter() - t0 > max_seconds):
+        if max_flops is not None and k > max(int(first), 1) and spent > max_flops:
             break
+        spent += restoration_flops(m, gp.n, k)
         out = restore_on_face(gp, u[:, :k] * s[:k], U, space=space)
         if out is None:
             return None
