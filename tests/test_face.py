@@ -550,17 +550,26 @@ def test_the_barrier_pair_is_not_used_where_its_multipliers_make_rounding_matter
     not used and the face solve answers (the test above). Allowed anyway, its pair used to
     certify 'dual-feasible' from an eigenvalue inside that rounding; now the dense
     certificate takes the rounding off its bound (``rounding.eigh_allowance``): the pair is
-    certified at its honest gap, above tol, and the solve does not end on it."""
+    certified at its honest gap, above tol, and the solve does not end on it: what it
+    reports holds the optimum between its bound and its objective. (Which certificate then
+    answers, the face solve's lifted one or the full problem's trace bound, depends on the
+    platform's rounding: on an AVX-512 machine the face solve stops at ``max_outer`` with
+    a weaker bound than the full problem's.)"""
     from sdpembed.lowrank import equality_barrier
 
     rep = solve(_seed383(), solver="LOWRANK", time_limit=120.0)
     assert "lifted to the full space" in rep.extra["certificate"]
     monkeypatch.setattr(equality_barrier, "_ROUNDING_SHARE", np.inf)
-    rep = solve(_seed383(), solver="LOWRANK", time_limit=120.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InaccurateSolutionWarning)
+        rep = solve(_seed383(), solver="LOWRANK", time_limit=120.0)
     paired = [e for e in rep.extra["history"] if "barrier" in e]
     assert len(paired) == 1 and paired[0]["certified_gap"] > 1e-4
     assert not rep.extra["certificate"].startswith("dual-feasible")
-    assert "lifted to the full space" in rep.extra["certificate"]
+    assert rep.status in ("optimal", "optimal_inaccurate")
+    assert rep.primal_infeasibility <= 1e-10
+    # the recorded optimum to its 7 digits (module docstring): bound below, objective above
+    assert rep.bound <= FACE_OPTIMUM + 1e-7 and FACE_OPTIMUM - 1e-7 <= rep.objective
 
 
 def test_least_squares_falls_back_when_the_divide_and_conquer_svd_fails(monkeypatch):

@@ -56,9 +56,11 @@ def test_two_moons_grow_their_rank_in_the_band_and_certify_sooner(monkeypatch):
     # density")
     rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=14, rank=6)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4, rep.certified_gap
-    # the band's rule alone: the barrier switched off (as for problems outside its domain)
+    # the band's rule alone: the barrier switched off (as for problems outside its domain).
+    # Certified before the 20 outer iterations it took without the rule: at 12 where it was
+    # written, at 16 on an AVX-512 machine (the BLAS kernels' rounding moves the path)
     monkeypatch.setattr(dual_barrier, "dual_barrier_fits", lambda space, pen: False)
-    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=14, rank=6)
+    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=18, rank=6)
     assert rep.status == "optimal", (rep.status, rep.certified_gap)
     assert rep.certified_gap <= 1e-4
     band = [e for e in rep.extra["history"]
