@@ -25,9 +25,8 @@ __all__ = ["RowsBarrierResult", "rows_barrier", "rows_barrier_fits", "solve_by_r
 
 #: largest cost of a Newton step, in flops, for which :func:`rows_barrier` runs: it factors
 #: an (m + q) x (m + q) matrix (m³/3) and takes two n x n products per row and a few more
-#: ((2q + 6) n³). At n = 200 with 10 rows (2.8e8) it merely matched the augmented
-#: Lagrangian, at n = 300 with 40 rows it took five times as long (docs/tuning.md, "Small
-#: interval DVU with added rows: where 20 s went")
+#: ((2q + 6) n³). Above it the augmented Lagrangian is as fast or faster (the measurements:
+#: docs/tuning.md, "Small interval DVU with added rows: where 20 s went")
 _ROWS_FLOPS = 5e7
 
 #: the barrier parameter's reduction once a point is centred, the Newton decrement below
