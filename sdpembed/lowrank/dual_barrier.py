@@ -43,6 +43,17 @@ def _cholesky_ridged(H: np.ndarray):
     return None
 
 
+def _slack_cholesky(space: FactorSpace, y: np.ndarray, nu: np.ndarray, scale: float):
+    """The lower Cholesky factor of S(y, nu) on 1-perp (plus 11^T/n times ``scale``) and
+    its log det, or None where S(y, nu) is not positive definite."""
+    M, _ = _dense_shifted(space, y, nu, scale)
+    try:
+        L = sla.cholesky(M, lower=True, check_finite=False, overwrite_a=True)
+    except sla.LinAlgError:
+        return None
+    return L, 2.0 * float(np.sum(np.log(np.diag(L))))
+
+
 def _newton_direction(H: np.ndarray, grad: np.ndarray, mu: float):
     """The Newton direction of :math:`f_\\mu` (Hessian :math:`\\mu H`, gradient ``grad``),
     its slope :math:`g^Td` and the Newton decrement :math:`\\sqrt{-g^Td/\\mu}`; ``None``
@@ -151,14 +162,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     scale = _gershgorin(space, w, nu0) + 1.0
 
     def factor(y):
-        """The Cholesky factor of S(y) on 1-perp (plus 11^T/n times ``scale``) and its log
-        det, or None where S(y) is not positive definite."""
-        M, _ = _dense_shifted(space, y, nu0, scale)
-        try:
-            L = sla.cholesky(M, lower=True, check_finite=False, overwrite_a=True)
-        except sla.LinAlgError:
-            return None
-        return L, 2.0 * float(np.sum(np.log(np.diag(L))))
+        return _slack_cholesky(space, y, nu0, scale)
 
     def inverse(L):
         Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)

@@ -11,14 +11,15 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
+from .alm import _ALM
 from .certificate import _best_certificate, relative_gap
-from .dual_barrier import _damped_step, _newton_direction
+from .dual_barrier import _damped_step, _newton_direction, _slack_cholesky
 from .ipm_common import factor_from_gram
 from .options import LowRankOptions
 from .penalty import DistancePenalty
 from .result import LowRankResult, _SolveState
 from .space import FactorSpace
-from .spectrum import _dense_shifted, _gershgorin
+from .spectrum import _gershgorin
 
 __all__ = ["RowsBarrierResult", "rows_barrier", "rows_barrier_fits", "solve_by_rows_barrier"]
 
@@ -141,12 +142,7 @@ def rows_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     C = space.C
 
     def factor(y, z):
-        M, _ = _dense_shifted(space, y, z, scale)
-        try:
-            L = sla.cholesky(M, lower=True, check_finite=False, overwrite_a=True)
-        except sla.LinAlgError:
-            return None
-        return L, 2.0 * float(np.sum(np.log(np.diag(L))))
+        return _slack_cholesky(space, y, z, scale)
 
     def inverse_perp(L):
         """:math:`S^{-1}` on 1-perp: the inverse of :math:`PSP + (c/n)11^T` less its
@@ -260,7 +256,7 @@ def rows_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                              time.perf_counter() - t0)
 
 
-def solve_by_rows_barrier(space: FactorSpace, pen: DistancePenalty, alm, opts: LowRankOptions,
+def solve_by_rows_barrier(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
                           t0: float, state: _SolveState, deadline: float
                           ) -> LowRankResult | None:
     """The solve of a problem :func:`rows_barrier_fits`: :func:`rows_barrier`'s primal point
