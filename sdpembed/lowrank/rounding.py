@@ -24,15 +24,26 @@ __all__ = ["eigh_allowance", "sum_allowance", "rounding_allowance"]
 
 def eigh_allowance(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None) -> float:
     """:math:`\\delta`: ``4 n eps`` times a bound on :math:`\\|S(y,\\nu)\\|_2`,
-    :math:`\\|C\\|_F + 2\\|y\\|_1 + \\|S(0,\\nu) - C\\|_F` (each edge's matrix has Frobenius
-    norm 2): the backward error of ``eigh`` and of forming :math:`S`, so
+    :math:`\\|C\\|_F + \\sum_e |y_e|\\,\\|b_e\\|^2 + \\|S(0,\\nu) - C\\|_F`
+    (:func:`_edge_part`): the backward error of ``eigh`` and of forming :math:`S`, so
     :math:`\\lambda_{\\min}(S) \\ge \\mu - \\delta` for the computed :math:`\\mu`."""
     n, eps = space.dim, np.finfo(float).eps
     eye, y0 = np.eye(n), np.zeros_like(y)
     C = space.apply_S(eye, y0, np.zeros(space.q))
     lin = space.apply_S(eye, y0, space.duals(nu)) - C
-    size = np.linalg.norm(C) + 2.0 * float(np.abs(y).sum()) + np.linalg.norm(lin)
+    size = np.linalg.norm(C) + _edge_part(space, y) + np.linalg.norm(lin)
     return 4.0 * n * eps * size
+
+
+def _edge_part(space: FactorSpace, y: np.ndarray) -> float:
+    r"""A bound on :math:`\|\sum_e y_e b_eb_e^T\|_2`, :math:`\sum_e |y_e|\,\|b_e\|^2`, with
+    :math:`b_e` the edge's row of ``space.E``: :math:`2\|y\|_1` in the full space (the rows
+    :math:`e_i - e_j`); on a basis :math:`b_e = Q^Ta_e`, whose norm can be far below
+    :math:`\sqrt 2` (an edge nearly orthogonal to the basis carries a large multiplier that
+    adds little to :math:`S`)."""
+    if space.Q is None:
+        return 2.0 * float(np.abs(y).sum())
+    return float(np.abs(y) @ np.einsum("ij,ij->i", space.E, space.E))
 
 
 def sum_allowance(pen: DistancePenalty, y: np.ndarray) -> float:
