@@ -111,17 +111,38 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
     and returned it; now refused, carrying the point and the bound, which holds the
     optimum. The truncation slice's cut, ``max_inner=11`` alone, gave such a point
     (-0.5727362) before the escape block; since, it certifies, so the cut also stops the
-    outer loop (``max_outer=158``: -0.5764231, 1.06 % and 6.1e-3 from the bound; the
-    time limit is not reached)."""
+    outer loop (the time limit is not reached).
+
+    Where the outer loop stands after ``max_outer`` iterations is the platform's rounding:
+    ``max_outer=158`` gave -0.5764231 (1.06 % and 6.1e-3 from the bound) where this was
+    written, and -0.5645772 on an AMD EPYC, AVX-512 OpenBLAS (3.1 %, 1.8e-2: refused by
+    both measures), which reaches the band at 175-177 (-0.5745441: 1.38 %, 8.0e-3). The
+    band is 0.4 % wide and the loop's points move by 0.3 % to 0.4 % between plateaus, so
+    no one cut lands in it everywhere: the test cuts at both, asserts a true verdict at
+    each (refused: the bound holds the optimum and the gap read is above the limit;
+    returned: truly within ``FAR_FROM_OPTIMAL`` of the optimum), and that one of them is
+    a point of the band, refused."""
     from problems.differential import make_instance
 
-    f, _ = make_instance(94069).build()
-    with pytest.raises(SolverFailedError, match="far from optimal") as err:
-        solve(f, solver="LOWRANK", time_limit=600.0, max_inner=11, max_outer=158)
-    e = err.value
-    assert e.bound <= OPTIMUM_94069 + 1e-9
-    assert (e.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) > FAR_FROM_OPTIMAL
-    assert e.objective - e.bound < FAR_FROM_OPTIMAL   # what the old measure let through
+    in_band = []
+    for max_outer in (158, 176):
+        f, _ = make_instance(94069).build()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rep = solve(f, solver="LOWRANK", time_limit=600.0, max_inner=11,
+                            max_outer=max_outer)
+        except SolverFailedError as e:
+            assert "far from optimal" in str(e)
+            assert e.bound <= OPTIMUM_94069 + 1e-9
+            assert (e.objective - e.bound) / abs(e.objective) > FAR_FROM_OPTIMAL
+            in_band.append(
+                (e.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) > FAR_FROM_OPTIMAL
+                and e.objective - e.bound < FAR_FROM_OPTIMAL)  # the old measure let it through
+        else:
+            assert (rep.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) <= FAR_FROM_OPTIMAL
+            assert rep.bound <= OPTIMUM_94069 + 1e-9
+    assert any(in_band), "neither cut landed between 1 % relative and 1e-2 absolute"
 
 
 def test_the_outer_loop_stops_in_the_rules_unit(monkeypatch):
