@@ -71,8 +71,12 @@ def test_trace_bound_is_honoured_by_lowrank_as_by_clarabel(digits16):
     ref = solve(h, "CLARABEL").objective
     rep = solve(h, "LOWRANK")
     assert np.trace(h.value("gram")) <= 5 * (1 + 1e-6)
-    assert rep.objective == pytest.approx(ref, rel=1e-6)
-    assert rep.bound is not None and rep.bound <= rep.objective
+    # within tol (1e-4, relative) of CLARABEL's optimum, which its certified bound holds
+    # (CLARABEL's own accuracy, 1e-6 relative, on either side); the rows barrier that
+    # solves this small problem stops at a tenth of tol: 7e-6 above the optimum
+    assert ref - 1e-6 * abs(ref) <= rep.objective <= ref + 1e-4 * abs(ref)
+    assert rep.bound is not None and rep.bound <= ref + 1e-6 * abs(ref)
+    assert rep.bound <= rep.objective
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
