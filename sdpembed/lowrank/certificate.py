@@ -265,6 +265,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     """
     cache = CertificateCache() if cache is None else cache
     nu = space.duals(nu)
+    y = pen.certifiable(np.asarray(y, dtype=float))   # "quadratic": y >= -Y (its docstring)
     if not np.isfinite(pen.conjugate(y) + space.linear_offset(nu)):
         return Certificate(None, None, "none", "multipliers outside the domain of phi*",
                            y=y, nu=nu)

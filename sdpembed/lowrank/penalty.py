@@ -153,6 +153,28 @@ class DistancePenalty:
             return np.inf
         return float(np.sum(self.lam * self.t * y / (self.lam - y)))
 
+    def certifiable(self, y: np.ndarray) -> np.ndarray:
+        r"""The multipliers a certificate takes for ``y``: ``"quadratic"`` raises them to at
+        least :math:`-Y`, :math:`Y = \lambda(1/\sqrt{\epsilon m} - 1)`; other modes return
+        ``y``.
+
+        :math:`-\varphi_e^*(y_e) = \lambda\bar D_e|y_e|/(\lambda + |y_e|)` for
+        :math:`y_e < 0` rises to :math:`\lambda\bar D_e` only as :math:`y_e \to -\infty`:
+        an edge (nearly) orthogonal to a reduced basis, :math:`b_e \approx 0`, whose
+        :math:`D_e` the factor cannot move off 0, has the unbounded gradient
+        :math:`\lambda(1 - \sqrt{\bar D_e/D_e})` (8e16 seen) and no attained dual
+        optimum. Raising :math:`y_e` adds :math:`(y'_e - y_e)b_eb_e^T \succeq 0` to
+        :math:`S`, so :math:`\lambda_{\min}(S)` does not fall; the dual value loses at most
+        :math:`\lambda^2\bar D_e/(\lambda + Y)` on the edge and the rounding of its sum
+        (:func:`~.rounding.sum_allowance`, :math:`\epsilon m|y|^T\bar D`) falls by
+        :math:`\epsilon m(|y_e| - Y)\bar D_e`; this :math:`Y` minimises the sum of the
+        two, about :math:`2\lambda\bar D_e\sqrt{\epsilon m}` an edge (docs/tuning.md,
+        "Quadratic MVU on a basis: multipliers of 8e16")."""
+        if self.mode != "quadratic" or y.size == 0:
+            return y
+        root = np.sqrt(np.finfo(float).eps * y.size)
+        return np.maximum(y, -self.lam * (1.0 / root - 1.0))
+
     def in_box(self, y: np.ndarray) -> bool:
         """Whether ``y`` lies in the box :math:`|y_e| \\le w_e` (``"interval"``: the domain of
         :math:`\\varphi^*`), up to a relative rounding allowance of 1e-12."""
