@@ -28,11 +28,22 @@ def eigh_allowance(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | N
     (:func:`_edge_part`): the backward error of ``eigh`` and of forming :math:`S`, so
     :math:`\\lambda_{\\min}(S) \\ge \\mu - \\delta` for the computed :math:`\\mu`."""
     n, eps = space.dim, np.finfo(float).eps
-    eye, y0 = np.eye(n), np.zeros_like(y)
-    C = space.apply_S(eye, y0, np.zeros(space.q))
-    lin = space.apply_S(eye, y0, space.duals(nu)) - C
-    size = np.linalg.norm(C) + _edge_part(space, y) + np.linalg.norm(lin)
+    size = space.objective_norm + _edge_part(space, y) + _rows_part(space, nu)
     return 4.0 * n * eps * size
+
+
+def _rows_part(space: FactorSpace, nu: float | np.ndarray | None) -> float:
+    """:math:`\\|S(0,\\nu) - C\\|_F = \\|\\nu_0H + \\sum_k z_kA_k\\|_F` (the SNR functional and
+    the added rows; 0 without them or where their multipliers are 0)."""
+    nu = space.duals(nu)
+    eye, lin = np.eye(space.dim), None
+    if space.H is not None and nu[0]:
+        lin = nu[0] * space.apply_H(eye)
+    if space.K is not None:
+        z = space.user_part(nu)
+        if np.any(z):
+            lin = space.apply_K(eye, z) if lin is None else lin + space.apply_K(eye, z)
+    return 0.0 if lin is None else float(np.linalg.norm(lin))
 
 
 def _edge_part(space: FactorSpace, y: np.ndarray) -> float:

@@ -124,6 +124,12 @@ class FactorSpace:
         return abs(self.B).T.tocsr()
 
     @cached_property
+    def objective_norm(self) -> float:
+        """:math:`\\|\\tilde C\\|_F` on this space (one dense product with the identity, kept:
+        the rounding allowance of every dense certificate needs it)."""
+        return float(np.linalg.norm(self.apply_C(np.eye(self.dim))))
+
+    @cached_property
     def E_single(self) -> tuple[sp.csr_matrix | np.ndarray, sp.csr_matrix | np.ndarray]:
         """``(E, E^T)`` in single precision, for the Hessian products of Newton–CG."""
         return self.E.astype(np.float32), self.ET.astype(np.float32)
