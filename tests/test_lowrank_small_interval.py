@@ -133,19 +133,24 @@ def test_added_rows_keep_lbfgs_after_a_long_subproblem(monkeypatch):
     subproblems stopped at ``max_newton`` with the cheap gap stuck at 0.12-0.19, where
     L-BFGS brings it from 0.13 to 3e-2 in two outer iterations (docs/tuning.md, twelfth
     round). With added rows, Newton-CG waits for the cheap gap below 1e-2, which the first
-    ten outer iterations do not reach: no Newton-CG subproblem in them."""
+    ten outer iterations do not reach: no Newton-CG subproblem in them. The rows barrier
+    (``lowrank.rows_barrier``) now certifies this small instance before any subproblem;
+    it is switched off here, as for problems above its cost limit, where the augmented
+    Lagrangian's choice of subproblem solver still applies."""
     from sdpembed.lowrank import alm
+    from sdpembed.lowrank import solve as lowrank_solve_module
     from sdpembed.lowrank.options import LowRankOptions
     from sdpembed.lowrank.solve import lowrank_solve
 
+    monkeypatch.setattr(lowrank_solve_module, "rows_barrier_fits", lambda space, pen: False)
     calls = []
     subproblem = alm._ALM.subproblem
 
     def recording(self, *args, **kwargs):
         run = subproblem(self, *args, **kwargs)
 
-        def wrapped(W, gtol, maxiter, precond):
-            W, res = run(W, gtol, maxiter, precond)
+        def wrapped(W, gtol, maxiter, precond, *rest):
+            W, res = run(W, gtol, maxiter, precond, *rest)
             calls.append((precond, int(res.nit)))
             return W, res
         return wrapped
