@@ -356,6 +356,12 @@ _LOWER_RANK_SHARE = 0.05
 _NOMINAL_FLOPS = 1e10
 
 
+def _restoration_flops(opts: LowRankOptions) -> float:
+    """The dense flops the restorations at lower ranks may spend: ``_LOWER_RANK_SHARE`` of
+    ``time_limit`` at ``_NOMINAL_FLOPS`` a second (a count of work, not a clock reading)."""
+    return _LOWER_RANK_SHARE * _NOMINAL_FLOPS * opts.time_limit
+
+
 def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
                         nulls: list[tuple[list[int], int, np.ndarray]]):
     r"""Where the point restored onto an exposed face is still off the constraints by more
@@ -372,7 +378,7 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
     U, _ = exposing_vectors(gp, nulls)
     first = max((rank for _, rank, _ in nulls), default=1)
     out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, first=first,
-                                max_flops=_LOWER_RANK_SHARE * _NOMINAL_FLOPS * opts.time_limit)
+                                max_flops=_restoration_flops(opts))
     if out is None:
         face["lower_rank"] = {"rank": None}
         return result
@@ -430,7 +436,7 @@ def _restored_below_bound(gp: GramProblem, result, opts: LowRankOptions, extra: 
     out = restore_on_face(gp, result.factor, U, space=space)
     if out is not None and out[1] > ROUNDING_FLOOR:
         out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, space=space,
-                                    max_flops=_LOWER_RANK_SHARE * _NOMINAL_FLOPS * opts.time_limit)
+                                    max_flops=_restoration_flops(opts))
     if out is None or out[1] > ROUNDING_FLOOR:
         record["restored"] = False
         return result
