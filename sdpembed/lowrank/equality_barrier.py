@@ -16,14 +16,8 @@ import scipy.linalg as sla
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
-from .dual_barrier import (
-    _CENTRED,
-    _MU_FACTOR,
-    _STEPS_EXPECTED,
-    _TO_BOUNDARY,
-    _damped_step,
-    _newton_direction,
-)
+from .barrier_path import _CENTRED, _MU_FACTOR, _TO_BOUNDARY, _damped_step, _newton_direction
+from .dual_barrier import _STEPS_EXPECTED
 from .farkas import farkas_certificate
 from .penalty import DistancePenalty
 from .rounding import rounding_allowance

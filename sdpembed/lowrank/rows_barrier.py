@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from .alm import _ALM
 from .certificate import _best_certificate, relative_gap
-from .dual_barrier import _damped_step, _newton_direction, _slack_cholesky
+from .barrier_path import _damped_step, _newton_direction, _slack_cholesky
 from .ipm_common import factor_from_gram
 from .options import LowRankOptions
 from .penalty import DistancePenalty
