@@ -57,8 +57,9 @@ stay with the variants (:class:`~.dual_barrier.DualOptimum`,
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla

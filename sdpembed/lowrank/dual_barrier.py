@@ -69,11 +69,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     steps :math:`y \leftarrow y + \Delta y/(1 + \delta)` (:math:`\delta` the Newton
     decrement) stay strictly feasible and centre the point whatever the conditioning of
     the feasible set (Nesterov & Nemirovskii 1994); :math:`\mu` is then reduced (the path
-    of :func:`~.barrier_path.barrier_path`). The gradient is :math:`\bar D - \mu(\mathrm{diag}(ES^{-1}E^T)
-    - 1/(w - y) + 1/(w + y))`, the Hessian :math:`\mu((ES^{-1}E^T)^{\circ 2}
-    + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with :math:`S^{-1}` the inverse on
-    :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf 1\mathbf 1^T/n`): an n x n inverse
-    and an m x m Cholesky factorisation per step.
+    of :func:`~.barrier_path.barrier_path`). The gradient is
+    :math:`\bar D - \mu(\mathrm{diag}(ES^{-1}E^T) - 1/(w - y) + 1/(w + y))`, the Hessian
+    :math:`\mu((ES^{-1}E^T)^{\circ 2} + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with
+    :math:`S^{-1}` the inverse on :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf
+    1\mathbf 1^T/n`): an n x n inverse and an m x m Cholesky factorisation per step.
 
     Every :math:`X \succeq 0` is primal feasible (the distances are penalised, not
     constrained), so each step also yields a primal value: of the dual-scaling estimate
