@@ -21,15 +21,15 @@ finite bounds, the barrier
 
     f_\mu(x) = c^Tx - \mu\,(\log\det S(x) + \beta(x))
 
-is self-concordant after division by :math:`\mu` with parameter :math:`\bar\nu`
-(Nesterov & Nemirovskii 1994). :func:`barrier_path` follows its central path: at each
-point a Newton direction :math:`d = -H^{-1}g/\mu` (:math:`g = \nabla f_\mu`,
-:math:`\mu H = \nabla^2 f_\mu`; :func:`_newton_direction`) with the Newton decrement
-:math:`\delta = \sqrt{-g^Td/\mu}`; a step :math:`s = \min(1, 0.99\,\bar s)`
-(``_TO_BOUNDARY``; :math:`\bar s` the largest step that keeps :math:`x` inside
-:math:`\mathcal B`), halved until :math:`S` stays positive definite and :math:`f_\mu`
-falls by Armijo's share (:func:`_damped_step`); and at a centred point
-(:math:`\delta <` ``_CENTRED``)
+is self-concordant after division by :math:`\mu`, and :math:`-\log\det S - \beta` is a
+barrier of parameter :math:`\bar\nu` (Nesterov & Nemirovskii 1994). :func:`barrier_path`
+follows its central path: at each point a Newton direction :math:`d = -H^{-1}g/\mu`
+(:math:`g = \nabla f_\mu`, :math:`\mu H = \nabla^2 f_\mu`; :func:`_newton_direction`)
+with the Newton decrement :math:`\delta = \sqrt{-g^Td/\mu}`; a step
+:math:`s = \min(1, 0.99\,\bar s)` (``_TO_BOUNDARY``; :math:`\bar s` the largest step
+that keeps :math:`x` inside :math:`\mathcal B`), halved until :math:`S` stays positive
+definite and :math:`f_\mu` falls by Armijo's share (:func:`_damped_step`); and at a
+centred point (:math:`\delta <` ``_CENTRED``)
 
 .. math::
 
@@ -164,11 +164,10 @@ class BarrierProblem:
 @dataclass
 class BarrierPath:
     """Where :func:`barrier_path` stopped: the last strictly feasible ``x``, its factor
-    ``fac``, the barrier weight ``mu`` there, the ``status`` and the Newton steps taken."""
+    ``fac``, the ``status`` and the Newton steps taken."""
 
     x: np.ndarray
     fac: Any
-    mu: float
     status: str   # "converged", "max_iter", "deadline", "no time", "stalled",
     #               "numerical failure", or the variant's ``after_step`` status
     iterations: int
@@ -224,4 +223,4 @@ def barrier_path(problem: BarrierProblem, x: np.ndarray, fac, mu: float, *, t0: 
                 else _MU_FACTOR * mu
             if problem.mu_floor is not None:
                 mu = max(mu, problem.mu_floor)
-    return BarrierPath(x, fac, mu, status, it)
+    return BarrierPath(x, fac, status, it)
