@@ -9,9 +9,10 @@ import numpy as np
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
+from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .spectrum import _dense_shifted, _gershgorin
+from .spectrum import _gershgorin
 
 __all__ = ["DualBarrierResult", "dual_barrier", "dual_barrier_fits"]
 
@@ -20,67 +21,9 @@ __all__ = ["DualBarrierResult", "dual_barrier", "dual_barrier_fits"]
 #: m x m matrix (m³/3 flops)
 _BARRIER_EDGES = 2000
 
-#: the barrier parameter's reduction once a point is centred, and the Newton decrement
-#: below which it counts as centred
-_MU_FACTOR = 0.2
-_CENTRED = 0.5
-#: a Newton step goes at most this share of the way to the box's boundary
-_TO_BOUNDARY = 0.99
 #: Newton steps a run is expected to take (55-142 on the battery's rows): a run whose first
 #: step says it cannot finish before its deadline stops there (status ``"no time"``)
 _STEPS_EXPECTED = 100
-
-
-def _cholesky_ridged(H: np.ndarray):
-    """``cho_factor`` of ``H``, with a ridge of 1e-14, then 1e-12 times its largest diagonal
-    entry where rounding made it indefinite; ``None`` if that fails too."""
-    for ridge in (0.0, 1e-14, 1e-12):
-        try:
-            return sla.cho_factor(H + ridge * float(np.max(np.diag(H))) * np.eye(H.shape[0])
-                                  if ridge else H, check_finite=False)
-        except sla.LinAlgError:
-            continue
-    return None
-
-
-def _slack_cholesky(space: FactorSpace, y: np.ndarray, nu: np.ndarray, scale: float):
-    """The lower Cholesky factor of S(y, nu) on 1-perp (plus 11^T/n times ``scale``) and
-    its log det, or None where S(y, nu) is not positive definite."""
-    M, _ = _dense_shifted(space, y, nu, scale)
-    try:
-        L = sla.cholesky(M, lower=True, check_finite=False, overwrite_a=True)
-    except sla.LinAlgError:
-        return None
-    return L, 2.0 * float(np.sum(np.log(np.diag(L))))
-
-
-def _newton_direction(H: np.ndarray, grad: np.ndarray, mu: float):
-    """The Newton direction of :math:`f_\\mu` (Hessian :math:`\\mu H`, gradient ``grad``),
-    its slope :math:`g^Td` and the Newton decrement :math:`\\sqrt{-g^Td/\\mu}`; ``None``
-    where ``H`` is not positive definite, even with :func:`_cholesky_ridged`'s ridge."""
-    cf = _cholesky_ridged(H)
-    if cf is None:
-        return None
-    d = -sla.cho_solve(cf, grad, check_finite=False) / mu
-    slope = float(grad @ d)
-    return d, slope, float(np.sqrt(max(-slope, 0.0) / mu))
-
-
-def _damped_step(x: np.ndarray, d: np.ndarray, step: float, slope: float, dec: float,
-                 f_x: float, factor, f_at, halvings: int):
-    """``(x + s d, factor(x + s d))`` for the first ``s`` of ``step``, ``step / 2``, ...
-    (``halvings`` tries) where ``factor`` succeeds (the slack stays positive definite) and
-    ``f_at(x_new, its factor)`` falls by the Armijo share ``1e-4 s slope`` below ``f_x``;
-    ``None`` (stalled) if none does. Within the quadratic convergence region (decrement
-    below 1/4) a full Newton step decreases :math:`f_\\mu` (self-concordance): there the
-    test would only compare roundings, and positive definiteness alone is asked."""
-    for _ in range(halvings):
-        x_new = x + step * d
-        fac = factor(x_new)
-        if fac is not None and (dec < 0.25 or f_at(x_new, fac) <= f_x + 1e-4 * step * slope):
-            return x_new, fac
-        step *= 0.5
-    return None
 
 
 @dataclass
@@ -125,12 +68,12 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     + \log(w_e + y_e))` is self-concordant after division by :math:`\mu`, so damped Newton
     steps :math:`y \leftarrow y + \Delta y/(1 + \delta)` (:math:`\delta` the Newton
     decrement) stay strictly feasible and centre the point whatever the conditioning of
-    the feasible set (Nesterov & Nemirovskii 1994); :math:`\mu` is then reduced by
-    ``_MU_FACTOR``. The gradient is :math:`\bar D - \mu(\mathrm{diag}(ES^{-1}E^T)
-    - 1/(w - y) + 1/(w + y))`, the Hessian :math:`\mu((ES^{-1}E^T)^{\circ 2}
-    + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with :math:`S^{-1}` the inverse on
-    :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf 1\mathbf 1^T/n`): an n x n inverse
-    and an m x m Cholesky factorisation per step.
+    the feasible set (Nesterov & Nemirovskii 1994); :math:`\mu` is then reduced (the path
+    of :func:`~.barrier_path.barrier_path`). The gradient is
+    :math:`\bar D - \mu(\mathrm{diag}(ES^{-1}E^T) - 1/(w - y) + 1/(w + y))`, the Hessian
+    :math:`\mu((ES^{-1}E^T)^{\circ 2} + \mathrm{diag}(1/(w-y)^2 + 1/(w+y)^2))`, with
+    :math:`S^{-1}` the inverse on :math:`\mathbf 1^\perp` (of :math:`PSP + \mathbf
+    1\mathbf 1^T/n`): an n x n inverse and an m x m Cholesky factorisation per step.
 
     Every :math:`X \succeq 0` is primal feasible (the distances are penalised, not
     constrained), so each step also yields a primal value: of the dual-scaling estimate
@@ -158,44 +101,61 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     n, m = space.dim, pen.t.size
     w, t = pen.w, pen.t
     nu0 = space.duals(None)
-    nu_bar = n - 1 + 2 * m
     scale = _gershgorin(space, w, nu0) + 1.0
+    best = [np.inf]     # the smallest primal value so far
 
     def factor(y):
         return _slack_cholesky(space, y, nu0, scale)
 
-    def inverse(L):
-        Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
-        return Li.T @ Li
-
-    def barrier(y, logdet, mu):
-        """:math:`f_\\mu(y)` at strictly feasible ``y`` (``logdet`` of S there)."""
-        return float(t @ y) - mu * (logdet + float(np.sum(np.log(w - y)) + np.sum(np.log(w + y))))
-
-    def edge_products(N):
-        """:math:`E N E^T` (m x m, ``N`` symmetric) for the incidence rows
-        a_e = e_i - e_j: two sparse-dense products (two nonzeros a row), a third of the
-        time of gathering the columns of the m x n product."""
-        return np.asarray(space.E @ (space.E @ N).T)
+    def barrier(y, inv, mu):
+        """:math:`f_\\mu(y)` at strictly feasible ``y`` (``inv[1]``: log det of S there)."""
+        return float(t @ y) - mu * (inv[1] + float(np.sum(np.log(w - y))
+                                                   + np.sum(np.log(w + y))))
 
     def dual(y):
         return -float(t @ y)
 
-    def primal_value(y, dy, diagP, Hm, up, lo, mu):
-        """The primal objective of the dual-scaling estimate
-        :math:`X = \\mu S^{-1}(S - \\Delta S)S^{-1}` (:math:`\\Delta S = E^T\\mathrm{diag}(dy)E`)
-        where :math:`S(y - dy) \\succeq 0`, else of :math:`\\mu S^{-1}`, the smaller: every
-        :math:`X \\succeq 0` is primal feasible (the distances are penalised), so each is an
-        upper bound on the optimum."""
+    def newton_system(y, inv, mu):
+        """The gradient :math:`\\bar D - \\mu(\\mathrm{diag}(P) - 1/(w - y) + 1/(w + y))`
+        and the Hessian over :math:`\\mu`, :math:`P^{\\circ 2} + \\mathrm{diag}(1/(w-y)^2
+        + 1/(w+y)^2)`, with :math:`P = ES^{-1}E^T`: two sparse-dense products (the incidence
+        rows a_e = e_i - e_j have two nonzeros), a third of the time of gathering the
+        columns of the m x n product."""
+        Li = sla.solve_triangular(inv[0], np.eye(n), lower=True, check_finite=False)
+        P = np.asarray(space.E @ (space.E @ (Li.T @ Li)).T)
+        up, lo = w - y, w + y
+        grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
+        Hm = P * P
+        Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
+        return Hm, grad, (P, Hm, up, lo)
+
+    def estimate(y, inv, mu, dy, aux):
+        """Records the primal objective of the dual-scaling estimate
+        :math:`X = \\mu S^{-1}(S - \\Delta S)S^{-1}` (:math:`\\Delta S =
+        E^T\\mathrm{diag}(dy)E`) where :math:`S(y - dy) \\succeq 0`, else of
+        :math:`\\mu S^{-1}`, the smaller: every :math:`X \\succeq 0` is primal feasible (the
+        distances are penalised), so each is an upper bound on the optimum. Converged once
+        the smallest so far is within ``rel_gap`` of the dual value."""
+        P, Hm, up, lo = aux
+        diagP = np.diag(P)
+
         def value(trace_SX, r):
             return dual(y) + trace_SX + float(np.sum(w * np.abs(r - t) - y * (r - t)))
         out = value(mu * (n - 1), mu * diagP)
         if factor(y - dy) is not None:
             PPdy = Hm @ dy - (1.0 / up**2 + 1.0 / lo**2) * dy
             out = min(out, value(mu * (n - 1 - float(dy @ diagP)), mu * (diagP - PPdy)))
-        return out
+        best[0] = min(best[0], out)
+        return best[0] - dual(y) <= rel_gap * abs(dual(y))
 
-    best = np.inf
+    def to_box(y, dy):
+        with np.errstate(divide="ignore"):
+            return np.min(np.where(dy > 0, (w - y) / dy, np.where(dy < 0, -(w + y) / dy,
+                                                                  np.inf)))
+
+    problem = BarrierProblem(factor=factor, value=barrier, newton_system=newton_system,
+                             estimate=estimate, to_boundary=to_box,
+                             centred_gap=lambda y: best[0] - dual(y), nu_bar=n - 1 + 2 * m)
     with threadpool_limits(limits=1, user_api="blas"):
         eps, y, inv = 1e-2, None, None
         for _ in range(60):
@@ -208,47 +168,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             return DualBarrierResult(w.copy(), -float(t @ w), np.inf, "no interior point", 0,
                                      time.perf_counter() - t0)
         # a barrier weight of the size of the objective per barrier term
-        mu = max(abs(float(t @ y)), 1e-300) / nu_bar
-        status, it = "max_iter", 0
-        while it < max_iter:
-            if time.perf_counter() >= deadline:
-                status = "deadline"
-                break
-            it += 1
-            P = edge_products(inverse(inv[0]))
-            up, lo = w - y, w + y
-            grad = t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo)
-            Hm = P * P                       # the Hessian of f_mu, divided by mu
-            Hm[np.diag_indices(m)] += 1.0 / up**2 + 1.0 / lo**2
-            newton = _newton_direction(Hm, grad, mu)
-            if newton is None:
-                status = "numerical failure"
-                break
-            dy, slope, dec = newton
-            diagP = np.diag(P)
-            best = min(best, primal_value(y, dy, diagP, Hm, up, lo, mu))
-            if best - dual(y) <= rel_gap * abs(dual(y)):
-                status = "converged"
-                break
-            # the largest step inside the box, a share _TO_BOUNDARY of the way there,
-            # then halved until S stays positive definite and f_mu falls (Armijo)
-            with np.errstate(divide="ignore"):
-                to_box = np.min(np.where(dy > 0, up / dy, np.where(dy < 0, -lo / dy, np.inf)))
-            step = min(1.0, _TO_BOUNDARY * float(to_box))
-            damped = _damped_step(y, dy, step, slope, dec, barrier(y, inv[1], mu), factor,
-                                  lambda y_new, inv_new, mu=mu: barrier(y_new, inv_new[1], mu), 40)
-            if damped is None:
-                status = "stalled"
-                break
-            y, inv = damped
-            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > deadline - t0:
-                status = "no time"      # (the caller's fallback runs instead)
-                break
-            if dec < _CENTRED:
-                # at the centre for mu the gap is at most mu nu: a weight no larger than the
-                # verified gap over nu aims below it
-                mu = min(_MU_FACTOR * mu, (best - dual(y)) / nu_bar)
-    return DualBarrierResult(y, dual(y), best - dual(y), status, it,
+        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar
+        path = barrier_path(problem, y, inv, mu, t0=t0, deadline=deadline, max_iter=max_iter,
+                            steps_expected=_STEPS_EXPECTED)
+    y = path.x
+    return DualBarrierResult(y, dual(y), best[0] - dual(y), path.status, path.iterations,
                              time.perf_counter() - t0)
 
 

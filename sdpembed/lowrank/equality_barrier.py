@@ -16,14 +16,8 @@ import scipy.linalg as sla
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
-from .dual_barrier import (
-    _CENTRED,
-    _MU_FACTOR,
-    _STEPS_EXPECTED,
-    _TO_BOUNDARY,
-    _damped_step,
-    _newton_direction,
-)
+from .barrier_path import BarrierProblem, barrier_path
+from .dual_barrier import _STEPS_EXPECTED
 from .farkas import farkas_certificate
 from .penalty import DistancePenalty
 from .rounding import rounding_allowance
@@ -134,10 +128,12 @@ def equality_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float
     :math:`A_e = a_ea_e^T` for the edges (:math:`v_e = y_e` free), the SNR functional
     (:math:`\nu_0 \ge 0`) and the added rows (:math:`z_k \ge 0` on inequality rows). Damped
     Newton steps on :math:`f_\mu(v) = b^Tv - \mu(\log\det S(v) + \sum_{i\ \mathrm{signed}}
-    \log v_i)` (self-concordant after division by :math:`\mu`) with :math:`\mu` reduced by
-    ``_MU_FACTOR`` at each centred point, as :func:`~.dual_barrier.dual_barrier`. The
-    Hessian is :math:`\mu(M + \mathrm{diag}(1/v_i^2))`, :math:`M_{ij} =
-    \langle A_iS^{-1}, S^{-1}A_j\rangle` (for two edges :math:`(a_i^TS^{-1}a_j)^2`).
+    \log v_i)` (self-concordant after division by :math:`\mu`) with :math:`\mu` reduced at
+    each centred point: the path of :func:`~.barrier_path.barrier_path`, whose next
+    :math:`\mu` is set here from the gap at the point before the step (the other barriers
+    take the gap after it; kept, as it sets every later :math:`\mu`). The Hessian is
+    :math:`\mu(M + \mathrm{diag}(1/v_i^2))`, :math:`M_{ij} = \langle A_iS^{-1},
+    S^{-1}A_j\rangle` (for two edges :math:`(a_i^TS^{-1}a_j)^2`).
 
     The dual-scaling estimate :math:`X = \mu S^{-1}(S - \Delta S)S^{-1}`
     (:math:`\Delta S = \sum_i\Delta v_iA_i`; Benson, Ye & Zhang 2000) satisfies
@@ -174,28 +170,10 @@ def equality_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float
             return float(b @ v) - mu * (2.0 * float(np.sum(np.log(np.diag(L))))
                                         + float(np.sum(np.log(v[signed]))))
 
-        v = np.zeros(m + q)
-        v[signed] = 1.0
-        alpha = 1e-3 * (float(np.max(np.abs(C).sum(axis=1))) + 1e-300) / float(np.mean(pen.t))
-        L = None
-        for _ in range(100):
-            v[:m] = alpha
-            if (L := chol(v)) is not None:
-                break
-            alpha *= 2.0
-        if L is None:
-            return EqualityBarrierResult(v[:m], v[m:], -float(b @ v), None, np.inf, np.inf,
-                                         np.inf, "no interior point", 0,
-                                         time.perf_counter() - t0)
-        mu = max(abs(float(b @ v)), 1e-300) / nu_bar
-        cap = _objective_cap(space, pen, C)
-        best = (np.inf, None, np.inf)     # objective, X, residual
-        status, it = "max_iter", 0
-        while it < max_iter:
-            if time.perf_counter() >= deadline:
-                status = "deadline"
-                break
-            it += 1
+        def newton_system(v, L, mu):
+            """The gradient :math:`b - \\mu(\\langle A_i, S^{-1}\\rangle + 1/v_i)` and the
+            Hessian over :math:`\\mu`, :math:`M + \\mathrm{diag}(1/v_i^2)` (the
+            :math:`1/v_i` terms on the signed rows only)."""
             Li = sla.solve_triangular(L, np.eye(r), lower=True, check_finite=False)
             Sinv = Li.T @ Li
             Bt = E @ Li.T                               # rows L^{-1} a_e
@@ -214,47 +192,63 @@ def equality_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float
             inv_v = np.where(signed, 1.0 / np.where(signed, v, 1.0), 0.0)
             grad = b - mu * (AS + inv_v)
             M[np.diag_indices(m + q)] += inv_v ** 2
-            newton = _newton_direction(M, grad, mu)
-            if newton is None:
-                status = "numerical failure"
-                break
-            dv, slope, dec = newton
+            return M, grad, Sinv
+
+        def estimate(v, L, mu, dv, Sinv):
+            """Records the dual-scaling estimate where it is positive semidefinite and within
+            ``feas_tol`` of the rows, the smallest objective so far, and the gap to the dual
+            value at ``v`` (a centred point's next :math:`\\mu` is set from it, the gap at
+            the point before the step); converged once it is within ``rel_gap``."""
             if np.all((v - dv)[signed] >= 0) and chol(v - dv) is not None:
                 X = Sinv @ (S_of(dv) - C) @ Sinv
                 X = mu * (Sinv - 0.5 * (X + X.T))
                 res = float(np.linalg.norm(np.einsum("ij,ij->i", E @ X, E) - pen.t)) / t_norm
                 value = float(np.sum(C * X))
-                if res <= feas_tol and value < best[0]:
-                    best = (value, X, res)
-            gap = best[0] + float(b @ v)
-            if gap <= rel_gap * abs(float(b @ v)):
-                status = "converged"
-                break
+                if res <= feas_tol and value < best[0][0]:
+                    best[0] = (value, X, res)
+            gap[0] = best[0][0] + float(b @ v)
+            return gap[0] <= rel_gap * abs(float(b @ v))
+
+        def to_edge(v, dv):
             with np.errstate(divide="ignore", invalid="ignore"):
-                to_edge = np.where(signed & (dv < 0), -v / dv, np.inf)
-            step = min(1.0, _TO_BOUNDARY * float(np.min(to_edge, initial=np.inf)))
-            damped = _damped_step(v, dv, step, slope, dec, f_mu(v, L, mu), chol,
-                                  lambda v_new, L_new, mu=mu: f_mu(v_new, L_new, mu), 60)
-            if damped is None:
-                status = "stalled"
+                return np.min(np.where(signed & (dv < 0), -v / dv, np.inf), initial=np.inf)
+
+        def infeasible(v):
+            """A dual value above every feasible objective: no point is feasible."""
+            return "infeasible" if -float(b @ v) > cap else None
+
+        best = [(np.inf, None, np.inf)]     # objective, X, residual
+        gap = [np.inf]
+        problem = BarrierProblem(factor=chol, value=f_mu, newton_system=newton_system,
+                                 estimate=estimate, to_boundary=to_edge,
+                                 centred_gap=lambda v: gap[0], nu_bar=nu_bar, halvings=60,
+                                 after_step=infeasible)
+        v = np.zeros(m + q)
+        v[signed] = 1.0
+        alpha = 1e-3 * (float(np.max(np.abs(C).sum(axis=1))) + 1e-300) / float(np.mean(pen.t))
+        L = None
+        for _ in range(100):
+            v[:m] = alpha
+            if (L := chol(v)) is not None:
                 break
-            v, L = damped
-            if -float(b @ v) > cap:
-                status = "infeasible"   # a dual value above every feasible objective
-                break
-            if it == 1 and (time.perf_counter() - t0) * _STEPS_EXPECTED > deadline - t0:
-                status = "no time"
-                break
-            if dec < _CENTRED:
-                mu = min(_MU_FACTOR * mu, gap / nu_bar) if np.isfinite(gap) else _MU_FACTOR * mu
+            alpha *= 2.0
+        if L is None:
+            return EqualityBarrierResult(v[:m], v[m:], -float(b @ v), None, np.inf, np.inf,
+                                         np.inf, "no interior point", 0,
+                                         time.perf_counter() - t0)
+        mu = max(abs(float(b @ v)), 1e-300) / nu_bar
+        cap = _objective_cap(space, pen, C)
+        path = barrier_path(problem, v, L, mu, t0=t0, deadline=deadline, max_iter=max_iter,
+                            steps_expected=_STEPS_EXPECTED)
+        v, (objective, X_best, residual) = path.x, best[0]
         points = None
-        if best[1] is not None:
-            lam, U = np.linalg.eigh(best[1])
+        if X_best is not None:
+            lam, U = np.linalg.eigh(X_best)
             keep = lam > 0
             points = P @ (U[:, keep] * np.sqrt(lam[keep]))[:, ::-1]
-    return EqualityBarrierResult(v[:m].copy(), v[m:].copy(), -float(b @ v), points, best[0],
-                                 best[2], best[0] + float(b @ v), status, it,
-                                 time.perf_counter() - t0)
+    return EqualityBarrierResult(v[:m].copy(), v[m:].copy(), -float(b @ v), points, objective,
+                                 residual, objective + float(b @ v), path.status,
+                                 path.iterations, time.perf_counter() - t0)
 
 
 class EqualityOptimum:

@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from .alm import _ALM
+from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
 from .certificate import _best_certificate, relative_gap
-from .dual_barrier import _damped_step, _newton_direction, _slack_cholesky
 from .ipm_common import factor_from_gram
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -29,12 +29,6 @@ __all__ = ["RowsBarrierResult", "rows_barrier", "rows_barrier_fits", "solve_by_r
 #: ((2q + 6) n³). Above it the augmented Lagrangian is as fast or faster (the measurements:
 #: docs/tuning.md, "Small interval DVU with added rows: where 20 s went")
 _ROWS_FLOPS = 5e7
-
-#: the barrier parameter's reduction once a point is centred, the Newton decrement below
-#: which it counts as centred, the share of the way to the box's boundary a step may go
-_MU_FACTOR = 0.2
-_CENTRED = 0.5
-_TO_BOUNDARY = 0.99
 
 #: the barrier's stopping gap, relative to ``tol``
 _ROWS_GAP = 0.1
@@ -141,6 +135,8 @@ def rows_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     row_scale = np.r_[np.full(space.n_snr, max(1.0, float(np.max(K_scale)))), K_scale]
     C = space.C
 
+    best = [np.inf, None]     # the lowest objective of a feasible primal point, the point
+
     def factor(y, z):
         return _slack_cholesky(space, y, z, scale)
 
@@ -172,6 +168,62 @@ def rows_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             viol = max(viol, space.snr_violation(float(np.sum(Ad[0] * X)), quad))
         return quad + float(w @ np.abs(edge_diag(X) - t)), viol <= feas_tol
 
+    def newton_system(x, fac, mu):
+        """The gradient and the Hessian over :math:`\\mu` (the blocks above) at
+        ``x = (y, z)``."""
+        y, z = x[:m], x[m:]
+        Sp = inverse_perp(fac[0])
+        P = np.asarray(space.E @ (space.E @ Sp).T)
+        Mk = [Sp @ (a @ Sp) for a in A]
+        trSA = np.array([float(np.sum(Sp * a)) for a in Ad])
+        up, lo = w - y, w + y
+        zi = np.where(ineq, z, 1.0)
+        grad = np.r_[t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo),
+                     b - mu * (trSA + np.where(ineq, 1.0 / zi, 0.0))]
+        Hm = np.empty((m + p, m + p))
+        Hm[:m, :m] = P * P
+        Hm[np.arange(m), np.arange(m)] += 1.0 / up**2 + 1.0 / lo**2
+        for k in range(p):
+            Hm[:m, m + k] = Hm[m + k, :m] = edge_diag(Mk[k])
+            for kk in range(k, p):
+                Hm[m + k, m + kk] = Hm[m + kk, m + k] = float(np.sum(Mk[k] * Ad[kk]))
+            Hm[m + k, m + k] += 1.0 / zi[k] ** 2 if ineq[k] else 0.0
+        return Hm, grad, Sp
+
+    def estimate(x, fac, mu, d, Sp):
+        """Records the primal points :math:`\\mu\\Sigma` and, where :math:`S - \\Delta S
+        \\succeq 0`, :math:`\\mu\\Sigma(S - \\Delta S)\\Sigma`, the lowest feasible one;
+        converged once its :func:`relative_gap` to the dual value is within ``rel_gap``."""
+        y, z = x[:m], x[m:]
+        dy, dz = d[:m], d[m:]
+        points = [mu * Sp]
+        if factor(y - dy, z - dz) is not None:
+            dS = (space.ET @ sp.diags(dy) @ space.E).toarray()
+            for k in range(p):
+                dS += dz[k] * Ad[k]
+            points.append(mu * (Sp - Sp @ dS @ Sp))
+        for X in points:
+            val, ok = value(X)
+            if ok and val < best[0]:
+                best[:] = val, X
+        return relative_gap(best[0], dual(y, z)) <= rel_gap
+
+    def to_box(x, d):
+        y, z = x[:m], x[m:]
+        dy, dz = d[:m], d[m:]
+        up, lo = w - y, w + y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            to_box = np.min(np.where(dy > 0, up / dy, np.where(dy < 0, -lo / dy, np.inf)))
+            if ineq.any():
+                to_box = min(to_box, float(np.min(np.where(
+                    dz[ineq] < 0, -z[ineq] / dz[ineq], np.inf))))
+        return to_box
+
+    problem = BarrierProblem(
+        factor=lambda x: factor(x[:m], x[m:]),
+        value=lambda x, fac, mu: barrier(x[:m], x[m:], fac[1], mu),
+        newton_system=newton_system, estimate=estimate, to_boundary=to_box,
+        centred_gap=lambda x: best[0] - dual(x[:m], x[m:]), nu_bar=nu_bar, mu_floor=1e-300)
     with threadpool_limits(limits=1, user_api="blas"):
         y = z = fac = None
         eps = 1e-2
@@ -188,72 +240,11 @@ def rows_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             return RowsBarrierResult(w.copy(), np.zeros(p), -np.inf, None, np.inf,
                                      "no interior point", 0, time.perf_counter() - t0)
         mu = max(abs(dual(y, z)), abs(float(t @ y)), 1e-300) / nu_bar
-        best, X_best = np.inf, None
-        status, it = "max_iter", 0
-        while it < max_iter:
-            if time.perf_counter() >= deadline:
-                status = "deadline"
-                break
-            it += 1
-            Sp = inverse_perp(fac[0])
-            P = np.asarray(space.E @ (space.E @ Sp).T)
-            Mk = [Sp @ (a @ Sp) for a in A]
-            trSA = np.array([float(np.sum(Sp * a)) for a in Ad])
-            up, lo = w - y, w + y
-            zi = np.where(ineq, z, 1.0)
-            grad = np.r_[t - mu * (np.diag(P) - 1.0 / up + 1.0 / lo),
-                         b - mu * (trSA + np.where(ineq, 1.0 / zi, 0.0))]
-            Hm = np.empty((m + p, m + p))
-            Hm[:m, :m] = P * P
-            Hm[np.arange(m), np.arange(m)] += 1.0 / up**2 + 1.0 / lo**2
-            for k in range(p):
-                Hm[:m, m + k] = Hm[m + k, :m] = edge_diag(Mk[k])
-                for kk in range(k, p):
-                    Hm[m + k, m + kk] = Hm[m + kk, m + k] = float(np.sum(Mk[k] * Ad[kk]))
-                Hm[m + k, m + k] += 1.0 / zi[k] ** 2 if ineq[k] else 0.0
-            newton = _newton_direction(Hm, grad, mu)
-            if newton is None:
-                status = "numerical failure"
-                break
-            d, slope, dec = newton
-            dy, dz = d[:m], d[m:]
-            # the primal points: mu Sigma, and mu Sigma (S - dS) Sigma where S - dS >= 0
-            points = [mu * Sp]
-            if factor(y - dy, z - dz) is not None:
-                dS = (space.ET @ sp.diags(dy) @ space.E).toarray()
-                for k in range(p):
-                    dS += dz[k] * Ad[k]
-                points.append(mu * (Sp - Sp @ dS @ Sp))
-            for X in points:
-                val, ok = value(X)
-                if ok and val < best:
-                    best, X_best = val, X
-            if relative_gap(best, dual(y, z)) <= rel_gap:
-                status = "converged"
-                break
-            with np.errstate(divide="ignore", invalid="ignore"):
-                to_box = np.min(np.where(dy > 0, up / dy, np.where(dy < 0, -lo / dy, np.inf)))
-                if ineq.any():
-                    to_box = min(to_box, float(np.min(np.where(
-                        dz[ineq] < 0, -z[ineq] / dz[ineq], np.inf))))
-            step = min(1.0, _TO_BOUNDARY * float(to_box))
-
-            def f_at(x_new, fac_new, mu=mu):
-                return barrier(x_new[:m], x_new[m:], fac_new[1], mu)
-
-            damped = _damped_step(np.r_[y, z], d, step, slope, dec, barrier(y, z, fac[1], mu),
-                                  lambda x: factor(x[:m], x[m:]), f_at, 40)
-            if damped is None:
-                status = "stalled"
-                break
-            x_new, fac = damped
-            y, z = x_new[:m], x_new[m:]
-            if dec < _CENTRED:
-                mu = _MU_FACTOR * mu if not np.isfinite(best) else min(
-                    _MU_FACTOR * mu, (best - dual(y, z)) / nu_bar)
-                mu = max(mu, 1e-300)
-    return RowsBarrierResult(y, z, dual(y, z), X_best, best, status, it,
-                             time.perf_counter() - t0)
+        path = barrier_path(problem, np.r_[y, z], fac, mu, t0=t0, deadline=deadline,
+                            max_iter=max_iter)
+    y, z = path.x[:m], path.x[m:]
+    return RowsBarrierResult(y, z, dual(y, z), best[1], best[0], path.status,
+                             path.iterations, time.perf_counter() - t0)
 
 
 def solve_by_rows_barrier(space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
