@@ -31,7 +31,7 @@ _TO_BOUNDARY = 0.99
 #: Newton steps a run is expected to take (55-142 on the battery's rows): a run whose first
 #: step says it cannot finish before its deadline stops there (status ``"no time"``)
 _STEPS_EXPECTED = 100
-#: the same from a ``start`` near the path's end (18-23 on breast-cancer-std-k8)
+#: the same from a ``start`` near the path's end (14-23 on breast-cancer-std-k8)
 _WARM_STEPS_EXPECTED = 30
 
 
@@ -382,8 +382,9 @@ class DualOptimum:
         return self.result.y, self.space.duals(None)
 
     def _warm(self, deadline: float, W: np.ndarray, refine) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`candidate` above the cold cap: once, at the ``_BARRIER_AFTER``-th pass,
-        the barrier from the refined multipliers (:func:`~.barrier_start.warm_start`)."""
+        """:meth:`candidate` above the cold cap: once, at the ``_WARM_AFTER``-th pass of
+        the refinement gate (:mod:`~.barrier_start`), the barrier from the refined
+        multipliers (:func:`~.barrier_start.warm_start`)."""
         self.passes += 1
         if self.result is None and self.passes >= barrier_start._WARM_AFTER:
             y_ref, nu_ref = refine()
