@@ -9,7 +9,9 @@ import numpy as np
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
+from . import barrier_start
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
+from .barrier_start import warm_fits, warm_start
 from .penalty import DistancePenalty
 from .space import FactorSpace
 from .spectrum import _gershgorin
@@ -24,6 +26,8 @@ _BARRIER_EDGES = 2000
 #: Newton steps a run is expected to take (55-142 on the battery's rows): a run whose first
 #: step says it cannot finish before its deadline stops there (status ``"no time"``)
 _STEPS_EXPECTED = 100
+#: the same from a ``start`` near the path's end (14-23 on breast-cancer-std-k8)
+_WARM_STEPS_EXPECTED = 30
 
 
 @dataclass
@@ -53,7 +57,8 @@ def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
 
 def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                  deadline: float = np.inf,
-                 max_iter: int = 300) -> DualBarrierResult:
+                 max_iter: int = 300,
+                 start: tuple[np.ndarray, float] | None = None) -> DualBarrierResult:
     r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
 
     The dual of the ``"interval"`` Gram SDP is
@@ -95,6 +100,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     returned (status ``"deadline"``); where the first step shows that
     ``_STEPS_EXPECTED`` steps would pass it (the user's time limit), the run stops there
     (status ``"no time"``).
+    ``start``: strictly feasible multipliers and a barrier weight to begin from instead
+    (:mod:`~sdpembed.lowrank.barrier_start`); ignored where S is not positive definite there.
     Only where :func:`dual_barrier_fits`.
     """
     t0 = time.perf_counter()
@@ -158,7 +165,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                              centred_gap=lambda y: best[0] - dual(y), nu_bar=n - 1 + 2 * m)
     with threadpool_limits(limits=1, user_api="blas"):
         eps, y, inv = 1e-2, None, None
-        for _ in range(60):
+        if start is not None and np.all(np.abs(start[0]) < w):
+            y, inv = start[0], factor(start[0])
+        for _ in range(0 if inv is not None else 60):
             y = (1.0 - eps) * w
             inv = factor(y)
             if inv is not None:
@@ -168,9 +177,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             return DualBarrierResult(w.copy(), -float(t @ w), np.inf, "no interior point", 0,
                                      time.perf_counter() - t0)
         # a barrier weight of the size of the objective per barrier term
-        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar
+        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar \
+            if start is None or start[0] is not y else start[1]
         path = barrier_path(problem, y, inv, mu, t0=t0, deadline=deadline, max_iter=max_iter,
-                            steps_expected=_STEPS_EXPECTED)
+                            steps_expected=(_STEPS_EXPECTED if start is None
+                                            else _WARM_STEPS_EXPECTED))
     y = path.x
     return DualBarrierResult(y, dual(y), best[0] - dual(y), path.status, path.iterations,
                              time.perf_counter() - t0)
@@ -223,6 +234,7 @@ class DualOptimum:
     def __init__(self, space: FactorSpace, pen: DistancePenalty, tol: float):
         self.space, self.pen, self.tol = space, pen, tol
         self.fits = dual_barrier_fits(space, pen)
+        self.warm = warm_fits(space, pen, _BARRIER_EDGES)   # from the refined multipliers
         self.passes = 0
         self.result: DualBarrierResult | None = None
         self.adopted = False
@@ -265,13 +277,18 @@ class DualOptimum:
         once they replace the refinement (:meth:`candidate`), else the refined ones."""
         return "barrier multipliers; " if self._usable else "refined multipliers; "
 
-    def candidate(self, deadline: float, work: float = 0.0, *,
-                  final: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    def candidate(self, deadline: float, work: float = 0.0, *, final: bool = False,
+                  refine=None) -> tuple[np.ndarray, np.ndarray] | None:
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.
         ``work``: the subproblems' work so far (``_ALM.work``); ``final``: the last
-        certificate of a stopped solve (no pass counted)."""
+        certificate of a stopped solve (no pass counted); ``refine``: ``(W, f)`` with ``f()``
+        the refined multipliers at the factor ``W``, the start of the barrier above its cold
+        cap (:mod:`~sdpembed.lowrank.barrier_start`; their ``(y, nu)`` are returned where
+        it does not run to its end)."""
         if not self.fits:
-            return None
+            if self.warm and refine is not None and not final:
+                return self._warm(deadline, *refine)
+            return (self.result.y, self.space.duals(None)) if self._usable else None
         self.passes += 0 if final else 1
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
             if time.perf_counter() >= deadline:
@@ -287,3 +304,19 @@ class DualOptimum:
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
+
+    def _warm(self, deadline: float, W: np.ndarray, refine) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`candidate` above the cold cap: once, at the ``_WARM_AFTER``-th pass of
+        the refinement gate (:mod:`~.barrier_start`), the barrier from the refined
+        multipliers (:func:`~.barrier_start.warm_start`)."""
+        self.passes += 1
+        if self.result is None and self.passes >= barrier_start._WARM_AFTER:
+            y_ref, nu_ref = refine()
+            start = warm_start(self.space, self.pen, y_ref, W)
+            if start is None or time.perf_counter() >= deadline:
+                return y_ref, nu_ref
+            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                               deadline=deadline, start=start)
+            self.result = None if res.status == "no time" else res
+            return (self.result.y, self.space.duals(None)) if self._usable else (y_ref, nu_ref)
+        return (self.result.y, self.space.duals(None)) if self._usable else refine()

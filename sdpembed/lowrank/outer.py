@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 import numpy as np
 
@@ -385,8 +386,10 @@ class _OuterLoop:
         # comparable that way
         if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
-            y_ref, nu_ref = self.dual.candidate(self.deadline, self.alm.work) or \
-                refine_multipliers(space, pen, W, self.y, self.nu, deadline=self.deadline)
+            refine = partial(refine_multipliers, space, pen, W, self.y, self.nu,
+                             deadline=self.deadline)
+            y_ref, nu_ref = self.dual.candidate(self.deadline, self.alm.work,
+                                                refine=(W, refine)) or refine()
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
