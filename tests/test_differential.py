@@ -20,6 +20,7 @@ something untrue.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from problems.differential import (
@@ -37,7 +38,7 @@ from problems.differential import (
     summarize,
 )
 from sdpembed import solve
-from sdpembed.exceptions import SolverFailedError
+from sdpembed.exceptions import SdpEmbedError, SolverFailedError
 
 #: seed 99085's optimum (CLARABEL -0.1593364885, CSDP -0.1593364738; docs/tuning.md,
 #: "99085: equality distances barely strictly feasible")
@@ -388,3 +389,104 @@ def test_run_instance_99467_settled_by_a_tight_reference():
     assert rec["settled_by"] == "CLARABEL:tight", rec.get("tight")
     assert rec["verdict"]["agree"] == 1 and rec["verdict"]["tight_reference"] == 1
     assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
+
+
+# ------------------------------------- a reference below a proven bound (100165)
+def _outcome_100165(solver, objective, **extra):
+    return {"kind": "result", "solver": solver, "status": "optimal_inaccurate",
+            "objective": objective, "bound": None, "gap": None, "solver_gap": None,
+            "violation": 0.0, "objective_mismatch": 0.0, "scale": 3.17, **extra}
+
+
+#: 100165's outcomes (interval DVU, 51 points, SNR; docs/tuning.md, "100165 in exact
+#: arithmetic; mild infeasibility; a fresh slice"): LOWRANK at max_outer 200, its bound
+#: proved in exact arithmetic; CLARABEL below that bound (its point violates interval rows
+#: whose targets are 4e-3 by 5e-6 absolute, 8e-8 of the trace, and has eigenvalues down
+#: to -7.5e-7), -0.53696 once repaired to feasibility; CSDP inside LOWRANK's interval
+LOW_100165 = _outcome_100165("LOWRANK", -0.556485668506398, bound=-0.5592280365507852,
+                             objective_scale=3.1506)
+CLARABEL_100165 = _outcome_100165("CLARABEL", -0.559310328368539, violation=8.16e-8,
+                                  solver_gap=2.53e-6, repaired_objective=-0.5369578944)
+CSDP_100165 = _outcome_100165("CSDP", -0.5590145212116046, violation=1.31e-9,
+                              solver_gap=-1.79e-5, repaired_objective=-0.5588655819)
+
+
+def test_judge_a_reference_below_a_proven_bound_contradicts_nothing_100165():
+    """CLARABEL's objective lies 8.2e-5 below LOWRANK's certified bound, its point repaired
+    to feasibility 0.022 above it: the judge sets it aside and judges LOWRANK against CSDP
+    (inside LOWRANK's interval): agreement within the stated gap, nothing untrue. Without
+    the repaired objectives (main's records) it counted ``outside_gap`` and ``disagree``."""
+    bare = [{k: v for k, v in o.items() if k != "repaired_objective"}
+            for o in (CLARABEL_100165, CSDP_100165)]
+    v = _judge(LOW_100165, *bare)
+    assert v["outside_gap"] == 1 and v["disagree"] == 1 and v["reference_repaired"] == 0
+    v = _judge(LOW_100165, CLARABEL_100165, CSDP_100165)
+    assert v["reference_repaired"] == 1 and v["agree_within_gap"] == 1
+    assert all(v[k] == 0 for k in UNTRUE), v
+    # CLARABEL alone: nothing is known to AGREE, nothing untrue
+    v = _judge(LOW_100165, CLARABEL_100165, None)
+    assert v["reference_repaired"] == 1 and v["disagree_inaccurate"] == 1
+    assert all(v[k] == 0 for k in UNTRUE), v
+
+
+def test_judge_a_feasible_point_below_the_bound_still_convicts_it():
+    """Where the reference's point repaired to feasibility still lies below LOWRANK's
+    bound, that bound is false: counted ``outside_gap``, the reference not set aside; nor
+    is a reference whose objective lies above the bound."""
+    clar = {**CLARABEL_100165, "repaired_objective": -0.5593}
+    v = _judge(LOW_100165, clar, {**CSDP_100165, "repaired_objective": -0.5593})
+    assert v["reference_repaired"] == 0 and v["outside_gap"] == 1 and v["disagree"] == 1
+    v = _judge(LOW_100165, CSDP_100165, None)
+    assert v["reference_repaired"] == 0 and v["agree_within_gap"] == 1
+
+
+@pytest.mark.slow
+def test_lowrank_bound_on_100165_holds_in_exact_arithmetic():
+    """LOWRANK's certified bound on 100165 (max_outer 200: -0.5592280) is a proof: its
+    shifted dual point (the multipliers moved by alpha towards the box's corner y0 = w,
+    alpha a little above the certificate's) has, in rational arithmetic, |y_e| <= w_e,
+    nu >= 0 and a slack matrix positive definite on 1-perp, and a dual value within 1e-6
+    of the reported bound, above CLARABEL's objective: CLARABEL's point is infeasible. Its
+    point and CSDP's, repaired to feasibility, lie above the bound (weak duality)."""
+    import re
+    from fractions import Fraction
+
+    from problems.differential_repair import repaired_objective
+    from sdpembed.lowrank.backend import _formulation_problem
+    from sdpembed.lowrank.face import _exact_slack, _exactly_positive_definite
+    from sdpembed.lowrank.options import LowRankOptions
+    from sdpembed.lowrank.penalty import DistancePenalty
+    from sdpembed.lowrank.solve import lowrank_solve
+    from sdpembed.lowrank.space import FactorSpace
+
+    f, _ = make_instance(100165).build()
+    gp, basis, _ = _formulation_problem(f)
+    res = lowrank_solve(gp, basis=basis, options=LowRankOptions(max_outer=200, time_limit=600))
+    cert = res.certificate
+    assert cert.method == "shifted" and abs(res.bound - LOW_100165["bound"]) <= 1e-9
+    theta, s = (float(v) for v in re.search(r"theta=(\S+) towards y \+ (\S+) \(y0", cert.note)
+                .groups())
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    y, nu = np.asarray(cert.y), space.duals(cert.nu)
+    lam = Fraction(float(gp.slack_weight))
+    alpha = 1.01 * theta * s          # the note's theta has three digits
+    for _ in range(4):
+        ya = y + alpha * (pen.coercive_point() - y)
+        nua = (1.0 - alpha) * nu
+        w = [Fraction(float(a)) for a in ya]
+        assert all(abs(a) <= lam / Fraction(float(t)) for a, t in zip(w, gp.target))
+        assert all(v >= 0 for v in nua[:space.n_snr])
+        if _exactly_positive_definite(_exact_slack(gp, space, w, nua), Fraction(0)):
+            break
+        alpha *= 2
+    else:
+        raise AssertionError("no shifted point near the certificate's is exactly PSD")
+    proven = float(-sum((a * Fraction(float(t)) for a, t in zip(w, gp.target)), Fraction(0)))
+    assert abs(proven - res.bound) <= 1e-6 and proven > CLARABEL_100165["objective"] + 5e-5
+    _ = f.problem
+    for name in ("CLARABEL", "CSDP"):
+        try:
+            solve(f, name)
+        except SdpEmbedError:    # a reference that fails proves nothing here
+            continue
+        assert repaired_objective(gp, f.value("gram")) >= proven

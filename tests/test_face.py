@@ -592,3 +592,30 @@ def test_least_squares_falls_back_when_the_divide_and_conquer_svd_fails(monkeypa
     monkeypatch.setattr(np.linalg, "lstsq", no_convergence)
     x = least_squares(A, b)
     assert np.linalg.norm(x - reference) <= 1e-10 * np.linalg.norm(reference)
+
+
+@pytest.mark.parametrize("seed", [101138, 90882])
+def test_a_restored_point_stays_centred(seed):
+    """The restoration's least-norm steps on the added rows (row sums, a trace) move the
+    points' mean: on main the point restored below its own bound for seed 101138 (equality
+    MVU, two row sums and a trace row, infeasible) met the rows as an uncentred factor (mean
+    1.2e-2) and violated them by 1.9e-3 once centred, and LOWRANK returned it ``optimal``
+    (under load). The restoration now keeps G1 = 0: from a random centred factor, with and
+    without exposing vectors, the factor it returns is centred and its residual is that of
+    its centred Gram matrix."""
+    from sdpembed.lowrank.face import restore_on_face
+    from sdpembed.lowrank.space import FactorSpace
+
+    f, _ = make_instance(seed).build()
+    gp = f.current_problem()
+    assert gp.constraints is not None and gp.constraints.p >= 2
+    rng = np.random.default_rng(0)
+    F = rng.standard_normal((gp.n, 6))
+    F -= F.mean(axis=0)
+    F *= np.sqrt(gp.target.mean() / gp.distances_of_factor(F).mean())
+    space = FactorSpace(gp)
+    V, infeas = restore_on_face(gp, F, np.zeros((gp.n, 0)), space=space)
+    assert np.abs(V.sum(axis=0)).max() <= 1e-10 * np.abs(V).max() * gp.n
+    k = space.K_values(V) - gp.constraints.rhs
+    viol = np.where(gp.constraints.equality, np.abs(k), np.maximum(k, 0.0)) / space.K_scale()
+    assert float(np.max(viol)) <= infeas + 1e-12

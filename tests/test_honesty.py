@@ -207,6 +207,28 @@ def test_infeasible_problem_stops_at_the_first_verified_ray(digits16):
     assert res.stop_reason == "certified"
 
 
+def test_a_mildly_infeasible_problem_stops_at_a_verified_ray_once_stalled(digits16):
+    """Trace rows 0.8 % apart (differential seed 140449: 7.346 and 7.402): the point's
+    violation stalls at about 3e-3, below RAY_INFEAS, so the loop never tried the ray and
+    ran to max_outer (or the time limit). It is now tried once the violation stalls above
+    feas_tol, and the solve stops at the first verified ray; the same rows 0.8 % apart the
+    other way round are feasible and stop certified."""
+    f = _f(digits16, distances="quadratic")
+    G = f.expressions["gram"]
+    bad = f.with_constraints([cp.trace(G) >= 4.0 * 1.008, cp.trace(G) <= 4.0])
+    res = lowrank_solve(bad.current_problem(), basis=bad.reduced_basis,
+                        options=LowRankOptions(max_outer=60))
+    assert res.infeasibility < 1e-2
+    assert res.status == "infeasible" and res.stop_reason == "infeasible"
+    assert res.iterations <= 3 * RAY_EVERY
+    with pytest.raises(InfeasibleError, match="Farkas certificate"):
+        solve(bad, "LOWRANK", max_outer=60)
+    ok = f.with_constraints([cp.trace(G) >= 4.0, cp.trace(G) <= 4.0 * 1.008])
+    res = lowrank_solve(ok.current_problem(), basis=ok.reduced_basis,
+                        options=LowRankOptions(max_outer=200))
+    assert res.stop_reason == "certified"
+
+
 # ------------------------------------------------------------------ 3. far from optimal
 # time_limit: 1 ms cuts the solve at its first outer iteration on any machine; 0.05 s, the
 # reproducer's limit, is now enough for this 16-point problem on a fast machine (an

@@ -135,7 +135,8 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     r"""A factor on the face :math:`\{GU = 0\}` near ``F``, with the constraints restored.
 
     Gauss-Newton with least-norm steps (halved until the residual falls) on the
-    relative residuals of :math:`G = PFF^TP`, :math:`P = I - UU^T`: the distances
+    relative residuals of :math:`G = PFF^TP`, :math:`P = I - UU^T` with
+    :math:`\mathbf 1/\sqrt n` among the columns of :math:`U` (added where it is not): the distances
     :math:`(D - \bar D)/\|\bar D\|`, the added rows' violations over their sizes
     (:meth:`FactorSpace.K_scale`; an inequality's only where it is violated) and the SNR
     constraint's :math:`\max(0, \langle H, G\rangle)` over the first point's
@@ -148,6 +149,12 @@ def restore_on_face(gp: GramProblem, F: np.ndarray, U: np.ndarray, *, max_iter: 
     space = FactorSpace(gp) if space is None else space     # the caller's, if it has one
     K, H = space.K, space.H
     n, k = F.shape
+    # the centring too (G1 = 0): the added rows' least-norm steps move the points' mean
+    # (differential seed 101138: rows met by an uncentred factor, violated once centred)
+    one = np.full(n, 1.0 / np.sqrt(n))
+    one = one - U @ (U.T @ one)
+    if np.linalg.norm(one) > 0.5:
+        U = np.hstack([U, (one / np.linalg.norm(one))[:, None]])
     edges = np.asarray(gp.edges)
     m = edges.shape[0]
     if m * n * k > DENSE_JACOBIAN:

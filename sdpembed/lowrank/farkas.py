@@ -40,7 +40,8 @@ from ..formulations.gram import GramProblem, centering_basis
 if TYPE_CHECKING:
     from .space import FactorSpace
 
-__all__ = ["FarkasCertificate", "farkas_certificate", "MAX_DENSE", "stalled_ray_proves"]
+__all__ = ["FarkasCertificate", "farkas_certificate", "MAX_DENSE", "stalled_ray_proves",
+           "RayTest"]
 
 #: largest dimension of the space for which the certificate is checked (dense eigh)
 MAX_DENSE = 2500
@@ -50,6 +51,9 @@ _EPS = np.finfo(float).eps
 #: the outer loop tries the certificate every this many outer iterations while its point
 #: stays this far from feasible (relative), on spaces up to ``DenseLimits.eig``
 RAY_EVERY, RAY_INFEAS = 10, 1e-2
+#: below ``RAY_INFEAS`` (but above ``feas_tol``) the certificate is tried where the
+#: infeasibility has stalled: it fell by less than this factor over ``RAY_EVERY`` iterations
+RAY_STALL = 0.5
 
 
 @dataclass
@@ -190,3 +194,33 @@ def stalled_ray_proves(space: FactorSpace, y: np.ndarray, nu: np.ndarray, infeas
     if space.dim > space.limits.eig:
         return False
     return farkas_certificate(space.gp, space.Q, y, nu) is not None
+
+
+class RayTest:
+    r"""The outer loop's test for infeasibility: :func:`stalled_ray_proves`, and also,
+    every :data:`RAY_EVERY` iterations, where the relative infeasibility lies between
+    ``feas_tol`` and :data:`RAY_INFEAS` but has *stalled* (it is at least
+    :data:`RAY_STALL` times what it was :data:`RAY_EVERY` iterations before): a mildly
+    infeasible problem (trace rows 0.8 % apart, violation 3.4e-3; docs/tuning.md, "100165
+    in exact arithmetic; mild infeasibility; a fresh slice") then stops with a verified
+    certificate in a few iterations, not at the time limit. The certificate is a proof
+    (:func:`farkas_certificate` verifies it), so trying it more often cannot make a feasible
+    problem infeasible; it costs a dense eigenvalue problem on the space per try."""
+
+    def __init__(self, feas_tol: float):
+        self.feas_tol = float(feas_tol)
+        self.seen: dict[int, float] = {}
+
+    def proves(self, space: FactorSpace, y: np.ndarray, nu: np.ndarray, infeas: float,
+               it: int) -> bool:
+        """Whether the loop at iteration ``it`` (infeasibility ``infeas``, multipliers
+        ``(y, nu)``) can stop: the problem is proved infeasible."""
+        self.seen[it] = infeas
+        earlier = self.seen.pop(it - RAY_EVERY, None)
+        if infeas > RAY_INFEAS:
+            return stalled_ray_proves(space, y, nu, infeas, it)
+        if it % RAY_EVERY or earlier is None or space.dim > space.limits.eig:
+            return False
+        if not (infeas > self.feas_tol and infeas >= RAY_STALL * earlier):
+            return False
+        return farkas_certificate(space.gp, space.Q, y, nu) is not None

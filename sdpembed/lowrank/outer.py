@@ -24,7 +24,7 @@ from .certificate import (
 from .dual_barrier import DualOptimum
 from .equality_barrier import EqualityOptimum
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
-from .farkas import stalled_ray_proves
+from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
@@ -148,6 +148,7 @@ class _OuterLoop:
             self.rho = self.rho0 = base * (t_mean / space.K_scale()) ** 2
         self.gtol, self.cheap_prev, self.tightened = 1e-3, np.inf, 0
         self.rnorm = self.infeas = np.inf  # the last iterate's
+        self.ray = RayTest(opts.feas_tol)   # the loop's test for infeasibility
         self.status = "optimal_inaccurate"
         self.it = 0
         self.certificate = Certificate(None, None, "none", "not computed")
@@ -236,7 +237,7 @@ class _OuterLoop:
             if self._late():
                 self.stop_reason = "time_limit"
                 break
-            if stalled_ray_proves(self.space, self.y, self.nu, self.infeas, it):
+            if self.ray.proves(self.space, self.y, self.nu, self.infeas, it):
                 self.status = self.stop_reason = "infeasible"
                 break
             self.schedule(**step)
