@@ -100,7 +100,8 @@ def test_render_reads_and_writes_the_tagged_files(runner):
 def test_battery_rows_render_the_time_split_and_the_peers():
     rows = [{"method": "dvu", "n": 30, "backend": "LOWRANK", "name": "b", "variant": "b",
              "distances": "interval", "status": "optimal", "objective": -1.0,
-             "certified_gap": 5e-5, "wall_s": 2.0, "peak_mb": 100.0, "outer_iterations": 7,
+             "certified_gap": 5e-5, "solve_cpu_s": 0.75, "wall_s": 2.0, "peak_mb": 100.0,
+             "outer_iterations": 7,
              "rank": 6, "max_abs_multiplier": 3.5, "n_edges": 60,
              "time_split": {"subproblems": 1.5, "certificates": 0.25, "other": 0.25}},
             {"method": "dvu", "n": 30, "backend": "CSDP", "name": "b", "variant": "b",
@@ -110,7 +111,45 @@ def test_battery_rows_render_the_time_split_and_the_peers():
     md = bench._markdown(rows, "lowrank_battery", {"machine": "m", "date": "d",
                                                      "command": "c", "table": "battery"})
     line = next(ln for ln in md.splitlines() if ln.startswith("| b | dvu | 30 | 60 |"))
-    assert "| 7 | 6 | 3.5 | 1.5 / 0.2 / 0.2 | 20.0, - | 1.0e-06, - |" in line
+    assert ("| 5.00e-05 | 0.8 | 2.0 | 100 | 7 | 6 | 3.5 | 1.5 / 0.2 / 0.2 | 20.0, - | "
+            "1.0e-06, - |") in line
+    assert "| certified gap | CPU s | wall s | peak MB |" in md
+    peer = next(ln for ln in md.splitlines() if "| CSDP |" in ln)
+    assert "| - | 40.0 |" in peer  # no CPU seconds recorded: shown as missing
+    assert all(ln.count("|") == md.splitlines()[6].count("|") for ln in md.splitlines()[6:])
+
+
+def test_scale_rows_show_cpu_beside_wall_seconds():
+    rows = [{"method": "dvu", "n": 50, "backend": "LOWRANK", "status": "optimal",
+             "objective": -1.0, "certified_gap": 1e-5, "infeasibility": 0.0,
+             "solve_cpu_s": 3.25, "wall_s": 9.0, "peak_mb": 150.0}]
+    md = bench._markdown(rows, "s", {"machine": "m", "date": "d", "command": "c"})
+    assert "| infeasibility | CPU s | wall s | peak MB |" in md
+    assert "| 0.0e+00 | 3.2 | 9.0 | 150 |" in md
+
+
+TINY = {"data": {"source": "blobs", "centers": 2, "seed": 0, "labeled_fraction": 0.8},
+        "graph": {"n_neighbors": 2, "n_random": 1}, "solve": {"slack_weight": 1.0}}
+
+
+def test_the_child_records_the_solves_cpu_seconds():
+    """``solve_cpu_s`` is the solve's own CPU time (not the data, graph or evaluation),
+    also for a solve that raised."""
+    import queue
+
+    q = queue.Queue()
+    run = {"method": "dvu", "n": 30, "backends": ["LOWRANK"]}
+    bench._child(TINY, run, "LOWRANK", q)
+    rows = [q.get_nowait() for _ in range(q.qsize())]
+    row = rows[-1]
+    assert row["status"] == "optimal" and row["certified_gap"] <= 1e-4
+    assert 0 < row["solve_cpu_s"] < row["cpu_s"]
+    spec = {**TINY, "solve": {**TINY["solve"], "lowrank": {"tol": -1.0}}}
+    bench._child(spec, run, "LOWRANK", q)
+    bad = [q.get_nowait() for _ in range(q.qsize())][-1]
+    assert bad["status"].split(":")[0].endswith("Error")
+    assert bad["solve_cpu_s"] is not None and bad["solve_cpu_s"] >= 0
+    assert bad["wall_s"] is not None
 
 
 def test_battery_sources_load_seeded_subsets(monkeypatch):
