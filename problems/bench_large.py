@@ -460,7 +460,7 @@ def _battery_markdown(rows, spec_name, meta) -> str:
     solve's outer iterations, final rank, largest multiplier and where its time went."""
     head = ("| instance | method | n | edges | distances | backend | status | objective | "
             "certified gap | CPU s | wall s | peak MB | outer it. | rank | max abs y | "
-            "subproblems / certificates / other s | CSDP, SCS time / this | "
+            "subproblems / certificates / multipliers / other s | CSDP, SCS time / this | "
             "rel. diff to CSDP, SCS | 3-NN acc. (raw) | unrolled |")
     lines = [f"# {spec_name}: LOWRANK robustness battery", "",
              f"Machine: {meta['machine']}; {meta['date']}. Command: `{meta['command']}`.", "",
@@ -470,8 +470,9 @@ def _battery_markdown(rows, spec_name, meta) -> str:
              head, "|" + "---|" * 20]
     for r in rows:
         split = r.get("time_split") or {}
-        split_text = " / ".join(_fmt(split.get(k), "{:.1f}") for k in
-                                ("subproblems", "certificates", "other")) if split else "-"
+        split_text = (" / ".join(_fmt(split.get(k), "{:.1f}") for k in
+                                 ("subproblems", "certificates", "multipliers", "other"))
+                      if split else "-")
         gap = (_fmt(r.get("certified_gap"), "{:.2e}") if r.get("certified_gap") is not None
                or r.get("estimated_gap") is None else f"(est. {r['estimated_gap']:.2e})")
         lines.append("| " + " | ".join([

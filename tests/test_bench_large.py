@@ -103,7 +103,8 @@ def test_battery_rows_render_the_time_split_and_the_peers():
              "certified_gap": 5e-5, "solve_cpu_s": 0.75, "wall_s": 2.0, "peak_mb": 100.0,
              "outer_iterations": 7,
              "rank": 6, "max_abs_multiplier": 3.5, "n_edges": 60,
-             "time_split": {"subproblems": 1.5, "certificates": 0.25, "other": 0.25}},
+             "time_split": {"subproblems": 1.5, "certificates": 0.25, "multipliers": 0.5,
+                            "other": 0.25}},
             {"method": "dvu", "n": 30, "backend": "CSDP", "name": "b", "variant": "b",
              "status": "optimal", "objective": -1.0 - 1e-6, "wall_s": 40.0}]
     bench._finish(rows)
@@ -111,7 +112,7 @@ def test_battery_rows_render_the_time_split_and_the_peers():
     md = bench._markdown(rows, "lowrank_battery", {"machine": "m", "date": "d",
                                                      "command": "c", "table": "battery"})
     line = next(ln for ln in md.splitlines() if ln.startswith("| b | dvu | 30 | 60 |"))
-    assert ("| 5.00e-05 | 0.8 | 2.0 | 100 | 7 | 6 | 3.5 | 1.5 / 0.2 / 0.2 | 20.0, - | "
+    assert ("| 5.00e-05 | 0.8 | 2.0 | 100 | 7 | 6 | 3.5 | 1.5 / 0.2 / 0.5 / 0.2 | 20.0, - | "
             "1.0e-06, - |") in line
     assert "| certified gap | CPU s | wall s | peak MB |" in md
     peer = next(ln for ln in md.splitlines() if "| CSDP |" in ln)

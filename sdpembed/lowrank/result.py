@@ -88,8 +88,10 @@ class LowRankResult:
     timings : dict
         Seconds of the augmented Lagrangian's solve: ``"subproblems"`` (the inner solves),
         ``"certificates"`` (certificate attempts with their lifts, verifications and rank
-        escapes, and the final certificate) and ``"other"`` (multiplier updates,
-        restoration, refinement, set-up). Empty where the outer loop did not run.
+        escapes, and the final certificate), ``"multipliers"`` (the dual points offered to
+        the certificate: the refined multipliers and the interval dual barrier) and
+        ``"other"`` (multiplier updates, restoration, set-up). Empty where the outer loop
+        did not run.
     max_abs_multiplier : list of float
         :math:`\\max_e |y_e|` after each outer iteration (multipliers growing without
         bound mark a dual optimum that is not attained).
