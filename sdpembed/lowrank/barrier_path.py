@@ -173,7 +173,7 @@ class BarrierPath:
     iterations: int
 
 
-def barrier_path(problem: BarrierProblem, x: np.ndarray, fac, mu: float, *, t0: float,
+def barrier_path(problem: BarrierProblem, x: np.ndarray, fac: Any, mu: float, *, t0: float,
                  deadline: float = np.inf, max_iter: int = 300,
                  steps_expected: float | None = None) -> BarrierPath:
     """The damped Newton path of ``problem`` from the strictly feasible start ``x``

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -278,7 +279,8 @@ class DualOptimum:
         return "barrier multipliers; " if self._usable else "refined multipliers; "
 
     def candidate(self, deadline: float, work: float = 0.0, *, final: bool = False,
-                  refine=None) -> tuple[np.ndarray, np.ndarray] | None:
+                  refine: tuple[np.ndarray, Callable[[], tuple[np.ndarray, np.ndarray]]]
+                  | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """``(y, nu)`` from the barrier, or ``None`` where the refinement is to run instead.
         ``work``: the subproblems' work so far (``_ALM.work``); ``final``: the last
         certificate of a stopped solve (no pass counted); ``refine``: ``(W, f)`` with ``f()``
@@ -305,7 +307,8 @@ class DualOptimum:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
 
-    def _warm(self, deadline: float, W: np.ndarray, refine) -> tuple[np.ndarray, np.ndarray]:
+    def _warm(self, deadline: float, W: np.ndarray,
+              refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`candidate` above the cold cap: once, at the ``_WARM_AFTER``-th pass of
         the refinement gate (:mod:`~.barrier_start`), the barrier from the refined
         multipliers (:func:`~.barrier_start.warm_start`)."""
