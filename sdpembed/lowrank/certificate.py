@@ -286,7 +286,9 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     anchors (three more eigenvalue computations; a solve past its deadline). ``block``: the
     eigenpairs of the shift-invert block (default ``limits.block``, what a lift from these
     multipliers needs; :math:`\\lambda_{\\min}` and the escape directions need only
-    ``_CANDIDATE_BLOCK``); the bound does not depend on it.
+    ``_CANDIDATE_BLOCK``); the bound does not depend on it. A block asks ``cache.late``
+    before each factorisation and its solves (``sparse_bottom``'s ``late``); one that must
+    stop gives a certificate without a bound, its note ``BLOCK_STOPPED``.
     """
     cache = CertificateCache() if cache is None else cache
     nu = space.duals(nu)
