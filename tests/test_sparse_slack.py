@@ -6,6 +6,8 @@ the proof) and must succeed a little below it (1e-9 ||S||, far above the roundin
 about 1e-15 ||S||); shift-invert eigenvalues must match the dense ones to 1e-10 ||S||.
 """
 
+import time
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -229,3 +231,48 @@ def test_raised_shift_sits_just_below_the_bottom_in_one_factorisation(data, case
     np.testing.assert_allclose(lam, w[:12], atol=1e-10 * norm)
     S = _dense_S(space, y, nu)
     assert np.linalg.norm(S @ X - X * lam, axis=0).max() < 1e-8 * norm
+
+
+def test_a_block_certificate_starts_no_factorisation_past_the_time_limit(data, monkeypatch):
+    """Every factorisation of the slack costs 100 s on a fake clock (the solves none).
+    With 150 s to the solve's deadline and no slack, a shift-invert certificate (``certify``
+    on a block, n > ``limits.eig``) makes its first factorisation, leaves out the nearer
+    shift's (it would end at 200 s) and still ends with a bound, inside the limit; with
+    50 s it starts none and says why. Each factorisation's measured seconds are kept in
+    the cache, and the next certificate's skip estimate is made of them."""
+    from sdpembed.lowrank import certificate as cmod
+
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    pen = lowrank.DistancePenalty(gp)
+    assert pen.mode == "interval" and cmod._block_certificate(space, pen)
+    w0 = float(_exact(space, y, nu)[0][0])
+    assert w0 < 0
+    now, made = [0.0], []
+    factor = sparse_slack.factor_at_shift
+
+    def slow(*args, **kw):
+        made.append(now[0])
+        out = factor(*args, **kw)
+        now[0] += 100.0
+        return out
+    monkeypatch.setattr(sparse_slack, "factor_at_shift", slow)
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+
+    cache = cmod.CertificateCache(deadline=150.0, slack=0.0, lambda_guess=w0)
+    cert = cmod.certify(space, pen, y, nu, cache=cache, block=12)
+    assert made == [0.0]                       # main: [0.0, 100.0], ending at 200 s
+    assert now[0] <= cache.deadline
+    assert cert.bound is not None and cert.check == cmod.CHECK_SHIFT_INVERT
+    assert cache.factor_seconds == [100.0]
+    assert cache.block_estimate() == 100.0     # the block just made
+    # a fresh solve that has measured one factorisation (say, a verification) estimates
+    # a block at two of them
+    fresh = cmod.CertificateCache(deadline=np.inf, eig_seconds=3.0, factor_seconds=[100.0])
+    assert fresh.block_estimate() == 200.0 and fresh.verify_estimate() == 100.0
+
+    now[0], made[:] = 0.0, []
+    cache = cmod.CertificateCache(deadline=50.0, slack=0.0, lambda_guess=w0,
+                                  factor_seconds=[100.0])
+    cert = cmod.certify(space, pen, y, nu, cache=cache, block=12)
+    assert made == [] and cert.bound is None and cmod.BLOCK_STOPPED in cert.note

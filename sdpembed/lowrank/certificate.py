@@ -15,6 +15,7 @@ from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
+from .sparse_slack import CertificateLate, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
 from .verify import _U, SparseCheck, _verified_lambda_min
 
@@ -98,6 +99,12 @@ class Certificate:
 OVERRUN_SHARE = 0.05
 #: the note of a final certificate not made for the time limit
 FINAL_SKIPPED = "final certificate skipped: the time limit"
+#: the note of a shift-invert certificate stopped before a factorisation or its solves
+#: that would end past the time limit (``sparse_bottom``'s ``late``)
+BLOCK_STOPPED = "certificate stopped: the time limit"
+#: factorisations of a block certificate at the least (the first shift, the nearer one):
+#: its estimate where a factorisation of the slack, but no block, has been measured
+_BLOCK_FACTORISATIONS = 2
 
 
 @dataclass
@@ -140,6 +147,9 @@ class CertificateCache:
     eig_seconds : float or None
         Seconds of the boundedness test's :math:`\\lambda_{\\min}` at :math:`y_0` (one
         Lanczos run on the whole space): the estimate of a certificate before any is made.
+    factor_seconds : list of float
+        Seconds of each factorisation of the slack in the shift-invert blocks (one
+        sparsity pattern in full coordinates: the same work at every shift and point).
     """
 
     lanczos_start: np.ndarray | None = None
@@ -156,6 +166,7 @@ class CertificateCache:
     slack: float = 0.0
     block_seconds: list = field(default_factory=list)
     eig_seconds: float | None = None
+    factor_seconds: list = field(default_factory=list)
 
     def start_by(self, seconds: float | None) -> float:
         """The latest :func:`time.perf_counter` value at which a step estimated to take
@@ -170,9 +181,21 @@ class CertificateCache:
         return time.perf_counter() >= self.start_by(seconds)
 
     def block_estimate(self) -> float | None:
-        """The longest shift-invert certificate of this solve so far, else the boundedness
-        test's Lanczos run (``None``: neither made)."""
-        return max(self.block_seconds) if self.block_seconds else self.eig_seconds
+        """The longest shift-invert certificate of this solve so far, else the larger of the
+        boundedness test's Lanczos run and ``_BLOCK_FACTORISATIONS`` times the longest
+        factorisation of the slack made (:meth:`factor_estimate`; ``None``: none of them)."""
+        if self.block_seconds:
+            return max(self.block_seconds)
+        f = self.factor_estimate()
+        if f is None:
+            return self.eig_seconds
+        return max(self.eig_seconds or 0.0, _BLOCK_FACTORISATIONS * f)
+
+    def factor_estimate(self) -> float | None:
+        """The longest sparse factorisation of the slack of this solve so far (a block's or
+        a verification's; ``None``: none made)."""
+        return max(self.factor_seconds + [c.seconds for c in self.verify_checks
+                                          if isinstance(c, SparseCheck)], default=None)
 
     def final_late(self, space: FactorSpace) -> bool:
         """Whether a final certificate must not start: a sparse one (n > ``limits.eig``,
@@ -181,8 +204,10 @@ class CertificateCache:
         return space.dim > space.limits.eig and self.late(self.block_estimate())
 
     def verify_estimate(self) -> float | None:
-        """The longest verifying factorisation of this solve so far (``None``: none made)."""
-        return max((c.seconds for c in self.verify_checks), default=None)
+        """The longest verifying factorisation of this solve so far, else the longest of the
+        blocks' (the same pattern in full coordinates; ``None``: none made)."""
+        return max((c.seconds for c in self.verify_checks),
+                   default=max(self.factor_seconds, default=None))
 
 
 def _trace_bound_equality(gp: GramProblem) -> float:
@@ -261,7 +286,9 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     anchors (three more eigenvalue computations; a solve past its deadline). ``block``: the
     eigenpairs of the shift-invert block (default ``limits.block``, what a lift from these
     multipliers needs; :math:`\\lambda_{\\min}` and the escape directions need only
-    ``_CANDIDATE_BLOCK``); the bound does not depend on it.
+    ``_CANDIDATE_BLOCK``); the bound does not depend on it. A block asks ``cache.late``
+    before each factorisation and its solves (``sparse_bottom``'s ``late``); one that must
+    stop gives a certificate without a bound, its note ``BLOCK_STOPPED``.
     """
     cache = CertificateCache() if cache is None else cache
     nu = space.duals(nu)
@@ -272,7 +299,14 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     if _block_certificate(space, pen):
         t0, n_checks = time.perf_counter(), len(cache.verify_checks)
         k = space.limits.block if block is None else block
-        lam, X = _bottom(space, y, nu, max(1, min(k, space.dim - 2)), guess=cache.lambda_guess)
+        times = FactorTimes(first=cache.factor_estimate())
+        try:
+            lam, X = _bottom(space, y, nu, max(1, min(k, space.dim - 2)),
+                             guess=cache.lambda_guess, late=cache.late, times=times)
+        except CertificateLate as exc:
+            return Certificate(None, None, "none", f"{BLOCK_STOPPED} ({exc})", y=y, nu=nu)
+        finally:
+            cache.factor_seconds.extend(times.factor)
         cache.lambda_guess = float(lam[0])
         # the last two candidates' eigenpairs (8 n x k bytes each) for the lift
         cache.eigenpairs[:] = cache.eigenpairs[-1:] + [(np.array(y, dtype=float), nu.copy(),

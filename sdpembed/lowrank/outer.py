@@ -12,6 +12,7 @@ from ..solve_status import BOUND_TOLERANCE, bound_gap
 from .alm import _ALM, extrapolated, tail_window
 from .certificate import (
     _UNVERIFIED,
+    BLOCK_STOPPED,
     FINAL_SKIPPED,
     OVERRUN_SHARE,
     Certificate,
@@ -723,7 +724,8 @@ class _OuterLoop:
                 opts, self.cache, target=p, deadline=self.deadline, label=self.dual.label,
                 final=True)
             self.certificate, self.y, self.nu = cert, cert.y, cert.nu
-            self.skipped += ["final certificate"] * (cert.note == FINAL_SKIPPED)
+            self.skipped += ["final certificate"] * cert.note.startswith(
+                (FINAL_SKIPPED, BLOCK_STOPPED))
         if status != "optimal" and best_dual is not None:
             self.certificate, self.y, self.nu = best_dual, best_dual.y, best_dual.nu
         if status != "optimal" and self.best_primal is not None and (

@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -102,7 +102,8 @@ from ..formulations.gram import DiagPlusLowRank
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
-           "full_coordinates", "default_delta", "FACTORISATION"]
+           "full_coordinates", "default_delta", "FACTORISATION", "CertificateLate",
+           "FactorTimes"]
 
 _U = 2.0 ** -53
 #: inflation of every computed sum of non-negative terms in the error bounds (their own
@@ -563,6 +564,44 @@ def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | 
     return solve, bool(np.all(fac.pivots() > 0))
 
 
+class CertificateLate(RuntimeError):
+    """A factorisation or solve block of :func:`sparse_bottom` that its ``late`` says must
+    not start (the solve's time limit): no eigenpairs."""
+
+
+@dataclass
+class FactorTimes:
+    """Wall seconds of the factorisations and solves of one :func:`sparse_bottom` call.
+
+    Every factorisation there is of one sparsity pattern (the shift moves only the
+    diagonal's values), the same ordering and fill, hence the same work: the last one
+    measured is the estimate of the next; before any, ``first`` (the caller's, from a
+    factorisation of the slack made earlier in the solve; ``None``: unknown). A solve
+    likewise, from the last measured (unknown solves count as none)."""
+
+    first: float | None = None
+    factor: list = field(default_factory=list)
+    solve: list = field(default_factory=list)
+
+    def estimate(self, factorisations: int = 0, solves: int = 0) -> float | None:
+        """Seconds of ``factorisations`` factorisations and ``solves`` solves (``None``:
+        a factorisation wanted and none measured nor estimated)."""
+        f = self.factor[-1] if self.factor else self.first
+        if factorisations and f is None:
+            return None
+        return factorisations * (f or 0.0) + solves * (self.solve[-1] if self.solve else 0.0)
+
+
+def _timed_factor(space, y, nu, sigma: float, parts: SlackParts, times: FactorTimes | None):
+    """:func:`factor_at_shift` (looked up at call time: tests count it), its wall seconds
+    appended to ``times``."""
+    t0 = time.perf_counter()
+    out = factor_at_shift(space, y, nu, sigma, parts=parts)
+    if times is not None:
+        times.factor.append(time.perf_counter() - t0)
+    return out
+
+
 #: halvings of a block's shift towards the spectrum (:func:`sparse_bottom`), where the
 #: estimate below fails
 _RAISE_STEPS = 3
@@ -584,7 +623,9 @@ def _centred_inverse(solve: Callable[[np.ndarray], np.ndarray], n: int) -> spla.
 
 
 def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: float,
-                  raise_to: float) -> tuple[float, Callable | None]:
+                  raise_to: float, times: FactorTimes | None = None,
+                  late: Callable[[float | None], bool] | None = None
+                  ) -> tuple[float, Callable | None]:
     r"""One factorisation at a shift just below an *estimate* of :math:`\lambda_{\min}`:
     the largest Ritz value :math:`\theta` of :math:`P(S - \sigma I)^{-1}P` on a short
     Krylov space (``_NEAR_STEPS`` solves with the factorisation at ``sigma``, from a random
@@ -592,9 +633,13 @@ def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: fl
     :math:`\lambda_{\min}` in exact arithmetic (a Ritz value of the inverse lies below its
     largest eigenvalue), and the shift goes ``_NEAR_MARGIN`` of it lower, not above
     ``raise_to``. Only Lanczos's path depends on it: ``(sigma, None)`` when the shift would
-    not rise or the new factorisation has a non-positive pivot (the estimate lay above
-    :math:`\lambda_{\min}` by more than the margin); else ``(new shift, its solve)``."""
+    not rise, the new factorisation has a non-positive pivot (the estimate lay above
+    :math:`\lambda_{\min}` by more than the margin) or ``late`` says that neither the
+    solves nor the factorisation (``times``' estimates) may start; else
+    ``(new shift, its solve)``."""
     n = space.dim
+    if late is not None and late(times.estimate(1, _NEAR_STEPS)):
+        return sigma, None
     O = _centred_inverse(solve, n)
     m = min(_NEAR_STEPS, n - 2)
     Q, W = np.zeros((n, m)), np.zeros((n, m))
@@ -607,7 +652,10 @@ def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: fl
             m = j                          # an invariant subspace: its Ritz values are exact
             break
         Q[:, j] = q / norm
+        t0 = time.perf_counter()
         W[:, j] = O.matvec(Q[:, j])
+        if times is not None:
+            times.solve.append(time.perf_counter() - t0)
         q = W[:, j]
     if m == 0:
         return sigma, None
@@ -618,9 +666,9 @@ def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: fl
         return sigma, None
     est = sigma + 1.0 / theta
     nearer = min(est - _NEAR_MARGIN * abs(est), raise_to)
-    if not nearer > sigma:
+    if not nearer > sigma or late is not None and late(times.estimate(1)):
         return sigma, None
-    solve_n, positive = factor_at_shift(space, y, nu, nearer, parts=parts)
+    solve_n, positive = _timed_factor(space, y, nu, nearer, parts, times)
     if solve_n is None or not positive:
         return sigma, None
     return nearer, solve_n
@@ -629,7 +677,9 @@ def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: fl
 def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
                   sigma: float,
                   tol: float = 1e-10, parts: SlackParts | None = None,
-                  raise_to: float | None = None
+                  raise_to: float | None = None,
+                  late: Callable[[float | None], bool] | None = None,
+                  times: FactorTimes | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
     by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (``eigsh``), with Rayleigh
@@ -645,11 +695,21 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     :math:`(\lambda_{k+1} - \lambda_k)/(\lambda_k - \sigma)` relative to the spectrum's
     width, so a shift nearer :math:`\lambda_{\min}` needs fewer restarts where the
     bottom is crowded. The estimate only places the shift: the pairs are Lanczos's on
-    whichever factorisation is used."""
+    whichever factorisation is used.
+
+    ``late``: given the seconds a step is estimated to take (``None``: unknown), whether it
+    must not start (the solve's time limit). Asked before every factorisation and before
+    the Lanczos solves, with :class:`FactorTimes` estimates (``times``, filled in here:
+    each later factorisation costs what the last one did, the Lanczos at least ``ncv``
+    solves): a factorisation that only raises the shift is left out, one that is needed
+    (the first, a lower shift, the solves) raises :class:`CertificateLate`."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     n = space.dim
+    times = FactorTimes() if times is None else times
     for _ in range(30):
-        solve, positive = factor_at_shift(space, y, nu, sigma, parts=parts)
+        if late is not None and late(times.estimate(1)):
+            raise CertificateLate("a factorisation of the slack would end past the time limit")
+        solve, positive = _timed_factor(space, y, nu, sigma, parts, times)
         if solve is not None and positive:
             break
         sigma = 10.0 * sigma if sigma < 0 else -1e-12 - 10.0 * abs(sigma)
@@ -657,14 +717,15 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
         raise RuntimeError("no shift below the spectrum found")
     steps = _RAISE_STEPS if raise_to is not None else 0
     if raise_to is not None:
-        sigma_n, solve_n = _nearer_shift(space, y, nu, parts, solve, sigma, raise_to)
+        sigma_n, solve_n = _nearer_shift(space, y, nu, parts, solve, sigma, raise_to,
+                                         times, late)
         if solve_n is not None:
             sigma, solve, steps = sigma_n, solve_n, 0
     for _ in range(steps):
         nearer = 0.5 * sigma
-        if not nearer <= raise_to:
+        if not nearer <= raise_to or late is not None and late(times.estimate(1)):
             break
-        solve_n, positive = factor_at_shift(space, y, nu, nearer, parts=parts)
+        solve_n, positive = _timed_factor(space, y, nu, nearer, parts, times)
         if solve_n is None or not positive:
             break
         sigma, solve = nearer, solve_n
@@ -672,7 +733,10 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     v0 = np.random.default_rng(0).standard_normal(n)
     v0 -= v0.mean()
     k = min(k, n - 2)
-    nu_, X = spla.eigsh(O, k=k, which="LA", v0=v0, ncv=min(n - 1, max(2 * k + 1, 20)), tol=tol)
+    ncv = min(n - 1, max(2 * k + 1, 20))
+    if late is not None and late(times.estimate(0, ncv)):
+        raise CertificateLate("the shift-invert solves would end past the time limit")
+    nu_, X = spla.eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol)
     X = X - X.mean(axis=0)
     X, _ = np.linalg.qr(X)
     SX = space.apply_S(X, y, space.duals(nu))

@@ -228,7 +228,8 @@ _LOWER_MARGIN = 0.1
 
 def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
             lower: float | None = None,
-            raise_shift: bool = True) -> tuple[np.ndarray, np.ndarray]:
+            raise_shift: bool = True, late=None,
+            times=None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs of :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (full
     space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
     Lanczos on a sparse factorisation
@@ -242,7 +243,9 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     the bottom eigenvalues of the inverse better); a block (``k > 1``) then raises its
     shift towards the spectrum while the pivots stay positive, not above ``-floor``
     (``sparse_bottom(raise_to=...)``; ``raise_shift=False`` keeps the first shift).
-    Values are Rayleigh quotients (unverified above ``limits.eig``)."""
+    Values are Rayleigh quotients (unverified above ``limits.eig``). ``late``, ``times``:
+    the time limit's test and the factorisations' seconds, as in ``sparse_bottom``
+    (which raises ``CertificateLate``)."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
@@ -256,7 +259,8 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     else:
         sigma = min(guess, 0.0) - max(abs(guess), floor)
     lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma,
-                              raise_to=-floor if k > 1 and raise_shift else None)
+                              raise_to=-floor if k > 1 and raise_shift else None,
+                              late=late, times=times)
     return lam, X
 
 

@@ -12,6 +12,7 @@ from ..exceptions import InputError
 from ..formulations import gram
 from .space import FactorSpace
 from .sparse_slack import (
+    CertificateLate,
     SlackParts,
     SparseCheck,
     default_delta,
@@ -178,12 +179,15 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
                 break  # the rounding bound, not the spectrum, failed: lower tries won't help
             if not re_estimated and full_coordinates(space, parts, est - step):
                 lam, _, _ = sparse_bottom(space, y, nu, 1, sigma=min(est, 0.0) - abs(est)
-                                          - margin, parts=parts)
+                                          - margin, parts=parts,
+                                          late=lambda _seconds: _past(deadline))
                 est, re_estimated = min(est, float(lam[0])), True
             else:
                 step *= 100.0
     except MemoryError:
         return None, "not enough memory for the sparse factorisation", checks
+    except CertificateLate:
+        return None, _late_reason(checks), checks
     last = checks[-1]
     return None, (f"sparse factorisation failed at {len(checks)} shift(s) down to "
                   f"{last.mu:.3g} ({last.reason})"), checks
