@@ -30,6 +30,7 @@ from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
+from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
@@ -169,6 +170,7 @@ class _OuterLoop:
         self.last_inner: str | None = None
         # "shrink": whether the Gauss-Newton repair is still tried (_onto_shrink)
         self.shrink_steps = True
+        self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol)   # rigid.py's rule
 
     def _lbfgs_end(self, res) -> str:
         return "cut" if res.nit >= self.max_inner else "lbfgs"
@@ -236,6 +238,9 @@ class _OuterLoop:
                 break
             if self._late():
                 self.stop_reason = "time_limit"
+                break
+            if self.rigid.observe(entry, self.infeas, not self._can_raise()):
+                self.stop_reason = STOP_REASON
                 break
             if self.ray.proves(self.space, self.y, self.nu, self.infeas, it):
                 self.status = self.stop_reason = "infeasible"
