@@ -239,11 +239,11 @@ class _OuterLoop:
             if self._late():
                 self.stop_reason = "time_limit"
                 break
-            if self.rigid.observe(entry, self.infeas, not self._can_raise()):
-                self.stop_reason = STOP_REASON
-                break
             if self.ray.proves(self.space, self.y, self.nu, self.infeas, it):
                 self.status = self.stop_reason = "infeasible"
+                break
+            if self.rigid.observe(entry, self.infeas, not self._can_raise()):
+                self.stop_reason = STOP_REASON
                 break
             self.schedule(**step)
             # divergence: the factor grows without bound -> unbounded
