@@ -331,7 +331,8 @@ def check_result(solver: str, status: str, objective: float | None,
         raise _fail(
             f"{name}{on} stopped ({status}) at a point that violates the constraints by "
             f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
-            "is not a solution, and its objective bounds nothing." + maybe,
+            "is not a solution, and its objective bounds nothing." + maybe
+            + (f" {note}" if (note := _said(stats, "rigidity_note")) else ""),
             objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
@@ -343,7 +344,8 @@ def check_result(solver: str, status: str, objective: float | None,
             + (f"(relative infeasibility {infeasibility:.3g}) " if infeasibility else "")
             + "by more than its objective can absorb, so it is not a solution. Tighten "
             "feas_tol, raise the time or iteration limit, or use an interior-point backend "
-            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible.",
+            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible."
+            + (f" {note}" if (note := _said(stats, "rigidity_note")) else ""),
             objective, stats, point)
     if signed is not None and signed > FAR_FROM_OPTIMAL:
         raise _fail(

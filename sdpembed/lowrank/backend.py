@@ -18,7 +18,7 @@ from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..formulations.gram_problem import rigidity_note
 from ..report import Backend, SolveReport
-from ..solve_status import FAR_FROM_OPTIMAL, bound_gap
+from ..solve_status import FAR_FROM_OPTIMAL, FEASIBILITY_TOLERANCE, bound_gap
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
@@ -35,6 +35,7 @@ from .farkas import farkas_certificate
 from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
+from .rigid import STOP_REASON as RIGID_STOP
 from .solve import lowrank_solve
 from .space import FactorSpace
 
@@ -174,6 +175,9 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
+    _refuse_stalled_equality(gp, result, opts, formulation)
+    # appended to solve_status.check_result's refusal of a point off the constraints
+    extra["rigidity_note"] = rigidity_note(gp.distances).strip()
     if result.status != "unbounded" and result.factor is not None:
         # the unit of solve_status.bound_gap, at the point reported
         extra["objective_scale"] = objective_scale(gp, result.factor)
@@ -493,6 +497,25 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
         point=result.factor)
 
 
+def _refuse_stalled_equality(gp: GramProblem, result, opts: LowRankOptions,
+                             formulation) -> None:
+    """Raise :class:`SolverFailedError` where the outer loop stopped on the stalled-violation
+    rule (:mod:`~sdpembed.lowrank.rigid`) and the point reported is still off the equality
+    constraints: no strictly feasible point, and more time does not make one."""
+    if result.stop_reason != RIGID_STOP or result.status == "optimal" \
+            or not result.infeasibility > max(FEASIBILITY_TOLERANCE, opts.feas_tol):
+        return
+    seen = next((e[RIGID_STOP] for e in reversed(result.history) if RIGID_STOP in e), "")
+    raise SolverFailedError(
+        f"LOWRANK on {formulation.method} ({formulation.variant or ''}) stopped after "
+        f"{result.iterations} outer iterations: {seen}. The point violates the constraints "
+        f"by {result.infeasibility:.2g} (relative), above the feasibility tolerance, so it is "
+        "not a solution, and the equality distances evidently leave no strictly feasible "
+        "point: more time (time_limit) does not make one." + rigidity_note(gp.distances),
+        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
+        point=result.factor)
+
+
 def _unrestored(result, extra: dict, why: str):
     """``result`` as ``optimal_inaccurate``, ``extra["face"]`` naming why it was not restored
     onto the face its cliques expose."""
@@ -529,7 +552,8 @@ def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,
             f"{where} could not reach feasibility (relative infeasibility "
             f"{result.infeasibility:.3g}) and its multipliers suggest the problem is infeasible, "
             "but their Farkas certificate does not verify. The problem may be infeasible: "
-            "CLARABEL, CSDP, SDPA or MOSEK prove infeasibility (solve(f, solver='CLARABEL')).",
+            "CLARABEL, CSDP, SDPA or MOSEK prove infeasibility (solve(f, solver='CLARABEL'))."
+            + rigidity_note(gp.distances),
             objective=result.objective, point=result.factor)
 
 

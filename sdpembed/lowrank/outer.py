@@ -31,6 +31,7 @@ from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
+from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
@@ -156,9 +157,8 @@ class _OuterLoop:
         self.best_primal: tuple | None = None  # (objective, factor, infeasibility)
         self.best_dual: Certificate | None = None  # the highest bound (it carries y, nu)
         self.history: list[dict] = []
-        # LowRankResult.timings and .max_abs_multiplier: where the time went, and
-        # max |y_e| after each outer iteration (kept out of ``history``, whose keys the
-        # fingerprints compare)
+        # LowRankResult.timings and .max_abs_multiplier: where the time went, max |y_e| per
+        # outer iteration (kept out of ``history``, whose keys the fingerprints compare)
         self.timings = {"subproblems": 0.0, "certificates": 0.0, "multipliers": 0.0}
         self.max_abs_y: list[float] = []
         self.last_growth = 0  # outer iteration of the last rank growth
@@ -168,8 +168,8 @@ class _OuterLoop:
         # how the last subproblem ended: "newton", "lbfgs" (L-BFGS stopped before its cap),
         # "cut" (L-BFGS stopped at max_inner); None before the first
         self.last_inner: str | None = None
-        # "shrink": whether the Gauss-Newton repair is still tried (_onto_shrink)
-        self.shrink_steps = True
+        self.shrink_steps = True  # "shrink": whether Gauss-Newton is still tried (_onto_shrink)
+        self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol)   # rigid.py's rule
 
     def _lbfgs_end(self, res) -> str:
         return "cut" if res.nit >= self.max_inner else "lbfgs"
@@ -240,6 +240,9 @@ class _OuterLoop:
                 break
             if self.ray.proves(self.space, self.y, self.nu, self.infeas, it):
                 self.status = self.stop_reason = "infeasible"
+                break
+            if self.rigid.observe(entry, self.infeas, not self._can_raise()):
+                self.stop_reason = STOP_REASON
                 break
             self.schedule(**step)
             # divergence: the factor grows without bound -> unbounded

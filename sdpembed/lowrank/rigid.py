@@ -1,0 +1,81 @@
+r"""An equality solve that cannot certify, told early: the stalled-violation rule.
+
+With ``distances="equality"`` on a graph that is (numerically) universally rigid, e.g.
+a k-NN graph of exact low-dimensional data (docs/tuning.md, "Equality MVU on the
+manifold rows: the remaining degeneracy is universal rigidity"), the data itself is the
+only feasible point: there is no strictly feasible point, the dual optimum is not
+attained, and the augmented Lagrangian's iterates approach the constraints ever more
+slowly while the cheap gap :math:`(p + \varphi^*(y))/|p|` stays put. More time does not
+help; a solve so stopped is refused with the note of
+:func:`~sdpembed.formulations.gram_problem.rigidity_note` (``distances="shrink"`` is
+strictly feasible and certifies).
+
+The rule (:meth:`StalledEquality.observe`, after each outer iteration): equality mode,
+the penalty at its cap, the factor's rank unchanged for ``WINDOW`` outer iterations, and
+over those iterations
+
+* the violation (the loop's ``infeas``) above :data:`~sdpembed.solve_status.FEASIBILITY_TOLERANCE`
+  fell by less than half (``now > INFEAS_SHARE * then``), and
+* the cheap gap (the smaller of it and the refined one, where made) did not halve and
+  stays above ``GAP_FLOOR * tol``.
+
+It reads outer iterations only, never the clock. Measurements: docs/tuning.md,
+"Equality MVU on a rigid graph: refused early".
+"""
+
+from __future__ import annotations
+
+from ..solve_status import FEASIBILITY_TOLERANCE
+
+__all__ = ["StalledEquality", "STOP_REASON"]
+
+#: ``LowRankResult.stop_reason`` of a solve the rule ended
+STOP_REASON = "stalled_equality"
+
+#: outer iterations the stall must last (at one rank, the penalty at its cap)
+WINDOW = 6
+#: the violation counts as stalled while above this share of its value ``WINDOW`` ago
+INFEAS_SHARE = 0.5
+#: the cheap gap counts as not closing while above this share of its value ``WINDOW``
+#: ago and above ``GAP_FLOOR * tol``
+GAP_SHARE = 0.5
+GAP_FLOOR = 10.0
+
+
+class StalledEquality:
+    """The stalled-violation rule of an outer loop (module docstring); inert unless
+    ``mode == "equality"``."""
+
+    def __init__(self, mode: str, tol: float, feas_tol: float):
+        self.on = mode == "equality"
+        self.tol = tol
+        self.floor = max(FEASIBILITY_TOLERANCE, feas_tol)
+        self.rows: list[tuple[int, float, float, bool]] = []   # (rank, infeas, gap, at cap)
+
+    def observe(self, entry: dict, infeas: float, at_cap: bool) -> bool:
+        """Record outer iteration ``entry`` (its violation ``infeas``; ``at_cap``: the
+        penalty cannot be raised further); whether the rule now fires (then
+        ``entry[STOP_REASON]`` says what it saw)."""
+        if not self.on:
+            return False
+        gap = min(entry["cheap_gap"], entry.get("refined_cheap_gap", float("inf")))
+        self.rows.append((entry["rank"], float(infeas), float(gap), at_cap))
+        if len(self.rows) <= WINDOW:
+            return False
+        window = self.rows[-WINDOW - 1:]
+        rank0, infeas0, gap0, _ = window[0]
+        rank1, infeas1, gap1, _ = window[-1]
+        fired = (all(r == rank0 and cap for r, _, _, cap in window[1:])
+                 and infeas1 > self.floor and infeas1 > INFEAS_SHARE * infeas0
+                 and gap1 > GAP_FLOOR * self.tol and gap1 > GAP_SHARE * gap0)
+        if fired:
+            entry[STOP_REASON] = self.describe()   # read by the backend's refusal
+        return fired
+
+    def describe(self) -> str:
+        """What the rule saw, for the refusal's message."""
+        window = self.rows[-WINDOW - 1:]
+        (_, i0, g0, _), (_, i1, g1, _) = window[0], window[-1]
+        return (f"over the last {WINDOW} outer iterations (at rank {window[-1][0]}, the "
+                f"penalty at its cap) the violation fell only from {i0:.2g} to {i1:.2g} "
+                f"and the cheap gap stayed at {g1:.2g} (from {g0:.2g})")

@@ -1,0 +1,89 @@
+"""Equality MVU on a (numerically) universally rigid graph: the data itself the only
+feasible point, no strictly feasible point, so LOWRANK's violation falls ever more
+slowly and no certificate comes. The outer loop stops on the stalled-violation rule
+(:mod:`sdpembed.lowrank.rigid`) within a budget that does not depend on ``time_limit``,
+and every refusal of a point off the equality constraints names ``distances="shrink"``
+(:func:`~sdpembed.formulations.gram_problem.rigidity_note`). Before, the loop ran to
+``max_outer`` / ``time_limit`` (3,600 s by default) and ended with a generic message.
+
+Outcomes only (no timing)."""
+
+import numpy as np
+import pytest
+import sklearn.datasets as skd
+
+from sdpembed.exceptions import SolverFailedError
+from sdpembed.formulations.mvu import mvu
+from sdpembed.graphs import knn_graph
+from sdpembed.lowrank import lowrank_solve
+from sdpembed.lowrank.backend import _formulation_problem, _refuse_stalled_equality
+from sdpembed.lowrank.options import LowRankOptions
+from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, StalledEquality
+from sdpembed.solve_status import check_result
+from sdpembed.solvers import solve
+
+
+@pytest.fixture(scope="module")
+def swiss60():
+    """A 6-NN graph of 60 points of an exact Swiss roll: rigid in R^3 (docs/tuning.md,
+    "Equality MVU on the manifold rows: the remaining degeneracy is universal rigidity")."""
+    X, _ = skd.make_swiss_roll(60, noise=0.0, random_state=0)
+    f = mvu(knn_graph(X, n_neighbors=6, n_random=0))
+    gp, basis, _ = _formulation_problem(f)
+    return f, gp, basis
+
+
+def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swiss60):
+    f, gp, basis = swiss60
+    opts = LowRankOptions(max_outer=60)
+    res = lowrank_solve(gp, basis=basis, options=opts)
+    assert res.stop_reason == STOP_REASON, res.stop_reason
+    assert res.status != "optimal" and res.iterations < 30
+    assert res.infeasibility > 1e-5
+    assert STOP_REASON in res.history[-1]
+    with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
+        _refuse_stalled_equality(gp, res, opts, f)
+    assert "outer iterations" in str(err.value) and err.value.point is not None
+
+
+def test_the_rule_is_inert_off_equality_and_needs_a_whole_window():
+    rule = StalledEquality("shrink", 1e-4, 1e-6)
+    assert not any(rule.observe({"rank": 5, "cheap_gap": 1e-2}, 1e-3, True)
+                   for _ in range(3 * WINDOW))
+    rule = StalledEquality("equality", 1e-4, 1e-6)
+    fired = [rule.observe({"rank": 5, "cheap_gap": 1e-2}, 1e-3, True)
+             for _ in range(WINDOW + 1)]
+    assert fired == [False] * WINDOW + [True]
+    # a violation that halves over the window, a rank change or a penalty below its cap:
+    # the solve is still moving
+    for rows in ([(5, 1e-3 * 0.85 ** k, True) for k in range(WINDOW + 1)],
+                 [(5 + (k == WINDOW), 1e-3, True) for k in range(WINDOW + 1)],
+                 [(5, 1e-3, k != 2) for k in range(WINDOW + 1)]):
+        rule = StalledEquality("equality", 1e-4, 1e-6)
+        assert not any(rule.observe({"rank": r, "cheap_gap": 1e-2}, v, cap)
+                       for r, v, cap in rows)
+    # a cheap gap that closes (near tol, or halving) is not stalled
+    rule = StalledEquality("equality", 1e-4, 1e-6)
+    assert not any(rule.observe({"rank": 5, "cheap_gap": 1e-2 * 0.8 ** k}, 1e-3, True)
+                   for k in range(WINDOW + 1))
+
+
+def test_generic_violation_refusal_carries_the_note_for_equality_only():
+    stats = {"primal_infeasibility": 1e-3, "rigidity_note": "distances='shrink' certifies."}
+    with pytest.raises(SolverFailedError, match="distances='shrink'"):
+        check_result("LOWRANK", "optimal_inaccurate", -1.0, stats, what="mvu")
+    with pytest.raises(SolverFailedError) as err:
+        check_result("LOWRANK", "optimal_inaccurate", -1.0, {"primal_infeasibility": 1e-3},
+                     what="mvu")
+    assert "shrink" not in str(err.value)
+
+
+def test_lowrank_reports_the_note_for_equality_distances_only():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(25, 5))
+    for distances, noted in (("equality", True), ("interval", False)):
+        f = mvu(knn_graph(X, n_neighbors=3, n_random=0), distances=distances,
+                slack_weight=100.0)
+        report = solve(f, solver="LOWRANK")
+        assert report.status == "optimal"
+        assert bool(report.extra["rigidity_note"]) is noted
