@@ -8,6 +8,8 @@ and every refusal of a point off the equality constraints names ``distances="shr
 
 Outcomes only (no timing)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import sklearn.datasets as skd
@@ -16,7 +18,11 @@ from sdpembed.exceptions import SolverFailedError
 from sdpembed.formulations.mvu import mvu
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import lowrank_solve
-from sdpembed.lowrank.backend import _formulation_problem, _refuse_stalled_equality
+from sdpembed.lowrank.backend import (
+    _formulation_problem,
+    _refuse_stalled_equality,
+    _refuse_stalled_on_face,
+)
 from sdpembed.lowrank.options import LowRankOptions
 from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, StalledEquality
 from sdpembed.solve_status import check_result
@@ -87,3 +93,22 @@ def test_lowrank_reports_the_note_for_equality_distances_only():
         report = solve(f, solver="LOWRANK")
         assert report.status == "optimal"
         assert bool(report.extra["rigidity_note"]) is noted
+
+
+def test_the_face_refusal_after_the_rule_does_not_advise_more_time(swiss60):
+    """The refusal of a point restored onto an exposed face but still off the constraints
+    advises a larger ``time_limit`` (LOWRANK then also solves on the face) unless the loop
+    stopped on the stalled-violation rule, where more time does not help."""
+    f, gp, basis = swiss60
+    opts = LowRankOptions(max_outer=60)
+    res = lowrank_solve(gp, basis=basis, options=opts)
+    assert res.stop_reason == STOP_REASON and res.infeasibility > opts.tol ** 2
+    face = {"face": {"restored": True, "cliques": 1}}
+    with pytest.raises(SolverFailedError) as stalled:
+        _refuse_stalled_on_face(gp, res, opts, dict(face), f)
+    other = dataclasses.replace(res, stop_reason="max_outer")
+    with pytest.raises(SolverFailedError) as capped:
+        _refuse_stalled_on_face(gp, other, opts, dict(face), f)
+    assert "raise time_limit" not in str(stalled.value)
+    assert "raise time_limit" in str(capped.value)
+    assert "distances='shrink'" in str(stalled.value)

@@ -483,6 +483,9 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
             bound=result.bound, gap=result.certified_gap, point=result.factor)
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return
+    # where the loop stopped on the stalled-violation rule (rigid.py) more time is no help
+    more_time = ("" if result.stop_reason == RIGID_STOP else
+                 ", or raise time_limit (LOWRANK then also solves on the face)")
     raise SolverFailedError(
         f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
         f"equalities leave no strictly feasible point ({face['cliques']} clique(s) expose a "
@@ -491,9 +494,8 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
         "constraints are degenerate on the face too, and such a point's objective can lie "
         "below the optimum by about the square root of its violation, outside its stated "
         "gap. It is not a solution. Solve with a conic backend (CLARABEL, CSDP) and check "
-        "its status, or raise time_limit (LOWRANK then also solves on the face)."
-        + rigidity_note(gp.distances), objective=float(result.objective), bound=result.bound,
-        gap=result.certified_gap,
+        f"its status{more_time}." + rigidity_note(gp.distances),
+        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
         point=result.factor)
 
 
