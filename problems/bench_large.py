@@ -15,7 +15,8 @@ hidden labels of the top-10 embedding (for DVU; for MVU also measured, the label
 unused by the solve). A spec with ``table = "battery"`` (``lowrank_battery``) renders one
 row per named instance instead: status, certified gap, CPU and wall seconds, peak memory,
 outer iterations, final rank, largest multiplier and the split of LOWRANK's (wall) time
-into subproblems, certificate attempts and the rest; its runs may take their data from
+into subproblems, certificate attempts, the dual points offered to them (multipliers) and
+the rest; its runs may take their data from
 scikit-learn, UCI or a generator (``data = { source = ... }``, see :func:`_load_source`).
 Reduced-basis rows (``basis_rank``) also report their gap to the best lower bound of the
 full problem found in the same benchmark.

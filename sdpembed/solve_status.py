@@ -321,6 +321,8 @@ def check_result(solver: str, status: str, objective: float | None,
     infeasibility = _get(stats, "primal_infeasibility")
     options = getattr(stats, "options", None)
     feas_tol = max(FEASIBILITY_TOLERANCE, _get(options, "feas_tol") or 0.0)
+    # a backend's note on why such a point may be all there is (LOWRANK, equality distances)
+    rigid = f" {note}" if (note := _said(stats, "rigidity_note")) else ""
     if infeasibility is not None and infeasibility > feas_tol:
         maybe = (" The problem may be infeasible (the constraints may not hold together): an "
                  f"interior-point backend ({INFEASIBILITY_PROVERS}) proves infeasibility; "
@@ -331,8 +333,7 @@ def check_result(solver: str, status: str, objective: float | None,
         raise _fail(
             f"{name}{on} stopped ({status}) at a point that violates the constraints by "
             f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
-            "is not a solution, and its objective bounds nothing." + maybe
-            + (f" {note}" if (note := _said(stats, "rigidity_note")) else ""),
+            "is not a solution, and its objective bounds nothing." + maybe + rigid,
             objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
@@ -344,8 +345,7 @@ def check_result(solver: str, status: str, objective: float | None,
             + (f"(relative infeasibility {infeasibility:.3g}) " if infeasibility else "")
             + "by more than its objective can absorb, so it is not a solution. Tighten "
             "feas_tol, raise the time or iteration limit, or use an interior-point backend "
-            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible."
-            + (f" {note}" if (note := _said(stats, "rigidity_note")) else ""),
+            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible." + rigid,
             objective, stats, point)
     if signed is not None and signed > FAR_FROM_OPTIMAL:
         raise _fail(

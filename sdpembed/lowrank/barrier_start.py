@@ -23,8 +23,8 @@ the first Newton steps. The barrier weight starts at the duality gap of the prim
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg as sla
 
+from .barrier_path import _slack_cholesky
 from .penalty import DistancePenalty
 from .space import FactorSpace
 from .spectrum import _dense_shifted, _gershgorin
@@ -68,12 +68,7 @@ def warm_start(space: FactorSpace, pen: DistancePenalty, y_ref: np.ndarray,
     y_c = np.clip(y_ref, -_INSIDE * w, _INSIDE * w)
 
     def positive(y: np.ndarray) -> bool:
-        try:
-            sla.cholesky(_dense_shifted(space, y, nu0, scale)[0], lower=True,
-                         check_finite=False, overwrite_a=True)
-        except sla.LinAlgError:
-            return False
-        return True
+        return _slack_cholesky(space, y, nu0, scale) is not None
 
     def inside(s: float) -> bool:
         return positive(y_c + s * (w - y_c))
@@ -93,6 +88,6 @@ def warm_start(space: FactorSpace, pen: DistancePenalty, y_ref: np.ndarray,
     # p - d(y0) = tr(S(y0) X) + sum(w |r - t| - y0 (r - t)), X = W W^T on 1-perp
     M, _ = _dense_shifted(space, y0, nu0, 0.0)
     Wc = W - W.mean(axis=0)
-    r = np.asarray(space.E @ W) ** 2 @ np.ones(W.shape[1])
+    r = space.diffs(W) ** 2 @ np.ones(W.shape[1])
     gap = float(np.sum(Wc * (M @ Wc))) + float(np.sum(w * np.abs(r - t) - y0 * (r - t)))
     return y0, max(gap, 1e-300) / (n - 1 + 2 * m)
