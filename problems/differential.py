@@ -19,8 +19,9 @@ the objective's terms at the instance's returned points (:func:`_point_scale`), 
 that matters only for objectives near 0. Counted (``summary``):
 
 * ``wrong_point``: a result violating a row by more than ``FEAS`` of max(1, trace G), or
-  whose violations buy more than ``FEAS`` of its objective at the references' multipliers
-  (``worth``, :mod:`problems.differential_rows`), or whose objective is not its own;
+  whose objective is not its own, or the subject's (LOWRANK's) result whose violations
+  buy more than ``FEAS`` of its objective at the references' multipliers (``worth``,
+  :mod:`problems.differential_rows`; a reference's: ``reference_bought``);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
   objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`
   (:func:`~sdpembed.solve_status.bound_gap` in the unit the report states);
@@ -69,8 +70,7 @@ before every default-tolerance reference; the instance is judged again against i
 the record says which reference settled it (``settled_by``). Where no tight re-solve
 gives such a result, the first verdict stands.
 
-Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (one JSON line per
-instance, then the counts).
+Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (a record a line).
 
 **Truncation mode** (``--truncate``, :func:`run_truncated`): the same instances, each
 solve cut short by a limit drawn per seed (:func:`draw_cuts`, recorded in the record's
@@ -345,10 +345,7 @@ def _point_scale(f, G: np.ndarray) -> float | None:
 
 def _second_reference() -> str | None:
     have = available_solvers()
-    for name in ("CSDP", "SDPA", "SCS"):
-        if name in have:
-            return name
-    return None
+    return next((name for name in ("CSDP", "SDPA", "SCS") if name in have), None)
 
 
 def _close(a: float, b: float, tol: float, unit: float = 0.0) -> bool:
@@ -538,16 +535,18 @@ def _judge(low, ref, second, *, references: bool = True,
     same instance)."""
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
-         "lowrank_result": 0, "lowrank_error": 0,
-         "false_infeasible": 0, "false_unbounded": 0, "outside_gap": 0,
+         "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
+         "false_unbounded": 0, "outside_gap": 0, "reference_bought": 0,
          "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0}
     results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
         if o["kind"] == "untyped":
             v["untyped"] += 1
-        if o["kind"] == "result" and (o["violation"] > FEAS or rows.convicted(o, FEAS) or (
+        if o["kind"] == "result" and (o["violation"] > FEAS or (
                 o["objective_mismatch"] is not None and o["objective_mismatch"] > FEAS)):
             v["wrong_point"] += 1
+        elif rows.convicted(o, FEAS):
+            v["wrong_point" if o is low else "reference_bought"] += 1
     unit = _unit(low, ref, second, tight)
     if low["kind"] == "result":
         v["lowrank_result"] = 1

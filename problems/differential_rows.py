@@ -20,14 +20,19 @@ owe its objective to its infeasibility. :func:`weigh` states it as ``worth`` on 
 outcome, with the multipliers of the references (their cvxpy ``dual_value`` s: the first
 reference in the order given that has them; LOWRANK writes none). A row without a
 multiplier (a reference that failed, a row it holds inactive) is left to the first
-measure, which still sees every gross violation.
+measure, which still sees every gross violation. The judge counts a subject's (LOWRANK's)
+convicted result a ``wrong_point`` and a reference's ``reference_bought``: CLARABEL's
+``AlmostSolved`` points and CSDP's on problems without a strictly feasible point are
+convicted now and then (docs/tuning.md, "The judge per row; a fresh slice"), a finding
+about what ``solve`` returns for them, not about the subject.
 
 Why not each row's residual relative to its target, or to the size of its terms
 :math:`\\sum_j |a_{ij} x_j|`: the first has no unit on rows whose target is 0 (a fixed
 entry ``G[i, j] == 0``, the centring rows, the SNR row at its bound), where a solver's
 residual of 1e-9 would be convicted; the second does not see 100165 (a distance row's
-terms are the points' squared norms, about 1.4 there, not its target 4.2e-3). Neither
-says how much objective the violation moves, which is what makes a point wrong.
+terms :math:`G_{ii} + G_{jj} + 2|G_{ij}|` are the points' squared norms, tr G / n = 1.35
+there, not its target 4.2e-3). Neither says how much objective the violation moves,
+which is what makes a point wrong.
 """
 
 from __future__ import annotations

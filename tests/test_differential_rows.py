@@ -72,6 +72,7 @@ def test_judge_convicts_a_violation_of_a_heavy_row_the_trace_measure_passes():
     assert point["worth"] * abs(point["objective"]) == pytest.approx(bought, rel=1e-3)
     assert point["worth"] > FEAS
     assert _judge(point, ref, None)["wrong_point"] == 1
+    assert _judge(point, ref, None)["reference_bought"] == 0
 
 
 def test_lowrank_optimal_points_are_not_convicted_at_the_references_multipliers():
@@ -119,3 +120,6 @@ def test_judge_convicts_clarabels_point_on_100165():
     rows.weigh((), (ref,), _unit(ref))
     assert ref["worth"] > 5 * FEAS
     assert _judge(ref, ref, None, references=False)["wrong_point"] == 1
+    # as a reference it is counted apart: a point the toolkit returned for CLARABEL
+    v = _judge({"kind": "error", "error": "SolverFailedError"}, ref, None)
+    assert v["reference_bought"] == 1 and v["wrong_point"] == 0
