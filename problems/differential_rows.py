@@ -3,8 +3,9 @@
 The judge's first measure (:data:`problems.differential.FEAS`) takes a point's largest
 constraint violation relative to max(1, tr G). It cannot see a violation on a row with
 a small target and a large weight: on 100165 CLARABEL's rows with targets of 4.2e-3 and
-weights up to 2,700 were off by 5.6e-6 (8.2e-8 of the trace), which bought 0.0155 of an
-objective of 0.56 (docs/tuning.md, "100165 in exact arithmetic").
+weights up to 2,700 were off by 5.6e-6 (8.2e-8 of the trace), and its reported objective
+lay 0.0155 below that of its own Gram matrix (docs/tuning.md, "100165 in exact
+arithmetic"); priced as below, its violations buy 1.0e-3 of its objective.
 
 What a violation is worth is what it can lower the objective by. For a convex program
 :math:`\\min f(x)` s.t. :math:`g_i(x) \\le 0` (an equality row a pair of them) with
