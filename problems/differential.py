@@ -18,9 +18,10 @@ no floor): :func:`_close` compares ``|a - b|`` with ``tol * max(|a|, |b|, unit)`
 the objective's terms at the instance's returned points (:func:`_point_scale`), a floor
 that matters only for objectives near 0. Counted (``summary``):
 
-* ``wrong_point``: a result whose point violates a constraint by more than
-  ``FEAS`` (relative to max(1, trace G)) or whose objective differs
-  from the reported one by more than ``FEAS`` (relative);
+* ``wrong_point``: a result violating a row by more than ``FEAS`` of max(1, trace G), or
+  whose objective is not its own, or the subject's (LOWRANK's) result whose violations
+  buy more than ``FEAS`` of its objective at the references' multipliers (``worth``,
+  :mod:`problems.differential_rows`; a reference's: ``reference_bought``);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
   objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`
   (:func:`~sdpembed.solve_status.bound_gap` in the unit the report states);
@@ -69,8 +70,7 @@ before every default-tolerance reference; the instance is judged again against i
 the record says which reference settled it (``settled_by``). Where no tight re-solve
 gives such a result, the first verdict stands.
 
-Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (one JSON line per
-instance, then the counts).
+Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (a record a line).
 
 **Truncation mode** (``--truncate``, :func:`run_truncated`): the same instances, each
 solve cut short by a limit drawn per seed (:func:`draw_cuts`, recorded in the record's
@@ -98,6 +98,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
+from problems import differential_rows as rows
 from problems.differential_repair import repaired_objective
 from sdpembed import knn_graph, solve
 from sdpembed.estimators import DVU
@@ -292,7 +293,7 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> 
     rep = _guarded(out, lambda: solve(f, solver=solver, **options))
     if rep is not _RAISED:
         out.update(_result(rep))
-        out.update(_check_point(f, rep.objective))
+        out.update(_check_point(f, rep.objective), rows=rows.snapshot(f.problem))
         if solver != "LOWRANK":
             try:
                 out["repaired_objective"] = repaired_objective(f.current_problem(),
@@ -344,10 +345,7 @@ def _point_scale(f, G: np.ndarray) -> float | None:
 
 def _second_reference() -> str | None:
     have = available_solvers()
-    for name in ("CSDP", "SDPA", "SCS"):
-        if name in have:
-            return name
-    return None
+    return next((name for name in ("CSDP", "SDPA", "SCS") if name in have), None)
 
 
 def _close(a: float, b: float, tol: float, unit: float = 0.0) -> bool:
@@ -437,11 +435,13 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
         if name is not None:
             second = _outcome(f, name, anchor=anchor)
             rec[name] = second
+    rows.weigh((low,), (_optimum(ref, second), ref, second), _unit(low, ref, second))
     rec["verdict"] = _judge(low, ref, second)
     tight = None
     if _needs_tight(low, rec["verdict"]):
         tight, rec["tight"] = _tight_outcome(f, anchor)
         if tight is not None:
+            rows.weigh((tight,), (tight,), _unit(low, ref, second, tight))
             rec["verdict"] = _judge(low, ref, second, tight=tight)
     rec["settled_by"] = _settled_by(ref, second, tight)
     return rec
@@ -535,8 +535,8 @@ def _judge(low, ref, second, *, references: bool = True,
     same instance)."""
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
-         "lowrank_result": 0, "lowrank_error": 0,
-         "false_infeasible": 0, "false_unbounded": 0, "outside_gap": 0,
+         "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
+         "false_unbounded": 0, "outside_gap": 0, "reference_bought": 0,
          "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0}
     results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
@@ -545,6 +545,8 @@ def _judge(low, ref, second, *, references: bool = True,
         if o["kind"] == "result" and (o["violation"] > FEAS or (
                 o["objective_mismatch"] is not None and o["objective_mismatch"] > FEAS)):
             v["wrong_point"] += 1
+        elif rows.convicted(o, FEAS):
+            v["wrong_point" if o is low else "reference_bought"] += 1
     unit = _unit(low, ref, second, tight)
     if low["kind"] == "result":
         v["lowrank_result"] = 1
@@ -715,6 +717,7 @@ def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, A
         if name is not None:
             second = _outcome(f, name, anchor=anchor)
             rec[name] = second
+    rows.weigh(subjects.values(), (_optimum(ref, second), ref, second), _unit(ref, second))
     verdicts = {name: _judge(o, ref, second, references=(k == 0))
                 for k, (name, o) in enumerate(subjects.items())}
     tight = None
@@ -783,7 +786,7 @@ def main(argv=None) -> int:
                                    time_limit=args.time_limit, max_outer=args.max_outer)
             records.append(rec)
             if sink:
-                sink.write(json.dumps(rec, default=str) + "\n")
+                sink.write(json.dumps(rec, default=rows.jsonable) + "\n")
                 sink.flush()
     finally:
         if sink:
