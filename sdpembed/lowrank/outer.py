@@ -36,7 +36,6 @@ from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, s
 from .space import FactorSpace, _rank_deficient, _trim_rank
 from .spectrum import _bottom
 from .sweep import warm_multipliers
-from .tolerance_floor import ToleranceFloor
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +148,7 @@ class _OuterLoop:
             t_mean = float(np.mean(pen.t))
             base = self.sigma0 if pen.splitting else 10.0 / t_mean
             self.rho = self.rho0 = base * (t_mean / space.K_scale()) ** 2
-        self.gtol, self.cheap_prev, self.tightened, self.floor = 1e-3, np.inf, 0, ToleranceFloor()
+        self.gtol, self.cheap_prev, self.tightened = 1e-3, np.inf, 0
         self.rnorm = self.infeas = np.inf  # the last iterate's
         self.ray = RayTest(opts.feas_tol)   # the loop's test for infeasibility
         self.status = "optimal_inaccurate"
@@ -275,9 +274,9 @@ class _OuterLoop:
             inner = self.space.preconditioner(om)
         else:
             inner = "newton" if newton else None
-        unit, cap = self.obj_scale / np.sqrt(W.size), opts.max_newton if newton else self.max_inner
-        gtol = self.floor.apply(self.gtol) * unit   # tolerance_floor.py: what they reach
-        W, res = run(W, gtol, cap, inner, tail_window(self.space, self.cheap_prev, self.history))
+        gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
+        W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
+                     tail_window(self.space, self.cheap_prev, self.history))
         self.last_inner = "newton" if newton else self._lbfgs_end(res)
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
@@ -288,8 +287,7 @@ class _OuterLoop:
             W, more = run(W, gtol, self.max_inner, None)
             self.last_inner = self._lbfgs_end(more)
             more.nit += res.nit
-            res, cap = more, self.max_inner + res.nit
-        self.floor.observe(res, gtol, res.nit >= cap, unit, self.best_dual is not None)
+            res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
         self.W = W if trimmed is None else trimmed
@@ -540,7 +538,8 @@ class _OuterLoop:
                       "certified_gap" if certificate.verified else "estimated_gap": gap})
         self.best_dual = _higher_bound(self.best_dual, certificate)
         t_lift = time.perf_counter()
-        # far from tol (_LIFT_GAP[_SPARSE]), lambda_min < 0 at full rank or fresh: columns, no lift
+        # far from tol (_LIFT_GAP; sparse pairs: _LIFT_GAP_SPARSE), lambda_min < 0 at full
+        # rank or just grown (fresh): columns, not a lift
         fresh = 0 < self.last_growth == self.it - 1
         lift_gap = _LIFT_GAP_SPARSE if self.space.dim > self.space.limits.eig else _LIFT_GAP
         grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
