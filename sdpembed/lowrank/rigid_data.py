@@ -49,7 +49,7 @@ FLEX_SHARE = 0.02
 
 @dataclass(frozen=True)
 class RigidData:
-    """What :func:`rigid_from_data` found: the data's dimension, its largest relative
+    r"""What :func:`rigid_from_data` found: the data's dimension, its largest relative
     residual on the rows, the dimension of its nontrivial infinitesimal flexes in
     :math:`\mathbb R^d`, the data's trace."""
 
