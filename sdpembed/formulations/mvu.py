@@ -32,8 +32,7 @@ def mvu_problem(graph: NeighborhoodGraph, *, distances: str = "equality", slack_
     objective = DiagPlusLowRank(-np.ones(n), np.zeros((n, 0)), np.zeros(0))
     return GramProblem(n=n, edges=graph.edges, target=graph.sqdist / scale, objective=objective,
                        distances=distances, slack_weight=float(slack_weight),
-                       meta={"distance_scale": scale} if graph.points is None else
-                       {"distance_scale": scale, "points": graph.points / np.sqrt(scale)})
+                       meta={"distance_scale": scale})
 
 
 @declared(MVU_PARAMETERS)

@@ -66,16 +66,12 @@ class NeighborhoodGraph:
         Squared target distance :math:`\\bar D_{ij}` of each edge.
     weights : ndarray of float, shape (m,), optional
         Non-negative edge weights, used by :meth:`laplacian`.
-    points : ndarray of float, shape (n_nodes, p), optional
-        The points the graph was built from (:func:`~sdpembed.graphs.knn_graph` with the
-        Euclidean metric), a hint that equality solves check against the targets.
     """
 
     n_nodes: int
     edges: np.ndarray
     sqdist: np.ndarray
     weights: np.ndarray | None = None
-    points: np.ndarray | None = None
 
     def __post_init__(self):
         n = int(self.n_nodes)
@@ -113,13 +109,6 @@ class NeighborhoodGraph:
             if not np.all(np.isfinite(weights)) or np.any(weights < 0):
                 raise InputError("weights must be finite and non-negative")
             weights.setflags(write=False)
-        points = self.points
-        if points is not None:
-            points = np.array(points, dtype=float)
-            if points.ndim != 2 or points.shape[0] != n:
-                raise InputError(f"points must have shape ({n}, p); got {points.shape}")
-            points.setflags(write=False)
-        object.__setattr__(self, "points", points)
         edges.setflags(write=False)
         sqdist.setflags(write=False)
         object.__setattr__(self, "n_nodes", n)

@@ -104,9 +104,7 @@ def knn_graph(X: ArrayLike, n_neighbors: int = 2, n_random: int = 1,
     pairs = np.unique(np.sort(pairs, axis=1), axis=0)
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     d = np.asarray(dist(pairs[:, 0], pairs[:, 1]), dtype=float)
-    graph = NeighborhoodGraph(n, pairs, d**2,
-                              points=X if isinstance(metric, str) and metric == "euclidean"
-                              else None)
+    graph = NeighborhoodGraph(n, pairs, d**2)
     graph.check_distinct()
     logger.debug("knn_graph: %d nodes, %d edges", n, graph.n_edges)
     return graph

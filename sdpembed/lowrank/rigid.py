@@ -19,20 +19,13 @@ over those iterations
 * the cheap gap (the smaller of it and the refined one, where made) did not halve and
   stays above ``GAP_FLOOR * tol``.
 
-Where the graph's own points tell the rows rigid (:func:`~sdpembed.lowrank.rigid_data.rigid_from_data`:
-the data's Gram matrix feasible, the framework rigid in the data's dimension up to a few
-local flexes) the window is ``DATA_WINDOW`` outer iterations instead, with the violation
-only required above the floor: the data says what the stall would.
-
 It reads outer iterations only, never the clock. Measurements: docs/tuning.md,
-"Equality MVU on a rigid graph: refused early" and "Rigid equality MVU told from the
-data".
+"Equality MVU on a rigid graph: refused early".
 """
 
 from __future__ import annotations
 
 from ..solve_status import FEASIBILITY_TOLERANCE
-from .rigid_data import rigid_from_data
 
 __all__ = ["StalledEquality", "STOP_REASON"]
 
@@ -47,18 +40,14 @@ INFEAS_SHARE = 0.5
 #: ago and above ``GAP_FLOOR * tol``
 GAP_SHARE = 0.5
 GAP_FLOOR = 10.0
-#: the window where the data tells the rows rigid
-DATA_WINDOW = 1
 
 
 class StalledEquality:
     """The stalled-violation rule of an outer loop (module docstring); inert unless
     ``mode == "equality"``."""
 
-    def __init__(self, mode: str, tol: float, feas_tol: float, gp=None):
+    def __init__(self, mode: str, tol: float, feas_tol: float):
         self.on = mode == "equality"
-        self.data = rigid_from_data(gp) if self.on and gp is not None else None
-        self.window = WINDOW if self.data is None else DATA_WINDOW
         self.tol = tol
         self.floor = max(FEASIBILITY_TOLERANCE, feas_tol)
         self.rows: list[tuple[int, float, float, bool]] = []   # (rank, infeas, gap, at cap)
@@ -71,14 +60,13 @@ class StalledEquality:
             return False
         gap = min(entry["cheap_gap"], entry.get("refined_cheap_gap", float("inf")))
         self.rows.append((entry["rank"], float(infeas), float(gap), at_cap))
-        if len(self.rows) <= self.window:
+        if len(self.rows) <= WINDOW:
             return False
-        window = self.rows[-self.window - 1:]
+        window = self.rows[-WINDOW - 1:]
         rank0, infeas0, gap0, _ = window[0]
         rank1, infeas1, gap1, _ = window[-1]
         fired = (all(r == rank0 and cap for r, _, _, cap in window[1:])
-                 and infeas1 > self.floor
-                 and (self.data is not None or infeas1 > INFEAS_SHARE * infeas0)
+                 and infeas1 > self.floor and infeas1 > INFEAS_SHARE * infeas0
                  and gap1 > GAP_FLOOR * self.tol and gap1 > GAP_SHARE * gap0)
         if fired:
             entry[STOP_REASON] = self.describe()   # read by the backend's refusal
@@ -86,12 +74,8 @@ class StalledEquality:
 
     def describe(self) -> str:
         """What the rule saw, for the refusal's message."""
-        window = self.rows[-self.window - 1:]
+        window = self.rows[-WINDOW - 1:]
         (_, i0, g0, _), (_, i1, g1, _) = window[0], window[-1]
-        if self.data is not None:
-            return (f"{self.data.describe()}; at outer iteration {len(self.rows)} (rank "
-                    f"{window[-1][0]}, the penalty at its cap) the violation was {i1:.2g} "
-                    f"(from {i0:.2g}) and the cheap gap {g1:.2g} (from {g0:.2g})")
         return (f"over the last {WINDOW} outer iterations (at rank {window[-1][0]}, the "
                 f"penalty at its cap) the violation fell only from {i0:.2g} to {i1:.2g} "
                 f"and the cheap gap stayed at {g1:.2g} (from {g0:.2g})")
