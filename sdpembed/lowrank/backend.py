@@ -375,14 +375,17 @@ def _lower_rank_on_face(gp: GramProblem, result, opts: LowRankOptions, extra: di
     clique's block) replaces it where one restores to rounding
     (:data:`~sdpembed.lowrank.face.ROUNDING_FLOOR`); its objective and gap are re-evaluated
     against the result's bound. ``extra["face"]["lower_rank"]`` records
-    what happened."""
+    what happened. Where the face solve stopped on the stalled-equality rule (rows rigid
+    in the data's dimension) only that first rank is tried: the ranks above stall too, and
+    their budget would grow with ``time_limit``."""
     face = extra.get("face")
     if not face or not face.get("restored") or not result.infeasibility > opts.tol ** 2:
         return result
     U, _ = exposing_vectors(gp, nulls)
     first = max((rank for _, rank, _ in nulls), default=1)
     out = restore_at_lower_rank(gp, result.factor, U, ROUNDING_FLOOR, first=first,
-                                max_flops=_restoration_flops(opts))
+                                max_flops=(0.0 if result.stop_reason == RIGID_STOP
+                                           else _restoration_flops(opts)))
     if out is None:
         face["lower_rank"] = {"rank": None}
         return result
