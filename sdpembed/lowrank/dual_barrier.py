@@ -12,6 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from . import barrier_start
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
+from .barrier_point import BarrierPair, barrier_factor
 from .barrier_start import warm_fits, warm_start
 from .penalty import DistancePenalty
 from .space import FactorSpace
@@ -45,6 +46,9 @@ class DualBarrierResult:
     #               "numerical failure", "no interior point"
     iterations: int
     seconds: float
+    #: how to rebuild the smallest primal estimate (:func:`~.barrier_point.barrier_factor`):
+    #: its multipliers, barrier weight, Newton step (``None``: :math:`\mu S^+`) and slack scale
+    primal: tuple | None = None
 
 
 def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
@@ -111,6 +115,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     nu0 = space.duals(None)
     scale = _gershgorin(space, w, nu0) + 1.0
     best = [np.inf]     # the smallest primal value so far
+    where = [None]      # DualBarrierResult.primal of that value
 
     def factor(y):
         return _slack_cholesky(space, y, nu0, scale)
@@ -149,11 +154,13 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
         def value(trace_SX, r):
             return dual(y) + trace_SX + float(np.sum(w * np.abs(r - t) - y * (r - t)))
-        out = value(mu * (n - 1), mu * diagP)
+        out, how = value(mu * (n - 1), mu * diagP), None
         if factor(y - dy) is not None:
             PPdy = Hm @ dy - (1.0 / up**2 + 1.0 / lo**2) * dy
-            out = min(out, value(mu * (n - 1 - float(dy @ diagP)), mu * (diagP - PPdy)))
-        best[0] = min(best[0], out)
+            scaled = value(mu * (n - 1 - float(dy @ diagP)), mu * (diagP - PPdy))
+            out, how = (scaled, dy.copy()) if scaled < out else (out, None)
+        if out < best[0]:
+            best[0], where[0] = out, (y.copy(), mu, how, scale)
         return best[0] - dual(y) <= rel_gap * abs(dual(y))
 
     def to_box(y, dy):
@@ -185,7 +192,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                                             else _WARM_STEPS_EXPECTED))
     y = path.x
     return DualBarrierResult(y, dual(y), best[0] - dual(y), path.status, path.iterations,
-                             time.perf_counter() - t0)
+                             time.perf_counter() - t0, where[0])
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
@@ -238,7 +245,7 @@ class DualOptimum:
         self.warm = warm_fits(space, pen, _BARRIER_EDGES)   # from the refined multipliers
         self.passes = 0
         self.result: DualBarrierResult | None = None
-        self.adopted = False
+        self.adopted = self.paired = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -262,6 +269,24 @@ class DualOptimum:
             return None
         self.adopted = True
         return self.result.y.copy(), self.space.duals(None)
+
+    def pair(self, W: np.ndarray, y: np.ndarray, nu: np.ndarray) -> BarrierPair | None:
+        """Once, after a converged run: its smallest primal estimate as a factor of the
+        fewest leading eigenpairs (from the rank of the iterate ``W``) within half of
+        ``tol`` of that estimate's objective, with the run's multipliers, led by the
+        augmented Lagrangian's ``(y, nu)`` (:func:`~.barrier_point.barrier_factor`); ``None``
+        otherwise. The pair proves the run's own gap whatever the iterate (docs/tuning.md,
+        "The slow rows at n <= 600")."""
+        res = self.result
+        if self.paired or res is None or res.status != "converged" or res.primal is None:
+            return None
+        self.paired = True
+        y_b, mu, dy, scale = res.primal
+        nu0 = self.space.duals(None)
+        got = barrier_factor(self.space, self.pen, y_b, mu, dy, scale, nu0, W.shape[1],
+                             0.5 * self.tol * abs(res.bound))
+        return None if got is None else BarrierPair(got[0], res.y, nu0, res.bound, res.status,
+                                                    res.iterations, [(y, nu)])
 
     @property
     def _usable(self) -> bool:

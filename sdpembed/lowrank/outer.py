@@ -400,13 +400,11 @@ class _OuterLoop:
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
-            candidates = [(self.y, self.nu)] + (
-                [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
+            candidates = [(self.y, self.nu)] + [(y_ref, nu_ref)][:int(refined_gap <= opts.tol)]
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self.last_inner != "cut" and (
-                self._stalled(cheap_gap)
+        elif not self._late() and self.last_inner != "cut" and (self._stalled(cheap_gap)
                 or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
@@ -414,19 +412,20 @@ class _OuterLoop:
             # no missing dimension, the primal converged: the multipliers are what lags,
             # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
             self.stall_raise = not grew and converged_primal
-        if self.status != "optimal" and self.eq_dual.wanted(
-                self.sigma > self.sigma0 * (1 + 1e-9), not self._can_raise(), converged_primal,
-                cheap_gap):
+        if self.status != "optimal" and (pair := self.dual.pair(W, self.y, self.nu)) is not None:
+            self._barrier_pair(entry, pair)     # the interval barrier's point, once
+        elif self.status != "optimal" and self.eq_dual.wanted(self.sigma > self.sigma0 * (
+                1 + 1e-9), not self._can_raise(), converged_primal, cheap_gap):
             self._barrier_pair(entry)
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
 
-    def _barrier_pair(self, entry: dict) -> None:
-        """``"equality"``, the residual stalled (:meth:`~.equality_barrier.EqualityOptimum.wanted`):
-        the barrier's primal point and multipliers, certified as a pair (the loop ends where
-        they prove ``tol``); without a point, its multipliers where they prove infeasibility."""
+    def _barrier_pair(self, entry: dict, res=None) -> None:
+        """``"equality"``, the residual stalled (``EqualityOptimum.wanted``), or ``res`` (from
+        ``DualOptimum.pair``): the barrier's primal point and multipliers, certified as a pair
+        (the loop ends where they prove ``tol``); else its multipliers' infeasibility proof."""
         t_b = time.perf_counter()
-        res = self.eq_dual.run(self.loop_deadline)
+        res = self.eq_dual.run(self.loop_deadline) if res is None else res
         if res is not None:
             W_b = res.points
             quad, D, h = self.alm.objective_parts(W_b)
@@ -436,7 +435,8 @@ class _OuterLoop:
             if inf_b <= self.opts.feas_tol:
                 if self.best_primal is None or p_b < self.best_primal[0]:
                     self.best_primal = (p_b, W_b, inf_b)
-                self.attempt_certificate(entry, [(res.y, res.nu)], p_b, p_b, res.bound)
+                self.attempt_certificate(entry, [*getattr(res, "lead", ()), (res.y, res.nu)],
+                                         p_b, p_b, res.bound)
         elif (ray := self.eq_dual.farkas()) is not None:   # reported: _classify_infeasible
             self.y, self.nu, self.best_dual, self.status = *ray, None, "infeasible"
         self.timings["certificates"] += time.perf_counter() - t_b

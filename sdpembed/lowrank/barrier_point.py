@@ -1,0 +1,96 @@
+r"""The ``"interval"`` dual barrier's primal point, as a factor the outer loop can certify.
+
+Every step of :func:`~sdpembed.lowrank.dual_barrier.dual_barrier` estimates a primal point,
+:math:`X = \mu S^+` or the dual-scaling :math:`X = \mu S^+(S - \Delta S)S^+` (Benson, Ye &
+Zhang 2000; :math:`S^+` the inverse of the slack on :math:`\mathbf 1^\perp`), and stops once
+the smallest objective of these is within its ``rel_gap`` of its dual value. Every centred
+:math:`X \succeq 0` is feasible for the ``"interval"`` problem (the distances are
+penalised, not constrained), so that point and the barrier's multipliers are a primal-dual
+pair whatever the augmented Lagrangian's iterate is. :func:`barrier_factor` rebuilds the
+best estimate from the step that gave it (one n x n inverse) and returns it as a factor
+:math:`F` with :math:`FF^T \approx X`: its leading eigenpairs, as few as keep the
+objective within ``budget`` of the full point's (an interior point has full rank, the
+optimum's rank is far lower; any truncation is still feasible).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+
+from .barrier_path import _slack_cholesky
+from .penalty import DistancePenalty
+from .space import FactorSpace
+
+__all__ = ["BarrierPair", "barrier_factor", "objective_of"]
+
+
+def objective_of(space: FactorSpace, pen: DistancePenalty, F: np.ndarray) -> float:
+    r"""The ``"interval"`` objective :math:`\langle \tilde C, FF^T\rangle + \sum_e
+    w_e|D_e - \bar D_e|` of the centred points ``F`` (full space, no SNR or added rows)."""
+    quad = float(np.sum(F * space.apply_C(F)))
+    Z = space.diffs(F)
+    return quad + pen.objective(np.einsum("ij,ij->i", Z, Z))
+
+
+def _centred(A: np.ndarray) -> np.ndarray:
+    """:math:`JAJ` with :math:`J = I - \\mathbf 1\\mathbf 1^T/n`."""
+    A = A - A.mean(axis=0)[None, :]
+    return A - A.mean(axis=1)[:, None]
+
+
+def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: float,
+                   dy: np.ndarray | None, scale: float, nu0: np.ndarray, k0: int,
+                   budget: float) -> tuple[np.ndarray, float] | None:
+    r"""``(F, p)``: the barrier's primal estimate at multipliers ``y``, weight ``mu`` and
+    (``dy`` not ``None``) Newton step ``dy`` (the dual-scaling point; else :math:`\mu S^+`),
+    as its ``k`` leading eigenpairs, ``k`` the first of ``k0``, ``2 k0``, ... whose
+    objective ``p`` is within ``budget`` of the full point's (all positive eigenpairs at
+    the end); ``None`` where the slack is not positive definite at ``y`` (rounding).
+    ``scale``: the multiple of :math:`\mathbf 1\mathbf 1^T/n` added to the slack by
+    :func:`~.barrier_path._slack_cholesky`."""
+    fac = _slack_cholesky(space, y, nu0, scale)
+    if fac is None:
+        return None
+    n = space.dim
+    Li = sla.solve_triangular(fac[0], np.eye(n), lower=True, check_finite=False)
+    Sp = _centred(Li.T @ Li)            # S^+ on 1-perp
+    X = Sp
+    if dy is not None:
+        ES = np.asarray(space.E @ Sp)   # m x n
+        X = Sp - ES.T @ (dy[:, None] * ES)
+    X = mu * 0.5 * (X + X.T)
+    lam, U = np.linalg.eigh(X)
+    order = np.argsort(lam)[::-1]
+    lam, U = lam[order], U[:, order]
+    pos = int(np.sum(lam > 0))
+    if pos == 0:
+        return None
+    F_all = U[:, :pos] * np.sqrt(lam[:pos])
+    p_all = objective_of(space, pen, F_all)
+    k = max(1, min(k0, pos))
+    while k < pos:
+        F = space.project(F_all[:, :k])
+        p = objective_of(space, pen, F)
+        if p <= p_all + budget:
+            return F, p
+        k = min(2 * k, pos)
+    return space.project(F_all), p_all
+
+
+@dataclass
+class BarrierPair:
+    """The barrier's primal point ``points`` (centred, n x k) with its multipliers ``y``,
+    ``nu`` and their dual value ``bound``, in the form the outer loop certifies
+    (``_OuterLoop._barrier_pair``, as the equality barrier's), after the multipliers
+    ``lead`` (the augmented Lagrangian's, the certificate's first candidate)."""
+
+    points: np.ndarray
+    y: np.ndarray
+    nu: np.ndarray
+    bound: float
+    status: str
+    iterations: int
+    lead: list

@@ -1,0 +1,91 @@
+"""The ``"interval"`` dual barrier's primal point as a factor, certified with its multipliers
+(docs/tuning.md, "The slow rows at n <= 600 (2026-11-30, twentieth round)")."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_moons
+
+from sdpembed.formulations.dvu import dvu
+from sdpembed.graphs import knn_graph
+from sdpembed.lowrank.backend import _formulation_problem
+from sdpembed.lowrank.barrier_point import barrier_factor, objective_of
+from sdpembed.lowrank.certificate import certify
+from sdpembed.lowrank.dual_barrier import DualOptimum, dual_barrier
+from sdpembed.lowrank.penalty import DistancePenalty
+from sdpembed.lowrank.space import FactorSpace
+from sdpembed.solvers import solve
+
+
+def _moons(n: int, seed: int):
+    X, y = make_moons(n, noise=0.1, random_state=seed)
+    y = np.where(np.random.default_rng(seed).random(n) < 0.8, y, -1)
+    return dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
+
+
+def test_the_barrier_point_brackets_the_optimum_clarabel_finds():
+    f = _moons(40, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # CLARABEL's optimal_inaccurate
+        ref = solve(f, solver="CLARABEL")
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    res = dual_barrier(space, pen, rel_gap=1e-5)
+    assert res.status == "converged" and res.primal is not None
+    y_b, mu, dy, scale = res.primal
+    nu0 = space.duals(None)
+    # the whole point (every positive eigenpair) has the objective the run recorded, up
+    # to the rounding of S^+ near the optimum (5e-8 relative here)
+    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, space.dim, 0.0)
+    assert abs(F.sum(axis=0)).max() <= 1e-9 * abs(F).max()        # centred
+    assert p == pytest.approx(objective_of(space, pen, F), rel=1e-12)
+    assert res.bound <= p <= res.bound + res.gap + 1e-6 * abs(res.bound)
+    # truncated from rank 2 up to within a budget of 1e-5 |bound|: fewer columns, still
+    # above the certified bound (any centred X >= 0 is feasible) and within the budget
+    budget = 1e-5 * abs(res.bound)
+    Fk, pk = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, 2, budget)
+    assert Fk.shape[1] < F.shape[1] and pk <= p + budget
+    cert = certify(space, pen, res.y, None)
+    assert cert.check == "dense" and cert.lambda_min >= 0
+    assert cert.bound <= pk and (pk - cert.bound) <= 2e-5 * abs(cert.bound)
+    # both on CLARABEL's optimum (optimal_inaccurate here: about 6e-6 relative)
+    assert pk == pytest.approx(ref.objective, rel=2e-5)
+
+
+def test_the_pair_is_offered_once_after_a_converged_run_only():
+    f = _moons(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    dual = DualOptimum(space, pen, 1e-4)
+    W = np.zeros((space.dim, 3))
+    y0, nu0 = np.zeros(pen.t.size), space.duals(None)
+    assert dual.pair(W, y0, nu0) is None                   # no run yet
+    dual.candidate(np.inf)
+    assert dual.pair(W, y0, nu0) is None                   # first pass: the refinement
+    dual.candidate(np.inf)                                 # second: the barrier
+    assert dual.result.status == "converged"
+    pair = dual.pair(W, y0, nu0)
+    assert pair is not None and pair.points.shape[0] == space.dim
+    assert 3 <= pair.points.shape[1] < space.dim           # from the iterate's rank up
+    assert np.array_equal(pair.y, dual.result.y) and pair.lead[0][0] is y0
+    assert pair.bound == dual.result.bound
+    assert objective_of(space, pen, pair.points) <= pair.bound + 0.6e-4 * abs(pair.bound)
+    assert dual.pair(W, y0, nu0) is None                   # once
+
+
+@pytest.mark.slow
+def test_swiss_roll_certifies_at_the_barrier_point():
+    # 120 points of a Swiss roll, 6-NN (a small swiss400-dvu-k6): the barrier converges at
+    # outer iteration 16, whose iterate is still far from the optimum (cheap gap 4e-3); its
+    # own point and multipliers prove tol there. Without the pair (main at 0277840) the
+    # solve certifies only at outer 35 (8.7e-5), so it fails at this max_outer
+    from sklearn.datasets import make_swiss_roll
+    X, t = make_swiss_roll(120, random_state=0)
+    y = np.where(np.random.default_rng(0).random(120) < 0.2, (t > np.median(t)).astype(int), -1)
+    f = dvu(knn_graph(X, n_neighbors=6, n_random=0), y)
+    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=20)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert "barrier multipliers" in rep.extra["certificate"]
+    # the reported factor: the barrier point's leading eigenpairs, fewer than n
+    assert rep.extra["rank"] < 120
