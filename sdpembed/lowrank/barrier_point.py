@@ -47,8 +47,9 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     r"""``(F, p)``: the barrier's primal estimate at multipliers ``y``, weight ``mu`` and
     (``dy`` not ``None``) Newton step ``dy`` (the dual-scaling point; else :math:`\mu S^+`),
     as its ``k`` leading eigenpairs, ``k`` the first of ``k0``, ``2 k0``, ... whose
-    objective ``p`` is within ``budget`` of the full point's (all positive eigenpairs at
-    the end); ``None`` where the slack is not positive definite at ``y`` (rounding).
+    objective ``p`` is within ``budget`` of the full point's (at the end all eigenpairs
+    above rounding, :math:`\lambda > n\,\epsilon\,\lambda_{\max}`); ``None`` where
+    the slack is not positive definite at ``y`` (rounding).
     ``scale``: the multiple of :math:`\mathbf 1\mathbf 1^T/n` added to the slack by
     :func:`~.barrier_path._slack_cholesky`."""
     fac = _slack_cholesky(space, y, nu0, scale)
@@ -65,7 +66,7 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     lam, U = np.linalg.eigh(X)
     order = np.argsort(lam)[::-1]
     lam, U = lam[order], U[:, order]
-    pos = int(np.sum(lam > 0))
+    pos = int(np.sum(lam > n * np.finfo(float).eps * max(lam[0], 0.0)))   # above rounding
     if pos == 0:
         return None
     F_all = U[:, :pos] * np.sqrt(lam[:pos])
