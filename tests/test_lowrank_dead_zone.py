@@ -11,7 +11,7 @@ from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import dual_barrier
 from sdpembed.lowrank.options import DenseLimits, LowRankOptions
-from sdpembed.lowrank.outer import _STALL_LOW
+from sdpembed.lowrank.stall import _STALL_LOW
 from sdpembed.solvers import solve
 
 

@@ -276,3 +276,97 @@ def test_a_block_certificate_starts_no_factorisation_past_the_time_limit(data, m
                                   factor_seconds=[100.0])
     cert = cmod.certify(space, pen, y, nu, cache=cache, block=12)
     assert made == [] and cert.bound is None and cmod.BLOCK_STOPPED in cert.note
+
+
+def _slow_factorisations(monkeypatch, seconds=100.0):
+    """Every factorisation of the slack costs ``seconds`` on a fake clock (the solves none):
+    ``(now, made)``, the clock and the start of each factorisation."""
+    now, made = [0.0], []
+    factor = sparse_slack.factor_at_shift
+
+    def slow(*args, **kw):
+        made.append(now[0])
+        out = factor(*args, **kw)
+        now[0] += seconds
+        return out
+    monkeypatch.setattr(sparse_slack, "factor_at_shift", slow)
+    monkeypatch.setattr(time, "perf_counter", lambda: now[0])
+    return now, made
+
+
+def test_escape_directions_start_no_factorisation_past_the_time_limit(data, monkeypatch):
+    """The escape block (``escape_directions``, 16 bottom pairs by shift-invert where the
+    certificate kept none) asks the solve's time limit as ``certify``'s block does: with a
+    factorisation of 100 s measured and 50 s left it starts none and returns the
+    certificate's own vector; with time, it factorises and finds more directions. On
+    main it factorised past the limit (``made == [0.0, 100.0]``)."""
+    from sdpembed.lowrank import certificate as cmod
+    from sdpembed.lowrank.escape import escape_directions
+
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    pen = lowrank.DistancePenalty(gp)
+    cert = cmod.certify(space, pen, y, nu, block=4)
+    assert cert.lambda_min < 0 and cert.y is not None
+    now, made = _slow_factorisations(monkeypatch)
+    free = escape_directions(space, cmod.CertificateCache(), cert, room=20)
+    assert len(made) >= 1 and len(free) > 1       # with time: a block, more directions
+    now[0], made[:] = 0.0, []
+    cache = cmod.CertificateCache(deadline=50.0, slack=0.0, factor_seconds=[100.0])
+    late = escape_directions(space, cache, cert, room=20)
+    assert made == [] and len(late) == 1 and late[0] is cert.eig.vector
+
+
+def test_the_stall_growth_starts_no_factorisation_past_the_time_limit(data, outer_loop,
+                                                                      monkeypatch):
+    """The outer loop's rank growth on a stalled gap (``_grow_on_stall``: 16 bottom pairs
+    by shift-invert above ``limits.eig``) under the solve's time limit: with 50 s left and
+    a factorisation of 100 s measured, none is started and the rank does not grow; with
+    time, the rank grows along the negative eigenvectors. On main it factorised whatever
+    the time (``made == [0.0, 100.0]``)."""
+    X, y, graph = data
+    gp, y_rand, _ = _cases(data)["dvu"]
+    loop, _ = outer_loop(dvu(graph, y, centroids="eliminated"),
+                         lowrank.LowRankOptions(dense_limits=lowrank.DenseLimits(eig=10)))
+    assert loop.space.dim > loop.space.limits.eig
+    loop.y = y_rand
+    rank = loop.W.shape[1]
+    now, made = _slow_factorisations(monkeypatch)
+    loop.cache.deadline, loop.cache.slack, loop.cache.factor_seconds = 50.0, 0.0, [100.0]
+    entry = {}
+    assert not loop._grow_on_stall(entry)
+    assert made == [] and loop.W.shape[1] == rank and entry == {}
+    loop.cache.deadline = np.inf
+    assert loop._grow_on_stall(entry)
+    assert len(made) >= 1 and loop.W.shape[1] > rank and entry["stall_lambda_min"] < 0
+
+
+def test_a_lift_round_starts_no_factorisation_past_the_time_limit(data, monkeypatch):
+    """``lift_multipliers`` above ``limits.eig`` with the solve's ``late``: with 150 s to the
+    deadline and factorisations of 100 s, the first round's block makes one (the nearer
+    shift's is left out), the second round's is not started, and the lift returns the
+    first round's multipliers with their own smallest eigenpair; a lift whose first
+    block cannot start raises ``CertificateLate``."""
+    from sdpembed.lowrank import certificate as cmod
+
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    pen = lowrank.DistancePenalty(gp)
+    w0 = float(_exact(space, y, nu)[0][0])
+    assert w0 < 0
+    now, made = _slow_factorisations(monkeypatch)
+    cache = cmod.CertificateCache(deadline=150.0, slack=0.0)
+    times = sparse_slack.FactorTimes()
+    y_l, eig = lowrank.lift_multipliers(space, pen, y, nu, n_eig=12, min_block=8,
+                                        late=cache.late, times=times)
+    assert made == [0.0] and times.factor == [100.0] and now[0] <= cache.deadline
+    assert np.array_equal(y_l, np.clip(y, -pen.w, pen.w))   # the first round's
+    w, scale = _exact(space, y_l, nu)
+    assert abs(eig.value - w[0]) <= 1e-8 * scale
+    now[0], made[:] = 0.0, []
+    with pytest.raises(sparse_slack.CertificateLate):
+        lowrank.lift_multipliers(space, pen, y, nu, n_eig=12, min_block=8,
+                                 late=cmod.CertificateCache(deadline=50.0, slack=0.0,
+                                                            factor_seconds=[100.0]).late,
+                                 times=sparse_slack.FactorTimes(first=100.0))
+    assert made == []

@@ -203,6 +203,21 @@ class CertificateCache:
         end past ``deadline + slack``."""
         return space.dim > space.limits.eig and self.late(self.block_estimate())
 
+    def bottom(self, space: FactorSpace, y, nu, k: int, **kwargs
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+        """:func:`~sdpembed.lowrank.spectrum._bottom` (``kwargs`` passed on) under the solve's
+        time limit, as :func:`certify`'s block: :meth:`late` asked before each factorisation
+        and the solves (estimated from :meth:`factor_estimate`), every factorisation's
+        seconds kept in ``factor_seconds``; ``None`` where a needed step would end past the
+        limit (``CertificateLate``)."""
+        times = FactorTimes(first=self.factor_estimate())
+        try:
+            return _bottom(space, y, nu, k, late=self.late, times=times, **kwargs)
+        except CertificateLate:
+            return None
+        finally:
+            self.factor_seconds.extend(times.factor)
+
     def verify_estimate(self) -> float | None:
         """The longest verifying factorisation of this solve so far, else the longest of the
         blocks' (the same pattern in full coordinates; ``None``: none made)."""

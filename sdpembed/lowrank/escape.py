@@ -9,7 +9,6 @@ from scipy.sparse.linalg import LinearOperator, lsqr
 
 from .alm import _ALM, _descent_length, _escape
 from .space import FactorSpace
-from .spectrum import _bottom
 
 if TYPE_CHECKING:
     from .certificate import Certificate, CertificateCache
@@ -44,22 +43,27 @@ def escape_directions(space: FactorSpace, cache: CertificateCache, certificate: 
     k = min(_ESCAPE_BLOCK, space.dim - 2)
     if k < 2:
         return vectors
-    lam, X = _bottom_pairs(space, cache, certificate, k)
+    pairs = _bottom_pairs(space, cache, certificate, k)
+    if pairs is None:        # a factorisation would end past the time limit
+        return vectors
+    lam, X = pairs
     more = [X[:, i] for i in range(1, k)
             if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
     return vectors + more
 
 
 def _bottom_pairs(space: FactorSpace, cache: CertificateCache, certificate: Certificate,
-                  k: int) -> tuple[np.ndarray, np.ndarray]:
+                  k: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The ``k`` bottom eigenpairs of :math:`S` at the certificate's multipliers: those
     its own shift-invert block computed (``cache.eigenpairs``, interval problems above
-    ``limits.eig``) when it kept them, else :func:`~sdpembed.lowrank.spectrum._bottom`."""
+    ``limits.eig``) when it kept them, else :func:`~sdpembed.lowrank.spectrum._bottom` under
+    the solve's time limit (:meth:`~.certificate.CertificateCache.bottom`; ``None`` where a
+    factorisation or the solves would end past it)."""
     nu = space.duals(certificate.nu)
     for y_c, nu_c, lam, X in cache.eigenpairs:
         if lam.size >= k and np.array_equal(y_c, certificate.y) and np.array_equal(nu_c, nu):
             return lam[:k], X[:, :k]
-    return _bottom(space, certificate.y, certificate.nu, k, guess=certificate.lambda_min)
+    return cache.bottom(space, certificate.y, certificate.nu, k, guess=certificate.lambda_min)
 
 
 def grow(alm: _ALM, W: np.ndarray, vectors: list[np.ndarray], y: np.ndarray,

@@ -6,6 +6,7 @@ import numpy as np
 
 from .certificate import _LIFTED, CertificateCache, _certificate_from_eig, _lift_start, relative_gap
 from .repair import _past, lift_multipliers
+from .sparse_slack import CertificateLate, FactorTimes
 
 #: the second, two-sided lift (``both_ways``) is made only where the first one's certified
 #: gap is at most this factor times ``tol``: it lowered that gap by 1-26 % where measured,
@@ -27,7 +28,9 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
     The lift stops once the
     shifted bound proves half of ``tol`` against ``p_best`` (its ``target``), or at
-    ``deadline``; none is started after it. When its certificate misses ``tol`` against
+    ``deadline``; none is started after it, and no factorisation of a round's block that
+    ``cache.late`` says would end past the time limit (:func:`~.certificate.certify`'s
+    rule). When its certificate misses ``tol`` against
     ``p_best`` by at most ``_SECOND_LIFT`` times ``tol``, a second lift from the same
     candidate also lowers multipliers (``both_ways``); the higher bound of the two is
     returned.
@@ -54,11 +57,18 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
                 opts.tol < relative_gap(p_best, cert.bound) <= _SECOND_LIFT * opts.tol))):
             break
         # stop lifting once the shift proves half the gap tolerance (a margin for the check)
-        y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound,
-                                    eigenpairs=pairs,
-                                    target=p_best - 0.5 * opts.tol * abs(p_best),
-                                    mu0=-np.inf if cache.mu0 is None else cache.mu0,
-                                    deadline=deadline, both_ways=both_ways)
+        times = FactorTimes(first=cache.factor_estimate())
+        try:
+            y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound,
+                                        eigenpairs=pairs,
+                                        target=p_best - 0.5 * opts.tol * abs(p_best),
+                                        mu0=-np.inf if cache.mu0 is None else cache.mu0,
+                                        deadline=deadline, both_ways=both_ways,
+                                        late=cache.late, times=times)
+        except CertificateLate:     # its first block would end past the time limit
+            break
+        finally:
+            cache.factor_seconds.extend(times.factor)
         lifted = _certificate_from_eig(space, pen, y_l, nu_s, eig, cache, opts.eig_tol, False)
         lifted.note = _LIFTED + lifted.note
         if cert is None or (lifted.bound is not None and (

@@ -24,7 +24,7 @@ from .certificate import (
 )
 from .dual_barrier import DualOptimum
 from .equality_barrier import EqualityOptimum
-from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions, grow
+from .escape import escape_directions, grow
 from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
@@ -34,7 +34,7 @@ from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _rank_deficient, _trim_rank
-from .spectrum import _bottom
+from .stall import _LIFT_GAP, _LIFT_GAP_SPARSE, StallGrowth
 from .sweep import warm_multipliers
 
 logger = logging.getLogger(__name__)
@@ -64,27 +64,6 @@ _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
 #: (docs/tuning.md, "Instances with n <= 600 ... eleventh round", "... sixteenth round")
 _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 
-#: the lift of the multipliers is tried only once the unlifted certified gap is within
-#: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
-#: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
-_LIFT_GAP = 100.0
-#: ... where the bottom eigenpairs are sparse (n > ``limits.eig``): up to this factor the
-#: lift is tried before growing (docs/tuning.md, "The rank-growth decision at n = 2,500")
-_LIFT_GAP_SPARSE = 300.0
-
-#: rank growth on a stalled cheap gap (:meth:`_OuterLoop._grow_on_stall`): outer iterations
-#: between two growths, and the share of the best of the previous two cheap gaps the
-#: current one must stay above to count as stalled
-_STALL_WINDOW = 3
-_STALL_RATIO = 0.5
-#: ... and only above this cheap gap (where Newton-CG takes over and certificate attempts
-#: with their own rank growth are near), except where the bottom eigenpairs are dense
-#: (n <= ``DenseLimits.eig``): there down to ``_STALL_LOW`` times ``tol``, since between
-#: that and the floor no attempt, hence no growth, comes while the gap stalls
-#: (docs/tuning.md, "Moons and ionosphere")
-_STALL_FLOOR = 1e-2
-_STALL_LOW = 3.0
-
 #: the subproblem tolerance is tightened tenfold where the cheap gap, above ``tol``, has
 #: not fallen below ``_TIGHTEN_RATIO`` times its value ``_TIGHTEN_WINDOW`` outer iterations
 #: before (and no such tightening was made in between), and the last subproblem was
@@ -95,7 +74,7 @@ _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
 
 
-class _OuterLoop:
+class _OuterLoop(StallGrowth):
     r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
 
     Each iteration (:meth:`step`) solves the subproblem at the current
@@ -586,54 +565,6 @@ class _OuterLoop:
         # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
         # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
         self.cheap_prev = np.inf
-
-    def _stalled(self, cheap_gap: float) -> bool:
-        r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
-        ``tol`` and ``_STALL_FLOOR`` (where the bottom eigenpairs are dense, n <=
-        ``DenseLimits.eig``: above ``_STALL_LOW`` times ``tol``), and above ``_STALL_RATIO``
-        times the best of the two iterations before, at least ``_STALL_WINDOW`` outer
-        iterations after the start or the last rank growth (full space only, below
-        ``max_rank``), and never while added rows are violated beyond ``feas_tol``."""
-        if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
-                or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
-            return False
-        if self.k_viol > self.opts.feas_tol:
-            # violated added rows stall the gap until their multipliers have grown (their
-            # penalty's schedule), not for want of a dimension
-            return False
-        floor = _STALL_LOW * self.opts.tol if self.space.dim <= self.space.limits.eig \
-            else max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR)
-        if not cheap_gap > floor:
-            return False
-        before = min(h["cheap_gap"] for h in self.history[-2:])
-        return cheap_gap > _STALL_RATIO * before
-
-    def _grow_on_stall(self, entry: dict) -> bool:
-        r"""Grow the rank along the negative eigenvectors of :math:`S(y,\nu)` at the current
-        multipliers, when the cheap gap stalls (:meth:`_stalled`).
-
-        A factor of lower rank than the optimum has no stationary point with multipliers
-        that close the gap: the subproblems converge, the cheap gap stays put, and no
-        certificate attempt, whose negative eigenvector would grow the rank, is ever made
-        (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
-        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
-        bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
-        where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
-        column (:func:`~.escape.grow`), up to ``max_rank``. Returns whether the rank grew."""
-        if _rank_deficient(self.W):
-            return False
-        space = self.space
-        k = min(_ESCAPE_BLOCK, space.dim - 2)
-        if k < 1:
-            return False
-        lam, X = _bottom(space, self.y, self.nu, k)
-        room = self.opts.max_rank - self.W.shape[1]
-        if not lam[0] < 0:
-            return False
-        self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
-                   entry)
-        entry["stall_lambda_min"] = float(lam[0])
-        return True
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified

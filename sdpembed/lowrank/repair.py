@@ -17,6 +17,7 @@ from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
 from .space import FactorSpace
+from .sparse_slack import CertificateLate
 from .spectrum import EigenEstimate, _bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
@@ -371,7 +372,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
                      near_shifts: bool = True,
-                     both_ways: bool = False) -> tuple[np.ndarray, EigenEstimate]:
+                     both_ways: bool = False, late=None,
+                     times=None) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
@@ -429,6 +431,10 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     so far that the :math:`2|\delta_e|\|c_e\|^2` together stay within half the smallest
     eigenvalue outside the block. The result is only a candidate: the certificate treats
     it like any other dual point (and verifies it for n > ``DenseLimits.eig``).
+    ``late``, ``times``: the time limit's test and the factorisations' seconds of each
+    round's shift-invert block (``sparse_bottom``'s); where a round after the first must
+    stop before its block, the previous round's multipliers and eigenpair are returned,
+    where the first must, ``CertificateLate`` is raised.
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
@@ -468,7 +474,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     nu = space.duals(nu)
     off = space.linear_offset(nu)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
-    lowered = False
+    lowered, before = False, None
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
@@ -476,14 +482,21 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl);
             # not after a round that lowered multipliers
             weyl = r > 0 and near_shifts and not lowered
-            lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
-                             lower=float(lam[0]) if weyl else None, raise_shift=near_shifts)
+            try:
+                lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
+                                 lower=float(lam[0]) if weyl else None,
+                                 raise_shift=near_shifts, late=late, times=times)
+            except CertificateLate:
+                if before is None:
+                    raise
+                return before   # the last multipliers whose eigenpair is known
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
         if lam[0] >= 0 or r == rounds or _past(deadline) \
                 or (floor is not None and -pen.conjugate(y) - off < floor) \
                 or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):
             break
+        before = (y.copy(), eig)
         neg = lam < 0
         K = min(k_all, max(int(neg.sum()) + 16, min_block))
         Bm = space.E @ X[:, :K]

@@ -106,10 +106,13 @@ class FactorSpace:
 
     def diffs(self, W: np.ndarray) -> np.ndarray:
         """:math:`EW`: in the full space the rows' differences :math:`w_i - w_j` by two
-        gathers (the same numbers as the incidence product, without its sparse loop)."""
+        gathers, the second subtracted in place from the first (the same numbers as the
+        incidence product, without its sparse loop; two m x k arrays, not three)."""
         if self.Q is None:
             i, j = self._ends
-            return np.subtract(W.take(i, axis=0), W.take(j, axis=0))
+            Z = W.take(i, axis=0)
+            Z -= W.take(j, axis=0)
+            return Z
         return self.E @ W
 
     @cached_property

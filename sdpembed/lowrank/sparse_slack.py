@@ -99,6 +99,7 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import breadth_first_order
 
 from ..formulations.gram import DiagPlusLowRank
+from .arpack import eigsh
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
@@ -736,7 +737,7 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     ncv = min(n - 1, max(2 * k + 1, 20))
     if late is not None and late(times.estimate(0, ncv)):
         raise CertificateLate("the shift-invert solves would end past the time limit")
-    nu_, X = spla.eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol)
+    nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol)
     X = X - X.mean(axis=0)
     X, _ = np.linalg.qr(X)
     SX = space.apply_S(X, y, space.duals(nu))
