@@ -16,7 +16,7 @@ ARPACK_SEED = 0
 _TAKES_RNG = "rng" in inspect.signature(spla.eigsh).parameters
 
 
-def eigsh(A, **kwargs):
+def eigsh(A: object, **kwargs: object) -> tuple[np.ndarray, np.ndarray]:
     """:func:`scipy.sparse.linalg.eigsh` with ``rng`` a fresh generator seeded with
     ``ARPACK_SEED``. ARPACK asks for a random vector at every restart whose residual it
     cannot use (several per run of a loose Lanczos); SciPy draws them from a generator seeded

@@ -203,8 +203,8 @@ class CertificateCache:
         end past ``deadline + slack``."""
         return space.dim > space.limits.eig and self.late(self.block_estimate())
 
-    def bottom(self, space: FactorSpace, y, nu, k: int, **kwargs
-               ) -> tuple[np.ndarray, np.ndarray] | None:
+    def bottom(self, space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int,
+               **kwargs: object) -> tuple[np.ndarray, np.ndarray] | None:
         """:func:`~sdpembed.lowrank.spectrum._bottom` (``kwargs`` passed on) under the solve's
         time limit, as :func:`certify`'s block: :meth:`late` asked before each factorisation
         and the solves (estimated from :meth:`factor_estimate`), every factorisation's

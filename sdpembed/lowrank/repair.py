@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.optimize as sopt
@@ -17,7 +18,7 @@ from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .sparse_slack import CertificateLate
+from .sparse_slack import CertificateLate, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
@@ -372,8 +373,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
                      near_shifts: bool = True,
-                     both_ways: bool = False, late=None,
-                     times=None) -> tuple[np.ndarray, EigenEstimate]:
+                     both_ways: bool = False,
+                     late: Callable[[float | None], bool] | None = None,
+                     times: FactorTimes | None = None) -> tuple[np.ndarray, EigenEstimate]:
     r"""Raise the multipliers of a few edges until :math:`S(y,\nu)\succeq 0` (``"interval"``).
 
     Adding :math:`\delta_e\ge 0` to :math:`y_e` adds the PSD term
