@@ -454,12 +454,15 @@ def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank():
 def test_seed_90521_restored_at_lower_rank_holds_the_optimum_in_its_interval():
     """Seed 90521. Before (``time_limit`` 20 and 60): ``SolverFailedError``, the point
     restored onto the clique face to 1.6e-8 (objective -0.6736936, *below* CSDP's
-    -0.6735900). Now the point restored at rank 3 is feasible to rounding at CSDP's
-    objective (1e-8). Its bound comes from the face solve's lifted multipliers, and how
-    tight it is depends on how far that solve gets in the time left (gaps 8.6e-5, 1.4e-4,
-    3.6e-4 in three runs at load 9-10): a result where the gap is within
-    ``FAR_FROM_OPTIMAL``, else a refusal that carries the point; either way the point is
-    CSDP's and the bound lies below it."""
+    -0.6735900). Which path the solve takes depends on the clock (wall-time
+    ``time_limit``): on a quiet machine the full solve certifies at outer 19 (13 s, gap
+    8.8e-9, infeasibility 3.2e-10, objective 1.3e-8 below CSDP's, bought by that
+    violation); under load the face path runs, the point restored at rank 3 feasible to
+    rounding at CSDP's objective (1e-8), its bound from the face solve's lifted
+    multipliers (gaps 8.6e-5, 1.4e-4, 3.6e-4 in three runs at load 9-10): a result where
+    the gap is within ``FAR_FROM_OPTIMAL``, else a refusal that carries the point. Either
+    way the objective is CSDP's to what the point's violation can buy, and the bound lies
+    below CSDP's optimum."""
     from sdpembed.exceptions import SolverFailedError
 
     f = _seed(90521)
@@ -470,11 +473,20 @@ def test_seed_90521_restored_at_lower_rank_holds_the_optimum_in_its_interval():
             rep = solve(f, solver="LOWRANK", time_limit=60.0)
         point, objective, bound = f.factor, rep.objective, rep.bound
         assert rep.certified_gap <= 1e-2
+        infeasibility = rep.primal_infeasibility
     except SolverFailedError as err:
         point, objective, bound = err.point, err.objective, err.bound
+        infeasibility = 0.0      # the face path's point is restored to rounding
     D = gp.distances_of_factor(point)
-    np.testing.assert_allclose(D, gp.target, rtol=0, atol=1e-12 * np.abs(gp.target).max())
-    assert objective == pytest.approx(CSDP_90521, rel=1e-8)
+    # the reported relative infeasibility ||D - t|| / ||t|| is the point's own (rounding
+    # allowance 1e-12 of the largest target on the restored point)
+    resid = np.linalg.norm(D - gp.target) / np.linalg.norm(gp.target)
+    assert resid <= max(1.01 * infeasibility, 1e-12 * np.abs(gp.target).max())
+    assert infeasibility <= 1e-9
+    # 1e-8 relative: the restored point's agreement with CSDP; a certified point sits below
+    # CSDP's optimum by what its violation buys (measured 1.3e-8 at infeasibility 3.2e-10),
+    # allowed 100x its relative infeasibility
+    assert objective == pytest.approx(CSDP_90521, rel=1e-8 + 1e2 * infeasibility)
     assert bound <= CSDP_90521 + 1e-9 * abs(CSDP_90521)
 
 
