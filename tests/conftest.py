@@ -41,6 +41,42 @@ def usps_small():
 
 
 @pytest.fixture
+def moons_dvu():
+    """A factory: ``(n, seed)`` -> DVU (centroids eliminated) on two moons, 5-NN without
+    random partners, 80 % labelled: few edges join the moons, so the dual feasible set is
+    thin (lambda_min of S small over the whole box); the dual barrier's test problem."""
+    from sklearn.datasets import make_moons
+
+    from sdpembed.formulations.dvu import dvu
+    from sdpembed.graphs import knn_graph
+
+    def make(n: int, seed: int):
+        X, y = make_moons(n, noise=0.1, random_state=seed)
+        y = np.where(np.random.default_rng(seed).random(n) < 0.8, y, -1)
+        return dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
+    return make
+
+
+@pytest.fixture
+def moons40(moons_dvu):
+    """``(f, ref, space, pen)``: ``moons_dvu(40, 0)``, CLARABEL's report on it (its
+    ``optimal_inaccurate`` warning silenced) and LOWRANK's factor space and penalty."""
+    import warnings
+
+    from sdpembed.lowrank.backend import _formulation_problem
+    from sdpembed.lowrank.penalty import DistancePenalty
+    from sdpembed.lowrank.space import FactorSpace
+    from sdpembed.solvers import solve
+
+    f = moons_dvu(40, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ref = solve(f, solver="CLARABEL")
+    gp, _, _ = _formulation_problem(f)
+    return f, ref, FactorSpace(gp), DistancePenalty(gp)
+
+
+@pytest.fixture
 def outer_loop():
     """A factory: formulation ``f`` (``options``: a ``LowRankOptions``, default ones if
     ``None``; ``rank``: of the random start factor) -> ``(_OuterLoop, DistancePenalty)`` of

@@ -1,11 +1,9 @@
 """The ``"interval"`` dual barrier's primal point as a factor, certified with its multipliers
 (docs/tuning.md, "The slow rows at n <= 600 (2026-11-30, twentieth round)")."""
 
-import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_moons
 
 from sdpembed.formulations.dvu import dvu
 from sdpembed.graphs import knn_graph
@@ -18,19 +16,8 @@ from sdpembed.lowrank.space import FactorSpace
 from sdpembed.solvers import solve
 
 
-def _moons(n: int, seed: int):
-    X, y = make_moons(n, noise=0.1, random_state=seed)
-    y = np.where(np.random.default_rng(seed).random(n) < 0.8, y, -1)
-    return dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
-
-
-def test_the_barrier_point_brackets_the_optimum_clarabel_finds():
-    f = _moons(40, 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # CLARABEL's optimal_inaccurate
-        ref = solve(f, solver="CLARABEL")
-    gp, _, _ = _formulation_problem(f)
-    space, pen = FactorSpace(gp), DistancePenalty(gp)
+def test_the_barrier_point_brackets_the_optimum_clarabel_finds(moons40):
+    f, ref, space, pen = moons40
     res = dual_barrier(space, pen, rel_gap=1e-5)
     assert res.status == "converged" and res.primal is not None
     y_b, mu, dy, scale = res.primal
@@ -53,8 +40,8 @@ def test_the_barrier_point_brackets_the_optimum_clarabel_finds():
     assert pk == pytest.approx(ref.objective, rel=2e-5)
 
 
-def test_the_pair_is_offered_once_after_a_converged_run_only():
-    f = _moons(40, 0)
+def test_the_pair_is_offered_once_after_a_converged_run_only(moons_dvu):
+    f = moons_dvu(40, 0)
     gp, _, _ = _formulation_problem(f)
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     dual = DualOptimum(space, pen, 1e-4)

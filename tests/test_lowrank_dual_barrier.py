@@ -3,14 +3,10 @@
 """
 
 import time
-import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import make_moons
 
-from sdpembed.formulations.dvu import dvu
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank.backend import _formulation_problem
 from sdpembed.lowrank.certificate import certify
 from sdpembed.lowrank.dual_barrier import DualOptimum, dual_barrier, dual_barrier_fits
@@ -20,21 +16,8 @@ from sdpembed.lowrank.space import FactorSpace
 from sdpembed.solvers import solve
 
 
-def _moons(n: int, seed: int):
-    # two moons, 5-NN without random partners, 80 % labelled: few edges join the moons,
-    # so the dual feasible set is thin (lambda_min of S is small over the whole box)
-    X, y = make_moons(n, noise=0.1, random_state=seed)
-    y = np.where(np.random.default_rng(seed).random(n) < 0.8, y, -1)
-    return dvu(knn_graph(X, n_neighbors=5, n_random=0), y, centroids="eliminated")
-
-
-def test_the_barrier_reaches_the_dual_optimum_clarabel_finds():
-    f = _moons(40, 0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")     # CLARABEL's optimal_inaccurate
-        ref = solve(f, solver="CLARABEL")
-    gp, _, _ = _formulation_problem(f)
-    space, pen = FactorSpace(gp), DistancePenalty(gp)
+def test_the_barrier_reaches_the_dual_optimum_clarabel_finds(moons40):
+    f, ref, space, pen = moons40
     assert dual_barrier_fits(space, pen)
     res = dual_barrier(space, pen, rel_gap=1e-6)
     assert res.status == "converged" and res.gap <= 1e-6 * abs(res.bound)
@@ -59,24 +42,24 @@ def test_the_barrier_reaches_the_dual_optimum_clarabel_finds():
     assert loose.bound + loose.gap >= res.bound
 
 
-def test_the_barrier_is_refused_outside_its_domain():
-    f = _moons(40, 0)
+def test_the_barrier_is_refused_outside_its_domain(moons_dvu):
+    f = moons_dvu(40, 0)
     gp, _, _ = _formulation_problem(f)
     pen = DistancePenalty(gp)
     assert not dual_barrier_fits(FactorSpace(gp, limits=DenseLimits(eig=20)), pen)
     # ionosphere300-std-k5's size (300 points, 1,529 edges) is inside it
-    f = _moons(500, 0)
+    f = moons_dvu(500, 0)
     gp, _, _ = _formulation_problem(f)
     assert 1500 < gp.edges.shape[0] <= 2000
     assert dual_barrier_fits(FactorSpace(gp), DistancePenalty(gp))
 
 
-def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkeypatch):
+def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkeypatch, moons_dvu):
     # the first Newton step times the run: one that would pass its deadline stops there,
     # and DualOptimum neither keeps it nor lets its multipliers replace the refinement's
     import sdpembed.lowrank.dual_barrier as db
 
-    f = _moons(40, 0)
+    f = moons_dvu(40, 0)
     gp, _, _ = _formulation_problem(f)
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     monkeypatch.setattr(db, "_STEPS_EXPECTED", 1e15)     # any first step is too slow
@@ -109,13 +92,13 @@ def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkey
     assert dual.label == "refined multipliers; " and dual.adopt() is None
 
 
-def test_small_moons_certify_through_the_dual_optimum():
+def test_small_moons_certify_through_the_dual_optimum(moons_dvu):
     # 60 points of two moons, seed 3: the first-order multipliers, refined or not, kept
     # S(y) indefinite and the certified gap open until outer iteration 24 (time to rank
     # 13); the barrier's strictly feasible multipliers certify the primal at 17 (from
     # rank 6, n_classes + 4: the default start of twice the average degree, 12, certifies
     # at 21, docs/tuning.md "the first rank follows the graph's density")
-    f = _moons(60, 3)
+    f = moons_dvu(60, 3)
     rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=20, rank=6)
     assert rep.status == "optimal", (rep.status, rep.certified_gap)
     assert rep.certified_gap <= 1e-4
@@ -125,11 +108,11 @@ def test_small_moons_certify_through_the_dual_optimum():
     assert "barrier multipliers" in cert and "refined multipliers" not in cert, cert
 
 
-def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension():
+def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension(moons_dvu):
     # wine-std-k5: at rank 7 the augmented Lagrangian's pair agrees (cheap gap 1.9e-3) while
     # the iterate is 2.1e-2 above the dual optimum: the rank grows there, as the refined
     # multipliers' certificate attempt used to make it
-    f = _moons(40, 0)
+    f = moons_dvu(40, 0)
     gp, _, _ = _formulation_problem(f)
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     dual = DualOptimum(space, pen, 1e-4)
