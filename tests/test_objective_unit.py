@@ -105,7 +105,7 @@ def test_lowrank_reports_the_size_of_its_objective_terms():
     assert rep.bound_gap == bound_gap(rep.objective, rep.bound, size)
 
 
-def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
+def test_seed_94069_cut_short_is_refused_as_far_from_optimal(monkeypatch):
     """Seed 94069 (interval DVU) cut short, its point between 1 % of the optimum relative
     and 1e-2 absolute: the old measure, max(1, |p|), scored it below ``FAR_FROM_OPTIMAL``
     and returned it; now refused, carrying the point and the bound, which holds the
@@ -121,9 +121,36 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
     no one cut lands in it everywhere: the test cuts at both, asserts a true verdict at
     each (refused: the bound holds the optimum and the gap read is above the limit;
     returned: truly within ``FAR_FROM_OPTIMAL`` of the optimum), and that one of them is
-    a point of the band, refused."""
+    a point of the band, refused.
+
+    Since the interval barrier's own point is certified with its multipliers
+    (``DualOptimum.pair``, docs/tuning.md "The slow rows at n <= 600"), the same cut
+    certifies at outer 124 (-0.5825584, bound -0.5825605) before either cut is reached, so
+    the band is reached only with that pair switched off, as the loop ran before it; the
+    certified path is checked last."""
+    import sdpembed.lowrank.dual_barrier as dual_barrier
     from problems.differential import make_instance
 
+    with monkeypatch.context() as m:
+        m.setattr(dual_barrier.DualOptimum, "pair", lambda self, W, y, nu: None)
+        in_band = _cut_94069(make_instance)
+    assert any(in_band), "neither cut landed between 1 % relative and 1e-2 absolute"
+    f, _ = make_instance(94069).build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rep = solve(f, solver="LOWRANK", time_limit=600.0, max_inner=11, max_outer=158)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert "barrier multipliers" in rep.extra["certificate"]
+    # the point lies 1.6e-6 (relative) below the recorded optimum, a conic solver's to 7
+    # digits (every centred PSD point is feasible for the interval problem, so the optimum
+    # lies that much lower): within tol of it, the bound below both
+    assert rep.bound <= rep.objective and rep.bound <= OPTIMUM_94069 + 1e-9
+    assert abs(rep.objective - OPTIMUM_94069) <= 1e-4 * abs(OPTIMUM_94069)
+
+
+def _cut_94069(make_instance) -> list[bool]:
+    """Seed 94069 cut at ``max_outer`` 158 and 176: a true verdict at each; per cut,
+    whether it was a point of the band, refused."""
     in_band = []
     for max_outer in (158, 176):
         f, _ = make_instance(94069).build()
@@ -142,7 +169,7 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal():
         else:
             assert (rep.objective - OPTIMUM_94069) / abs(OPTIMUM_94069) <= FAR_FROM_OPTIMAL
             assert rep.bound <= OPTIMUM_94069 + 1e-9
-    assert any(in_band), "neither cut landed between 1 % relative and 1e-2 absolute"
+    return in_band
 
 
 def test_the_outer_loop_stops_in_the_rules_unit(monkeypatch):
