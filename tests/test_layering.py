@@ -102,6 +102,7 @@ def test_graph_core_below_tangent_below_builder(graph):
 #: stand above what they re-export (LOWRANK and the recovery functions).
 LAYERS = (
     ("sdpembed._version", "sdpembed._typing", "sdpembed._sklearn", "sdpembed.exceptions",
+     "sdpembed._arpack",
      "sdpembed._params",
      "sdpembed._checks",
      "sdpembed.report",

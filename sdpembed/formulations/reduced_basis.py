@@ -12,6 +12,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .._arpack import eigsh
 from .._checks import as_int
 from .._typing import ArrayLike
 from ..exceptions import InputError
@@ -72,7 +73,7 @@ def laplacian_basis(graph_or_edges: NeighborhoodGraph | ArrayLike, n: int | None
         lu = spla.splu((L + shift * sp.eye(n)).tocsc(), permc_spec="MMD_AT_PLUS_A",
                        options={"SymmetricMode": True})
         opinv = spla.LinearOperator((n, n), matvec=lu.solve, dtype=float)
-        _, U = spla.eigsh(L, k=k, sigma=-shift, which="LM", v0=v0, OPinv=opinv)
+        _, U = eigsh(L, k=k, sigma=-shift, which="LM", v0=v0, OPinv=opinv)
     U = U - U.mean(axis=0)
     Uq, _, _ = np.linalg.svd(U, full_matrices=False)
     return Uq[:, :rank]

@@ -98,8 +98,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import breadth_first_order
 
+from .._arpack import eigsh
 from ..formulations.gram import DiagPlusLowRank
-from .arpack import eigsh
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",

@@ -10,8 +10,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
+from .._arpack import eigsh
 from ..formulations.gram import DiagPlusLowRank, centering_basis
-from .arpack import eigsh
 from .space import FactorSpace
 from .sparse_slack import sparse_bottom
 

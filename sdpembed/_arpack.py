@@ -1,4 +1,5 @@
-"""ARPACK's ``eigsh`` with a seeded generator: the same eigenpairs in every run."""
+"""ARPACK's ``eigsh`` with a seeded generator: the same eigenpairs in every run (LOWRANK's
+Lanczos and shift-invert runs, the reduced basis of :mod:`sdpembed.formulations`)."""
 
 from __future__ import annotations
 
