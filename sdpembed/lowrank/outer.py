@@ -379,11 +379,13 @@ class _OuterLoop(StallGrowth):
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
-            candidates = [(self.y, self.nu)] + [(y_ref, nu_ref)][:int(refined_gap <= opts.tol)]
+            candidates = [(self.y, self.nu)] + (
+                [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self.last_inner != "cut" and (self._stalled(cheap_gap)
+        elif not self._late() and self.last_inner != "cut" and (
+                self._stalled(cheap_gap)
                 or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
@@ -393,8 +395,9 @@ class _OuterLoop(StallGrowth):
             self.stall_raise = not grew and converged_primal
         if self.status != "optimal" and (pair := self.dual.pair(W, self.y, self.nu)) is not None:
             self._barrier_pair(entry, pair)     # the interval barrier's point, once
-        elif self.status != "optimal" and self.eq_dual.wanted(self.sigma > self.sigma0 * (
-                1 + 1e-9), not self._can_raise(), converged_primal, cheap_gap):
+        elif self.status != "optimal" and self.eq_dual.wanted(
+                self.sigma > self.sigma0 * (1 + 1e-9), not self._can_raise(), converged_primal,
+                cheap_gap):
             self._barrier_pair(entry)
         return entry, {"h_viol": h_viol, "k_viol": k_viol, "cheap_gap": cheap_gap,
                        "converged_primal": converged_primal, "inner_iterations": res.nit}
