@@ -293,7 +293,8 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> 
     rep = _guarded(out, lambda: solve(f, solver=solver, **options))
     if rep is not _RAISED:
         out.update(_result(rep))
-        out.update(_check_point(f, rep.objective), rows=rows.snapshot(f.problem))
+        state = rows.snapshot(f.problem)   # every row's violation, read once for both measures
+        out.update(_check_point(f, rep.objective, state), rows=state)
         if solver != "LOWRANK":
             try:
                 out["repaired_objective"] = repaired_objective(f.current_problem(),
@@ -309,19 +310,16 @@ def _point(f, o: dict[str, Any]) -> np.ndarray | None:
     return np.array(f.value("gram"), dtype=float) if o["kind"] == "result" else None
 
 
-def _check_point(f, objective: float) -> dict[str, Any]:
+def _check_point(f, objective: float, state: rows.RowState | None = None) -> dict[str, Any]:
     """The returned point's largest relative constraint violation and objective mismatch,
-    evaluated by cvxpy on the formulation's own problem."""
+    evaluated by cvxpy on the formulation's own problem (its rows' violations ``state``,
+    :func:`problems.differential_rows.snapshot`, where already read)."""
     problem = f.problem
     G = f.value("gram")
     size = max(1.0, float(np.trace(G)))   # >= every |G_ij| of a PSD G
     worst = 0.0
-    for c in problem.constraints:
-        try:
-            v = np.asarray(c.violation(), dtype=float)
-        except (ValueError, TypeError):
-            continue
-        if v.size:
+    for v in (state or rows.snapshot(problem)).violations:
+        if v is not None and v.size:
             worst = max(worst, float(np.max(v)) / size)
     value = problem.objective.value
     scale = _point_scale(f, G)

@@ -64,22 +64,24 @@ class RowState:
         return not self.duals or any(d is not None for d in self.duals)
 
 
-def _array(get) -> np.ndarray | None:
+def _array(get, errors: tuple = (ValueError, TypeError, AttributeError), *,
+           finite: bool = True) -> np.ndarray | None:
     try:
         value = get()
-    except (ValueError, TypeError, AttributeError):
+    except errors:
         return None
     if value is None:
         return None
     a = np.asarray(value, dtype=float)
-    return a if np.all(np.isfinite(a)) else None
+    return a if not finite or np.all(np.isfinite(a)) else None
 
 
 def snapshot(problem) -> RowState:
-    """The per-row violations and multipliers of the point now written into the cvxpy
+    """The per-row violations (as cvxpy gives them, non-finite ones included: the judge's
+    first measure reads them too) and multipliers of the point now written into the cvxpy
     ``problem``'s variables (call it right after the solve that wrote them)."""
     cons = problem.constraints
-    return RowState([_array(c.violation) for c in cons],
+    return RowState([_array(c.violation, (ValueError, TypeError), finite=False) for c in cons],
                     [_array(lambda c=c: c.dual_value) for c in cons])
 
 
@@ -91,7 +93,7 @@ def worth(point: RowState, prices: RowState) -> float | None:
         return None
     total = 0.0
     for r, y in zip(point.violations, prices.duals):
-        if r is None or y is None or r.shape != y.shape:
+        if r is None or y is None or r.shape != y.shape or not np.all(np.isfinite(r)):
             continue
         total += float(np.sum(np.abs(y) * np.maximum(r, 0.0)))
     return total
