@@ -318,19 +318,34 @@ class DualOptimum:
             return (self.result.y, self.space.duals(None)) if self._usable else None
         self.passes += 0 if final else 1
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
-            if time.perf_counter() >= deadline:
-                return None
-            if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
-                    and work < barrier_work(self.space.dim, self.pen.t.size)):
-                return None
-            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline)
-            # a run that could not finish in time is not kept: the refinement stands in,
-            # and a later pass may try again
-            self.result = None if res.status == "no time" else res
+            self._cold(deadline, work, final)
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
+
+    def _cold(self, deadline: float, work: float, final: bool = False) -> None:
+        """The cold barrier run, where time and (above ``_BARRIER_CHEAP_EDGES`` edges) the
+        subproblems' ``work`` allow it; kept unless it had no time."""
+        if time.perf_counter() >= deadline:
+            return
+        if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+                and work < barrier_work(self.space.dim, self.pen.t.size)):
+            return
+        res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                           deadline=deadline)
+        # a run that could not finish in time is not kept: the refinement stands in,
+        # and a later pass may try again
+        self.result = None if res.status == "no time" else res
+
+    def early(self, deadline: float, work: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cold barrier's multipliers one pass of the refinement gate early: at the
+        pass before ``_BARRIER_AFTER`` (the caller asks where the refined multipliers just
+        taken did not close ``tol``), where the barrier fits and has not run; else ``None``
+        (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere")."""
+        if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
+            return None
+        self._cold(deadline, work)
+        return (self.result.y, self.space.duals(None)) if self._usable else None
 
     def _warm(self, deadline: float, W: np.ndarray,
               refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
