@@ -196,7 +196,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
-#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
+#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it; a
+#: pass earlier where that pass's refined multipliers fall short of ``tol``
+#: (:meth:`DualOptimum.early`)
 _BARRIER_AFTER = 2
 
 #: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the
@@ -233,11 +235,11 @@ class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
-    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
-    ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems have done as much work as the
-    barrier is estimated to take, :func:`barrier_work`); from then on its multipliers
-    replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
-    method")."""
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate, or fell short of ``tol``
+    there (:meth:`early`) (above ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems
+    have done as much work as the barrier is estimated to take, :func:`barrier_work`);
+    from then on its multipliers replace the refinement (docs/tuning.md, "Moons: the
+    dual optimum by a barrier method")."""
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, tol: float):
         self.space, self.pen, self.tol = space, pen, tol
