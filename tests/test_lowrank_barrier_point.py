@@ -76,3 +76,49 @@ def test_swiss_roll_certifies_at_the_barrier_point():
     assert "barrier multipliers" in rep.extra["certificate"]
     # the reported factor: the barrier point's leading eigenpairs, fewer than n
     assert rep.extra["rank"] < 120
+
+
+def test_a_truncation_moved_back_onto_the_kink_keeps_few_columns(usps_path):
+    # 40 USPS digits (0-2), 5-NN + 1 random, 80 % labelled: no truncation of the barrier
+    # point keeps its objective within 0.5e-4 |bound| (the dropped tail shortens the edges
+    # on the kink), so without the restoration all 39 positive eigenpairs are returned;
+    # the truncation to 16 columns moved back onto the kink is within it (docs/tuning.md,
+    # "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere")
+    with np.load(usps_path) as z:
+        X, y = z["X"].astype(float), z["y"]
+    rng = np.random.default_rng(0)
+    idx = rng.choice(np.flatnonzero(y < 3), 40, replace=False)
+    f = dvu(knn_graph(X[idx], n_neighbors=5, n_random=1),
+            np.where(rng.random(40) < 0.8, y[idx], -1))
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    res = dual_barrier(space, pen, rel_gap=1e-5)
+    assert res.status == "converged"
+    y_b, mu, dy, scale = res.primal
+    budget = 0.5e-4 * abs(res.bound)
+    F_all, p_all = barrier_factor(space, pen, y_b, mu, dy, scale, space.duals(None),
+                                  space.dim, 0.0)
+    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, space.duals(None), 2, budget)
+    assert F.shape[1] <= 16 < F_all.shape[1]
+    assert abs(F.sum(axis=0)).max() <= 1e-9 * abs(F).max()        # centred
+    assert p == pytest.approx(objective_of(space, pen, F), rel=1e-12)
+    cert = certify(space, pen, res.y, None)
+    assert cert.check == "dense" and cert.lambda_min >= 0
+    assert cert.bound <= p <= p_all + budget
+
+
+def test_the_barrier_runs_one_pass_early_where_asked(moons_dvu):
+    # DualOptimum.early: only at the pass before _BARRIER_AFTER (the outer loop asks where
+    # the refined multipliers fell short of tol), once
+    f = moons_dvu(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    dual = DualOptimum(space, pen, 1e-4)
+    assert dual.early(np.inf) is None and dual.result is None      # no pass yet
+    assert dual.candidate(np.inf) is None                          # first pass: refinement
+    y, nu = dual.early(np.inf)                                     # ... fell short: now
+    assert dual.result.status == "converged" and np.array_equal(y, dual.result.y)
+    res = dual.result
+    assert dual.early(np.inf) is None                              # once
+    y2, _ = dual.candidate(np.inf)                                 # second pass: no rerun
+    assert dual.result is res and np.array_equal(y2, y)

@@ -10,7 +10,8 @@ pair whatever the augmented Lagrangian's iterate is. :func:`barrier_factor` rebu
 best estimate from the step that gave it (one n x n inverse) and returns it as a factor
 :math:`F` with :math:`FF^T \approx X`: its leading eigenpairs, as few as keep the
 objective within ``budget`` of the full point's (an interior point has full rank, the
-optimum's rank is far lower; any truncation is still feasible).
+optimum's rank is far lower; any truncation is still feasible), either as it is or with
+the edges it moved off the kink of the penalty moved back onto it.
 """
 
 from __future__ import annotations
@@ -22,9 +23,19 @@ import scipy.linalg as sla
 
 from .barrier_path import _slack_cholesky
 from .penalty import DistancePenalty
+from .repair import restore_feasibility
 from .space import FactorSpace
 
 __all__ = ["BarrierPair", "barrier_factor", "objective_of"]
+
+
+#: a truncation whose objective is within this share of the full point's (relative) has
+#: its edges moved back onto the kink (:func:`~.repair.restore_feasibility`), those within
+#: ``_RESTORE_KINK`` of it: the tail dropped shortens every edge, by more than the
+#: iterates' kink tolerance (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and
+#: ionosphere")
+_RESTORE_FROM = 0.1
+_RESTORE_KINK = 1e-3
 
 
 def objective_of(space: FactorSpace, pen: DistancePenalty, F: np.ndarray) -> float:
@@ -47,7 +58,9 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     r"""``(F, p)``: the barrier's primal estimate at multipliers ``y``, weight ``mu`` and
     (``dy`` not ``None``) Newton step ``dy`` (the dual-scaling point; else :math:`\mu S^+`),
     as its ``k`` leading eigenpairs, ``k`` the first of ``k0``, ``2 k0``, ... whose
-    objective ``p`` is within ``budget`` of the full point's (at the end all eigenpairs
+    objective ``p`` is within ``budget`` of the full point's, as they are or moved back
+    onto the kink (:func:`~.repair.restore_feasibility`, where they are within
+    ``_RESTORE_FROM`` of it; at the end all eigenpairs
     above rounding, :math:`\lambda > n\,\epsilon\,\lambda_{\max}`); ``None`` where
     the slack is not positive definite at ``y`` (rounding).
     ``scale``: the multiple of :math:`\mathbf 1\mathbf 1^T/n` added to the slack by
@@ -77,6 +90,12 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
         p = objective_of(space, pen, F)
         if p <= p_all + budget:
             return F, p
+        if p - p_all <= _RESTORE_FROM * abs(p_all):
+            # the dropped tail moved the edges on the kink off it: moved back
+            F = restore_feasibility(space, pen, F, tol=1e-12, kink_tol=_RESTORE_KINK)[0]
+            p = objective_of(space, pen, F)
+            if p <= p_all + budget:
+                return F, p
         k = min(2 * k, pos)
     return space.project(F_all), p_all
 

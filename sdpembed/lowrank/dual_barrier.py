@@ -196,7 +196,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
-#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
+#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it; a
+#: pass earlier where that pass's refined multipliers fall short of ``tol``
+#: (:meth:`DualOptimum.early`)
 _BARRIER_AFTER = 2
 
 #: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the
@@ -233,11 +235,11 @@ class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
-    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
-    ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems have done as much work as the
-    barrier is estimated to take, :func:`barrier_work`); from then on its multipliers
-    replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
-    method")."""
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate, or fell short of ``tol``
+    there (:meth:`early`) (above ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems
+    have done as much work as the barrier is estimated to take, :func:`barrier_work`);
+    from then on its multipliers replace the refinement (docs/tuning.md, "Moons: the
+    dual optimum by a barrier method")."""
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, tol: float):
         self.space, self.pen, self.tol = space, pen, tol
@@ -318,19 +320,34 @@ class DualOptimum:
             return (self.result.y, self.space.duals(None)) if self._usable else None
         self.passes += 0 if final else 1
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
-            if time.perf_counter() >= deadline:
-                return None
-            if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
-                    and work < barrier_work(self.space.dim, self.pen.t.size)):
-                return None
-            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline)
-            # a run that could not finish in time is not kept: the refinement stands in,
-            # and a later pass may try again
-            self.result = None if res.status == "no time" else res
+            self._cold(deadline, work, final)
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
+
+    def _cold(self, deadline: float, work: float, final: bool = False) -> None:
+        """The cold barrier run, where time and (above ``_BARRIER_CHEAP_EDGES`` edges) the
+        subproblems' ``work`` allow it; kept unless it had no time."""
+        if time.perf_counter() >= deadline:
+            return
+        if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+                and work < barrier_work(self.space.dim, self.pen.t.size)):
+            return
+        res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                           deadline=deadline)
+        # a run that could not finish in time is not kept: the refinement stands in,
+        # and a later pass may try again
+        self.result = None if res.status == "no time" else res
+
+    def early(self, deadline: float, work: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cold barrier's multipliers one pass of the refinement gate early: at the
+        pass before ``_BARRIER_AFTER`` (the caller asks where the refined multipliers just
+        taken did not close ``tol``), where the barrier fits and has not run; else ``None``
+        (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere")."""
+        if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
+            return None
+        self._cold(deadline, work)
+        return (self.result.y, self.space.duals(None)) if self._usable else None
 
     def _warm(self, deadline: float, W: np.ndarray,
               refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

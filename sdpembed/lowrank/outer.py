@@ -375,8 +375,13 @@ class _OuterLoop(StallGrowth):
             t_dual = time.perf_counter()
             y_ref, nu_ref = self.dual.candidate(self.deadline, self.alm.work,
                                                 refine=(W, refine)) or refine()
-            self.timings["multipliers"] += time.perf_counter() - t_dual
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
+            if refined_gap > opts.tol and (got := self.dual.early(self.deadline,
+                                                                  self.alm.work)) is not None:
+                y_ref, nu_ref = got     # the refinement fell short: the barrier now
+                refined_gap = relative_gap(p_c, -pen.conjugate(y_ref)
+                                           - space.linear_offset(nu_ref))
+            self.timings["multipliers"] += time.perf_counter() - t_dual
             entry["refined_cheap_gap"] = refined_gap
         if certifiable and min(gate_gap, refined_gap) <= opts.tol:
             candidates = [(self.y, self.nu)] + (
