@@ -318,19 +318,33 @@ class DualOptimum:
             return (self.result.y, self.space.duals(None)) if self._usable else None
         self.passes += 0 if final else 1
         if self.result is None and (final or self.passes >= _BARRIER_AFTER):
-            if time.perf_counter() >= deadline:
-                return None
-            if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
-                    and work < barrier_work(self.space.dim, self.pen.t.size)):
-                return None
-            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline)
-            # a run that could not finish in time is not kept: the refinement stands in,
-            # and a later pass may try again
-            self.result = None if res.status == "no time" else res
+            self._run(deadline, work, final)
         if not self._usable:
             return None     # (not run, or no strictly feasible point: the refinement)
         return self.result.y, self.space.duals(None)
+
+    def after_pass(self, deadline: float, work: float = 0.0) -> None:
+        """A pass of the refinement gate ended without certifying: the cold run the next
+        pass would start (``_BARRIER_AFTER``) starts now, in the same outer iteration,
+        so that its point (:meth:`pair`) is certified there; nothing above the cold cap,
+        after a run, or before the pass that precedes it."""
+        if self.fits and self.result is None and self.passes == _BARRIER_AFTER - 1 > 0:
+            self._run(deadline, work, False)
+
+    def _run(self, deadline: float, work: float, final: bool) -> None:
+        """The cold :func:`dual_barrier` run of :meth:`candidate` (``self.result``), unless
+        past ``deadline`` or, above ``_BARRIER_CHEAP_EDGES``, before the subproblems' work
+        reaches :func:`barrier_work`."""
+        if time.perf_counter() >= deadline:
+            return
+        if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
+                and work < barrier_work(self.space.dim, self.pen.t.size)):
+            return
+        res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                           deadline=deadline)
+        # a run that could not finish in time is not kept: the refinement stands in,
+        # and a later pass may try again
+        self.result = None if res.status == "no time" else res
 
     def _warm(self, deadline: float, W: np.ndarray,
               refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
