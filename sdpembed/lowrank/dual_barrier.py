@@ -196,7 +196,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
-#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it
+#: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it; the
+#: run starts at the end of the pass before, where that pass did not certify
+#: (:meth:`DualOptimum.after_pass`)
 _BARRIER_AFTER = 2
 
 #: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the
@@ -233,7 +235,8 @@ class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
     (:func:`dual_barrier_fits`) and the first-order multipliers, refined, did not certify
-    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (above
+    at ``_BARRIER_AFTER - 1`` passes of the refinement gate (run at the end of the last
+    of them, :meth:`after_pass`; above
     ``_BARRIER_CHEAP_EDGES`` edges, once the subproblems have done as much work as the
     barrier is estimated to take, :func:`barrier_work`); from then on its multipliers
     replace the refinement (docs/tuning.md, "Moons: the dual optimum by a barrier
