@@ -1043,45 +1043,6 @@ def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
     assert eig_w.value == pytest.approx(eig_c.value, abs=1e-10)
 
 
-def test_one_way_lift_rounds_ask_only_for_the_pairs_their_lp_can_use(digits, monkeypatch):
-    """Above the dense limit (n = 36, limit 5, block 30) a one-way lift round after the
-    first asks for the previous round's LP block plus one pair, ``max(negative + 16,
-    min_block) + 1``, not the whole block: the round added only PSD terms, so the negative
-    eigenvalues cannot have grown in number (checked against dense ones), and each block's
-    pairs are the dense bottom of its S. A two-sided lift (which also lowers multipliers)
-    keeps the whole block."""
-    _, _, y_obs, graph = digits
-    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
-    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5, block=30))
-    y_far = np.clip(res.y + 10 * (y_noisy - res.y), -pen.w, pen.w)
-    calls, bottom = [], lowrank.repair._bottom
-
-    def spy(space_, y, nu, k, **kw):
-        lam, X = bottom(space_, y, nu, k, **kw)
-        calls.append((k, np.array(y), lam))
-        return lam, X
-    monkeypatch.setattr(lowrank.repair, "_bottom", spy)
-    y_l, eig = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
-    assert len(calls) >= 2 and calls[0][0] == 30
-    Hb = centering_basis(gp.n)
-
-    def dense(y):
-        SH = space.apply_S(Hb, y, res.nu)
-        return np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))
-    for (k, y, lam), (_, y_prev, lam_prev) in zip(calls[1:], calls[:-1]):
-        neg_prev = int((lam_prev < 0).sum())
-        assert k == min(30, max(neg_prev + 16, 8) + 1) < 30
-        d, d_prev = dense(y), dense(y_prev)
-        scale = np.abs(d).max()
-        assert (d < -1e-12 * scale).sum() <= (d_prev < 1e-12 * scale).sum()
-        np.testing.assert_allclose(lam, d[:k], rtol=0, atol=1e-9 * scale)
-    w = dense(y_l)
-    assert eig.value == pytest.approx(w[0], abs=1e-9 * np.abs(w).max())
-    calls.clear()
-    lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8, both_ways=True)
-    assert len(calls) >= 2 and all(k == 30 for k, _, _ in calls)
-
-
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     _, _, y_obs, graph = digits
     gp = dvu_problem(graph, y_obs, distances="equality")

@@ -418,11 +418,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     the previous round's :math:`\lambda_{\min}` (a lower bound: the lift only adds PSD
     terms, Weyl) and every block raises its shift towards the spectrum while the pivots
     stay positive; ``near_shifts=False`` keeps each block's first shift instead (the
-    same eigenpairs to Lanczos accuracy, by a longer path). There a round after the first
-    that only raises multipliers computes :math:`K + 1` pairs, :math:`K` the previous
-    round's LP block, instead of ``n_eig``: the round added only PSD terms, so no more
-    eigenvalues are negative than before (interlacing), and its LP block is at most
-    :math:`K` (the shift-invert Lanczos's cost grows with the pairs wanted). ``y`` is first
+    same eigenpairs to Lanczos accuracy, by a longer path). ``y`` is first
     clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
     solve's candidates already lie in it) and the caller's array is not modified.
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
@@ -481,7 +477,6 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     off = space.linear_offset(nu)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
     lowered, before = False, None
-    k_r = k_all     # this round's block (shift-invert: see the docstring)
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
@@ -490,7 +485,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             # not after a round that lowered multipliers
             weyl = r > 0 and near_shifts and not lowered
             try:
-                lam, X = _bottom(space, y, nu, k_r, guess=None if r == 0 else float(lam[0]),
+                lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
                                  lower=float(lam[0]) if weyl else None,
                                  raise_shift=near_shifts, late=late, times=times)
             except CertificateLate:
@@ -505,9 +500,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             break
         before = (y.copy(), eig)
         neg = lam < 0
-        K = min(lam.size, max(int(neg.sum()) + 16, min_block))
-        if n > space.limits.eig and not both_ways:
-            k_r = min(k_all, K + 1)
+        K = min(k_all, max(int(neg.sum()) + 16, min_block))
         Bm = space.E @ X[:, :K]
         room = pen.w - y
         score = np.where(room > 1e-12 * pen.w, (Bm[:, neg[:K]] ** 2).sum(axis=1) / pen.t, 0.0)
@@ -515,7 +508,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         sel = sel[score[sel] > 0]
         if sel.size == 0:
             break
-        down, down_room = (_lowering(space, pen, y, Bm, lam, K, lam.size, n_edges) if both_ways
+        down, down_room = (_lowering(space, pen, y, Bm, lam, K, k_all, n_edges) if both_ways
                            else (np.zeros(0, dtype=int), np.zeros(0)))
         lowered = lowered or down.size > 0
         if down.size:
