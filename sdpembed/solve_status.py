@@ -16,7 +16,13 @@ duality gap, residuals and a bound. The point is a *result* only if
 4. for an ``optimal_inaccurate`` solve, the largest of its relative gap and relative
    residuals (each in the unit of its own terms, below; the gap of a conic iterate is the
    solver's number, ``extra["solver_gap"]``) is at most :data:`FAR_FROM_OPTIMAL`, or the
-   stricter :data:`NEAR_OPTIMAL` of the backend.
+   stricter :data:`NEAR_OPTIMAL` of the backend;
+5. where a backend reports what its point's violations can buy (``violation_worth``:
+   :math:`\\sum_i |y_i| r_i`, each affine row's violation :math:`r_i` priced at the
+   backend's own multiplier :math:`y_i`, relative to the objective in its unit, below;
+   :mod:`sdpembed.violation_worth`, every conic backend), it is at most
+   :data:`VIOLATION_WORTH` for an ``optimal`` point and :data:`VIOLATION_WORTH_INACCURATE`
+   for an ``optimal_inaccurate`` one.
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -70,6 +76,28 @@ right-hand side and coefficients at the data's scale. Only a registered backend 
 entry says ``absolute_residuals`` (no built-in one) has its numbers divided by
 :math:`\\max(1, |p|)`, the only unit known there.
 
+**Violations priced at their multipliers (rule 5).** By Lagrangian duality every point
+:math:`x` of the cone has :math:`f(x) \\ge p^\\star - \\sum_i |y^\\star_i| r_i(x)`, so
+:math:`\\sum_i |y_i| r_i` is the objective a point may owe to its infeasibility, each row in
+its own unit. A residual relative to the rows' size does not see it where a row has a
+small target and a large weight, or where the problem has no strictly feasible point and
+its multipliers are large: CLARABEL's ``AlmostSolved`` point on differential seed 100165
+violates its rows by 8e-8 of the trace, its residuals pass, and its violations buy
+1.0e-3 of its objective at its own multipliers (it lay 2.9e-4 below the optimum's
+interval). Every conic backend returns its multipliers with its point (cvxpy's
+``dual_value``), so the point is priced at its own and refused above the limit with
+:class:`~sdpembed.exceptions.SolverFailedError` carrying it. The numbers behind the limits
+(docs/tuning.md, "Conic points priced at their own multipliers"): ``optimal`` points of
+CLARABEL, SDPA and CVXOPT are priced at 1.4e-7 or less, SCS's (first-order, default
+tolerances) at 3.7e-6 or less and CSDP's at 8.3e-6 or less, so :data:`VIOLATION_WORTH`
+is 1e-4, the differential judge's. ``optimal_inaccurate`` points are priced at their own
+multipliers, which are no more converged than they are: CLARABEL's on 101286 priced its
+violations at 4.4e-5, the optimum's (CSDP's) at 1.4e-3, 31 times more, with its objective
+2.0e-4 below the optimum; the convicted inaccurate points lie at 4.4e-5 to 1.0e-3 (CLARABEL
+on 100165, 101286, 101352, 101161; CSDP on 100165, 101161), healthy ones at 3.1e-8 or
+less, so :data:`VIOLATION_WORTH_INACCURATE` is 1e-5. LOWRANK returns no multiplier per
+row: its feasibility is rule 2's and its certificate rule 3's.
+
 **A conic iterate cut by a limit is not a result.** An iterate stopped by an iteration or
 time limit is neither primal nor dual feasible, so nothing it reports bounds its error:
 SCS's cut points 8 % from the optimum had gaps and residuals near 1e-3, CLARABEL's
@@ -106,7 +134,7 @@ if TYPE_CHECKING:
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
            "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
            "distance_from_optimal", "check_result", "gap_in_objective_unit", "check_inaccurate",
-           "INFEASIBILITY_PROVERS"]
+           "INFEASIBILITY_PROVERS", "VIOLATION_WORTH", "VIOLATION_WORTH_INACCURATE"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
 #: may be more than about 1 % from the optimum.
@@ -127,6 +155,16 @@ FEASIBILITY_TOLERANCE = 1e-5
 #: objective: rounding, and the tolerated infeasibility of a point on equality constraints
 #: (``feas_tol``).
 BOUND_TOLERANCE = 1e-5
+
+
+#: How much of the objective (relative, in its unit) a point's violations may buy, priced at
+#: the backend's own multipliers (rule 5, ``violation_worth``), above which an ``optimal``
+#: point is no result.
+VIOLATION_WORTH = 1e-4
+
+#: The same limit for an ``optimal_inaccurate`` point, whose own multipliers are inaccurate
+#: too and may underprice its violations (rule 5).
+VIOLATION_WORTH_INACCURATE = 1e-5
 
 
 #: The backends that prove infeasibility (an interior-point method's certificate), named
@@ -335,6 +373,17 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
             "is not a solution, and its objective bounds nothing." + maybe + rigid,
             objective, stats, point)
+    bought = _reported(stats, "violation_worth")
+    worth_limit = VIOLATION_WORTH if status == "optimal" else VIOLATION_WORTH_INACCURATE
+    if bought is not None and bought > worth_limit:
+        raise _fail(
+            f"{name}{on} stopped ({status}) at a point whose constraint violations, priced at "
+            f"its own multipliers, can buy {bought:.3g} of its objective (relative), above "
+            f"{worth_limit:g}: the objective {p:.6g} may owe that much to the violations, "
+            "so the point is not a solution (its residuals may look small: a row with a small "
+            "target and a large weight, or large multipliers where the problem has no strictly "
+            "feasible point). Tighten the backend's tolerances, use another backend (CSDP, "
+            "LOWRANK), or build with reduce_face=True." + rigid, objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:

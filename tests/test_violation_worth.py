@@ -1,0 +1,107 @@
+"""A conic point whose violations buy its objective is no result (issue 40, rule 5).
+
+Every point :math:`x` of the cone has :math:`f(x) \\ge p^\\star - \\sum_i |y^\\star_i| r_i(x)`,
+so a point's row violations priced at the backend's own multipliers say how much of its
+objective it may owe to them (:mod:`sdpembed.violation_worth`). The differential judge
+convicted CLARABEL's ``AlmostSolved`` points (seeds 100165, 101286, 101352) and CSDP's
+(101161) on that measure at the references' multipliers while ``solve`` returned them;
+:func:`sdpembed.solve_status.check_result` now refuses a point priced above
+:data:`~sdpembed.solve_status.VIOLATION_WORTH` at its own. Each regression compares with a
+tight solve or the recorded optimum.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from sdpembed import solve
+from sdpembed.exceptions import SolverFailedError
+from sdpembed.formulation import Formulation
+from sdpembed.report import SolveReport
+from sdpembed.solve_status import VIOLATION_WORTH, check_result
+from sdpembed.solvers import available_solvers
+from sdpembed.violation_worth import priced_violation
+
+CONIC = [b for b in ("CLARABEL", "SCS", "CSDP", "SDPA", "CVXOPT") if b in available_solvers()]
+
+
+def _tiny() -> Formulation:
+    """A 3x3 SDP with a distance row of target 1e-3 and weight 1e3 in the objective: its
+    optimum lies on that row, whose multiplier is about 1e3."""
+    X = cp.Variable((3, 3), PSD=True, name="X")
+    d = X[0, 0] + X[1, 1] - 2 * X[0, 1]
+    cons = [d <= 1e-3, cp.trace(X) <= 3, X[0, 0] >= 0.5]
+    objective = cp.Minimize(-1e3 * d + X[2, 2] - X[0, 1])
+    return Formulation(cp.Problem(objective, cons), {"X": X}, meta={"method": "tiny"})
+
+
+def _quiet(f, solver, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return solve(f, solver, **options)
+
+
+def _optimum() -> float:
+    rep = solve(_tiny(), "CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    assert rep.status == "optimal"
+    return rep.objective
+
+
+def test_a_loose_clarabel_point_below_the_optimum_is_refused():
+    # CLARABEL at tolerances 1e-2 says "optimal" at -2.5066, 0.28 % below the optimum
+    # -2.4995: the distance row is off by about 7e-6 and its multiplier is 1e3
+    optimum = _optimum()
+    f = _tiny()
+    with pytest.raises(SolverFailedError, match="priced at its own multipliers") as err:
+        _quiet(f, "CLARABEL", tol_feas=1e-2, tol_gap_rel=1e-2, tol_gap_abs=1e-2)
+    exc = err.value
+    assert exc.point is not None and exc.objective < optimum - 1e-3 * abs(optimum)
+    # what its violations can buy covers how far below the optimum it lies
+    assert priced_violation(f.problem) >= optimum - exc.objective
+
+
+@pytest.mark.parametrize("solver", CONIC)
+def test_healthy_points_of_every_conic_backend_pass(solver):
+    optimum = _optimum()
+    rep = _quiet(_tiny(), solver)
+    assert rep.status in ("optimal", "optimal_inaccurate")
+    assert abs(rep.objective - optimum) <= 1e-3 * abs(optimum)
+    worth = rep.extra["violation_worth"]
+    assert 0.0 <= worth <= VIOLATION_WORTH / 10
+
+
+def test_priced_violation_prices_each_row_at_its_multiplier():
+    x = cp.Variable(2, name="x")
+    prob = cp.Problem(cp.Minimize(3 * x[0] + x[1]), [x[0] >= 1, x[1] == 2, x <= 5])
+    prob.solve(solver="CLARABEL")
+    assert priced_violation(prob) == pytest.approx(0.0, abs=1e-7)
+    x.value = np.array([1 - 1e-3, 2 + 2e-3])    # multipliers 3 and 1: 3e-3 + 2e-3
+    assert priced_violation(prob) == pytest.approx(5e-3, rel=1e-5)
+    x.value = np.array([5 + 1.0, 2.0])          # x <= 5 is inactive: its multiplier is 0
+    assert priced_violation(prob) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_problem_without_multipliers_is_not_priced():
+    x = cp.Variable(2, name="x")
+    prob = cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1])
+    x.value = np.zeros(2)                      # never solved: no dual value
+    assert priced_violation(prob) is None
+    assert priced_violation(cp.Problem(cp.Minimize(cp.sum(x)))) == 0.0   # no row at all
+
+
+def test_the_rule_reads_violation_worth_from_stats_and_reports():
+    check_result("CLARABEL", "optimal", -1.0, {"violation_worth": VIOLATION_WORTH / 2})
+    with pytest.raises(SolverFailedError, match="can buy 0.0002 of its objective"):
+        check_result("CLARABEL", "optimal", -1.0, {"violation_worth": 2 * VIOLATION_WORTH})
+    report = SolveReport(status="optimal_inaccurate", objective=-1.0, solver="CSDP",
+                         solver_version="", options={}, compile_seconds=0.0,
+                         solve_seconds=0.0, extra={"violation_worth": 2.8e-3})
+    with pytest.raises(SolverFailedError, match="can buy 0.0028"):   # the runner's path
+        check_result(report.solver, report.status, report.objective, report)
+    check_result(report.solver, report.status, report.objective,
+                 dataclasses.replace(report, extra={"violation_worth": 3.7e-6}))
