@@ -382,8 +382,9 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{worth_limit:g}: the objective {p:.6g} may owe that much to the violations, "
             "so the point is not a solution (its residuals may look small: a row with a small "
             "target and a large weight, or large multipliers where the problem has no strictly "
-            "feasible point). Tighten the backend's tolerances, use another backend (CSDP, "
-            "LOWRANK), or build with reduce_face=True." + rigid, objective, stats, point)
+            "feasible point). Tighten the backend's tolerances or "
+            + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
+            objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:

@@ -413,7 +413,10 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH_INACCURATE)
         if worth is not None:
             extra["violation_worth"] = worth
+        # what to try, should its point be refused for what its violations buy (rule 5)
+        extra["advice"] = entry.inaccurate_advice or _inaccurate_advice(formulation)
         _check_result(name, status, problem.value, extra, formulation)
+        extra.pop("advice")
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"
