@@ -148,3 +148,24 @@ def test_csdp_optimal_points_of_the_same_seeds_pass(seed):
         pytest.skip("CSDP is not installed")
     rep = _quiet(_seed(seed), "CSDP")
     assert rep.status == "optimal" and rep.extra["violation_worth"] <= VIOLATION_WORTH / 10
+
+
+def test_a_refused_point_falls_back_as_asked():
+    if "CSDP" not in available_solvers():
+        pytest.skip("CSDP is not installed")
+    rep = _quiet(_seed(101352), "CLARABEL", fallback=["CSDP"])
+    assert rep.solver == "CSDP" and rep.status == "optimal"
+    assert rep.objective == pytest.approx(-0.2869236, rel=1e-6)
+    assert "priced at its own multipliers" in rep.attempts[0]["error"]
+
+
+def test_the_estimator_gives_no_embedding_from_a_refused_point():
+    from problems.differential import make_instance
+
+    est, X, y = make_instance(101352).estimator(None)
+    est.set_params(solver="CLARABEL", solver_options=None)
+    with pytest.raises(SolverFailedError, match="priced at its own multipliers"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+    assert not hasattr(est, "embedding_")
