@@ -88,9 +88,9 @@ interval). Every conic backend returns its multipliers with its point (cvxpy's
 ``dual_value``), so the point is priced at its own and refused above the limit with
 :class:`~sdpembed.exceptions.SolverFailedError` carrying it. The numbers behind the limits
 (docs/tuning.md, "Conic points priced at their own multipliers"): ``optimal`` points of
-CLARABEL, SDPA and CVXOPT are priced at 1.4e-7 or less, SCS's (first-order, default
-tolerances) at 3.7e-6 or less and CSDP's at 8.3e-6 or less, so :data:`VIOLATION_WORTH`
-is 1e-4, the differential judge's. ``optimal_inaccurate`` points are priced at their own
+CLARABEL, SDPA and CVXOPT are priced at 1.4e-7 or less, CSDP's at 8.3e-6 or less and
+SCS's (first-order, default tolerances) at 1.5e-5 or less, so :data:`VIOLATION_WORTH` is
+1e-4, the differential judge's. ``optimal_inaccurate`` points are priced at their own
 multipliers, which are no more converged than they are: CLARABEL's on 101286 priced its
 violations at 4.4e-5, the optimum's (CSDP's) at 1.4e-3, 31 times more, with its objective
 2.0e-4 below the optimum; the convicted inaccurate points lie at 4.4e-5 to 1.0e-3 (CLARABEL
