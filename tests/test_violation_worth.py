@@ -118,7 +118,8 @@ def _seed(seed: int):
 #: (docs/tuning.md, "The judge per row; a fresh slice"), each with the point's own price
 #: (this round's probe) and the optimum it is compared with
 CONVICTED = [
-    # seed, backend, its own price, the optimum (CSDP `optimal`, or the optimum's interval top)
+    # seed, backend, its own price, the optimum (CSDP `optimal`, or the optimum's interval
+    # top; 101161 has no settled optimum, no strictly feasible point: CLARABEL's objective)
     pytest.param(101352, "CLARABEL", 6.1e-4, -0.2869236, id="101352-CLARABEL"),
     pytest.param(101161, "CLARABEL", 1.2e-4, -0.9008780, id="101161-CLARABEL"),
     pytest.param(101161, "CSDP", 1.3e-4, -0.9008780, id="101161-CSDP"),
