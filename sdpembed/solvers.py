@@ -46,7 +46,7 @@ from .formulations.gram_problem import rigidity_note
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
-from .solve_status import VIOLATION_WORTH_INACCURATE, check_result, gap_in_objective_unit
+from .solve_status import VIOLATION_WORTH, check_result, gap_in_objective_unit
 from .violation_worth import violation_worth
 
 __all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
@@ -410,7 +410,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
     if not extra.get("stopped_by_limit"):
         _raise_for_status(status, formulation, name, extra.get("message", ""))
         # its rows' violations priced at its own multipliers (solve_status, rule 5)
-        worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH_INACCURATE)
+        worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH)
         if worth is not None:
             extra["violation_worth"] = worth
         # what to try, should its point be refused for what its violations buy (rule 5)
