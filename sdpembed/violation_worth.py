@@ -15,8 +15,9 @@ multipliers with its point (cvxpy's ``dual_value`` of each constraint), so
 :func:`violation_worth` prices the point at them, relative to the objective in its unit
 (:func:`sdpembed.solve_status.bound_gap`'s: :math:`\\max(|p|, 10^{-3} s)`, :math:`s` the size
 of the objective's terms at the point where the problem is a Gram SDP); the rule that
-judges it is :func:`sdpembed.solve_status.check_result`'s (rule 5,
-:data:`~sdpembed.solve_status.VIOLATION_WORTH`).
+judges an ``optimal_inaccurate`` point by it is
+:func:`sdpembed.solve_status.check_result`'s (rule 5,
+:data:`~sdpembed.solve_status.VIOLATION_WORTH`); an ``optimal`` point only states it.
 
 Only affine rows are priced (cvxpy's ``Zero``, ``NonNeg``, ``Equality`` and ``Inequality``
 constraints, whose violation and multiplier have one entry per row); a cone constraint's
