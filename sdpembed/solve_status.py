@@ -16,7 +16,12 @@ duality gap, residuals and a bound. The point is a *result* only if
 4. for an ``optimal_inaccurate`` solve, the largest of its relative gap and relative
    residuals (each in the unit of its own terms, below; the gap of a conic iterate is the
    solver's number, ``extra["solver_gap"]``) is at most :data:`FAR_FROM_OPTIMAL`, or the
-   stricter :data:`NEAR_OPTIMAL` of the backend.
+   stricter :data:`NEAR_OPTIMAL` of the backend;
+5. for an ``optimal_inaccurate`` solve whose backend reports what its point's violations
+   can buy (``violation_worth``: :math:`\\sum_i |y_i| r_i`, each affine row's violation
+   :math:`r_i` priced at the backend's own multiplier :math:`y_i`, relative to the
+   objective in its unit, below; :mod:`sdpembed.violation_worth`, every conic backend),
+   it is at most :data:`VIOLATION_WORTH`.
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -70,6 +75,35 @@ right-hand side and coefficients at the data's scale. Only a registered backend 
 entry says ``absolute_residuals`` (no built-in one) has its numbers divided by
 :math:`\\max(1, |p|)`, the only unit known there.
 
+**Violations priced at their multipliers (rule 5).** By Lagrangian duality every point
+:math:`x` of the cone has :math:`f(x) \\ge p^\\star - \\sum_i |y^\\star_i| r_i(x)`, so
+:math:`\\sum_i |y_i| r_i` is the objective a point may owe to its infeasibility, each row in
+its own unit. A residual relative to the rows' size does not see it where a row has a
+small target and a large weight, or where the problem has no strictly feasible point and
+its multipliers are large: CLARABEL's ``AlmostSolved`` point on differential seed 100165
+violates its rows by 8e-8 of the trace, its residuals pass, and its violations buy
+1.0e-3 of its objective at its own multipliers (it lay 2.9e-4 below the optimum's
+interval). Every conic backend returns its multipliers with its point (cvxpy's
+``dual_value``), so an ``optimal_inaccurate`` point is priced at its own and refused above
+:data:`VIOLATION_WORTH` (1e-5) with :class:`~sdpembed.exceptions.SolverFailedError`
+carrying it. The numbers behind the limit (docs/tuning.md, "Conic points priced at their
+own multipliers"): the convicted points (CLARABEL's ``AlmostSolved`` on differential seeds
+100165, 101286, 101352, 101161; CSDP's on 100165, 101161 and its "Success" on 383) are
+priced at 4.4e-5 to 1.0e-3 at their own multipliers, the healthy inaccurate ones of two
+slices (seeds 101,300-101,339 and 101,600-101,639) at 1.3e-6 or less. An inaccurate
+point's multipliers are no more converged than it is: CLARABEL's on 101286 priced its
+violations at 4.4e-5, the optimum's (CSDP's) at 1.4e-3, 31 times more, with its objective
+2.0e-4 below the optimum; hence a limit 10 times below the differential judge's 1e-4. An
+``optimal`` point is not judged by its price (it is reported): a backend that converged
+to its tolerances may still hold huge multipliers where the problem has no strictly
+feasible point (CLARABEL's ``optimal`` point of seed 383 without face reduction is priced
+at 0.95 with its objective 3e-6 from the optimum), and an objective near 0 without a
+Gram problem's scale has no floor (a trace-ratio solve at 1e-12 priced at 4e-3): the
+price bounds the bought objective only at the optimal multipliers. LOWRANK returns no
+multiplier per row: its feasibility is rule 2's and its certificate rule 3's. Rows only: a
+violation of a cone (SDPA's and CSDP's points often meet their rows exactly and are priced
+at 0) is left to the backend's residuals.
+
 **A conic iterate cut by a limit is not a result.** An iterate stopped by an iteration or
 time limit is neither primal nor dual feasible, so nothing it reports bounds its error:
 SCS's cut points 8 % from the optimum had gaps and residuals near 1e-3, CLARABEL's
@@ -106,7 +140,7 @@ if TYPE_CHECKING:
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
            "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
            "distance_from_optimal", "check_result", "gap_in_objective_unit", "check_inaccurate",
-           "INFEASIBILITY_PROVERS"]
+           "INFEASIBILITY_PROVERS", "VIOLATION_WORTH"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
 #: may be more than about 1 % from the optimum.
@@ -127,6 +161,12 @@ FEASIBILITY_TOLERANCE = 1e-5
 #: objective: rounding, and the tolerated infeasibility of a point on equality constraints
 #: (``feas_tol``).
 BOUND_TOLERANCE = 1e-5
+
+
+#: How much of the objective (relative, in its unit) an ``optimal_inaccurate`` point's
+#: violations may buy, priced at the backend's own multipliers (rule 5,
+#: ``violation_worth``), above which it is no result.
+VIOLATION_WORTH = 1e-5
 
 
 #: The backends that prove infeasibility (an interior-point method's certificate), named
@@ -334,6 +374,18 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{name}{on} stopped ({status}) at a point that violates the constraints by "
             f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
             "is not a solution, and its objective bounds nothing." + maybe + rigid,
+            objective, stats, point)
+    bought = _reported(stats, "violation_worth")
+    worth_limit = VIOLATION_WORTH
+    if status == "optimal_inaccurate" and bought is not None and bought > worth_limit:
+        raise _fail(
+            f"{name}{on} stopped ({status}) at a point whose constraint violations, priced at "
+            f"its own multipliers, can buy {bought:.3g} of its objective (relative), above "
+            f"{worth_limit:g}: the objective {p:.6g} may owe that much to the violations, "
+            "so the point is not a solution (its residuals may look small: a row with a small "
+            "target and a large weight, or large multipliers where the problem has no strictly "
+            "feasible point). Tighten the backend's tolerances or "
+            + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
             objective, stats, point)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))

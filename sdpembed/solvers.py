@@ -46,7 +46,8 @@ from .formulations.gram_problem import rigidity_note
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
-from .solve_status import check_result, gap_in_objective_unit
+from .solve_status import VIOLATION_WORTH, check_result, gap_in_objective_unit
+from .violation_worth import violation_worth
 
 __all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
            "solver_version", "INSTALL_HINTS"]
@@ -408,7 +409,14 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         extra["solver_gap"] = extra.pop("gap")
     if not extra.get("stopped_by_limit"):
         _raise_for_status(status, formulation, name, extra.get("message", ""))
+        # its rows' violations priced at its own multipliers (solve_status, rule 5)
+        worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH)
+        if worth is not None:
+            extra["violation_worth"] = worth
+        # what to try, should its point be refused for what its violations buy (rule 5)
+        extra["advice"] = entry.inaccurate_advice or _inaccurate_advice(formulation)
         _check_result(name, status, problem.value, extra, formulation)
+        extra.pop("advice")
     if extra.get("primal_residual") is None:
         extra["primal_residual"] = _max_violation(problem)
         extra["primal_residual_source"] = "max constraint violation computed by sdpembed"

@@ -22,7 +22,6 @@ import pytest
 
 from sdpembed import _csdp
 from sdpembed.exceptions import (
-    InaccurateSolutionWarning,
     InputError,
     SolverFailedError,
     SolverLimitError,
@@ -143,24 +142,23 @@ def test_iteration_limit_is_refused_near_the_optimum_and_far_from_it(monkeypatch
 
 
 @pytest.mark.skipif(shutil.which("csdp") is None, reason="the csdp program is not installed")
-def test_csdp_success_with_a_real_gap_beyond_the_limit_is_inaccurate(monkeypatch):
+def test_csdp_success_below_the_optimum_is_refused(monkeypatch):
     """Differential seed 383 (equality DVU, 19 points; no strictly feasible point, see
     tests/test_face.py): csdp says "Success" by its gap tr(XZ) = 7.8e-9, while its primal
     objective -0.4420412 lies below its dual one -0.4418695 (real relative gap -9.1e-5) and
     0.1 % below the optimum -0.4416096 of the facially reduced problem. Before: status
-    'optimal'."""
+    'optimal'; then 'optimal_inaccurate' with a warning; now refused: its violations priced
+    at its own multipliers buy 4.3e-4 of its objective (solve_status, rule 5)."""
     monkeypatch.delenv(_csdp.ENV_VAR, raising=False)
-    with pytest.warns(InaccurateSolutionWarning, match=r"real relative gap -9\.\d+e-05") as rec:
-        rep = solve(_seed383(), solver="CSDP")
-    said = " ".join(str(w.message) for w in rec)
+    with pytest.raises(SolverFailedError, match="priced at its own multipliers") as err:
+        solve(_seed383(), solver="CSDP")
+    said = str(err.value)
     # the face is reduced already: the advice names the cause, not reduce_face=True
     assert "no strictly feasible point" in said and "build with reduce_face" not in said
     # equality distances: the advice names the strictly feasible alternative
     assert "distances='shrink'" in said
-    assert rep.status == "optimal_inaccurate"
-    # the real gap is judged (extra["solver_gap"]) but states no bound: the report has none
-    assert rep.gap is None and abs(rep.extra["solver_gap"]) > _csdp.REAL_GAP_LIMIT
-    assert rep.objective < -0.4416096 - 1e-4     # the reason: below the optimum
+    assert err.value.point is not None
+    assert err.value.objective < -0.4416096 - 1e-4     # the reason: below the optimum
 
 
 def test_inaccurate_advice_follows_the_formulations_face():
