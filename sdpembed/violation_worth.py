@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import cvxpy as cp
 import numpy as np
 from cvxpy.constraints import Equality, Inequality, NonNeg, Zero
 
@@ -39,7 +40,7 @@ __all__ = ["priced_violation", "violation_worth"]
 _ROWS = (Zero, NonNeg, Equality, Inequality)
 
 
-def priced_violation(problem) -> float | None:
+def priced_violation(problem: cp.Problem) -> float | None:
     """:math:`\\sum_i |y_i| r_i` over the affine rows of the cvxpy ``problem`` at the point
     and multipliers its last solve wrote (absolute); ``None`` where no row has a finite
     multiplier (0 where the problem has no affine row)."""
