@@ -132,6 +132,49 @@ def test_a_far_gap_to_the_dual_optimum_counts_as_a_missing_dimension(moons_dvu):
     assert not dual.rank_short(1e-6, 9e-5, 5)             # within tol: an attempt's business
 
 
+def test_a_first_pass_that_fails_starts_the_barrier_at_once(moons_dvu, monkeypatch):
+    # breast-cancer-std: the refinement's attempt at the first pass (outer 4) missed tol
+    # by a negative eigenvalue; the barrier then ran at the second pass (outer 6) and
+    # certified there. The run that pass would start starts at the end of the first, so
+    # that its point certifies in the same outer iteration (docs/tuning.md, "The
+    # breast-cancer rows")
+    import sdpembed.lowrank.dual_barrier as db
+
+    f = moons_dvu(40, 0)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    W, y0, nu0 = np.zeros((space.dim, 3)), np.zeros(pen.t.size), space.duals(None)
+    dual = DualOptimum(space, pen, 1e-4)
+    dual.after_pass(np.inf)                               # before the first pass: nothing
+    assert dual.result is None
+    assert dual.candidate(np.inf) is None                 # first pass: the refinement
+    dual.after_pass(np.inf)                               # which failed: the run, now
+    assert dual.result.status == "converged"
+    assert dual.pair(W, y0, nu0) is not None              # its point, in the same step
+    run = dual.result
+    dual.after_pass(np.inf)                               # once
+    y, _ = dual.candidate(np.inf)                         # the second pass: no new run
+    assert dual.result is run and np.array_equal(y, run.y)
+    # past the deadline, or above the cold cap before the subproblems' work reaches the
+    # run's estimate: not run (the next pass decides again)
+    late = DualOptimum(space, pen, 1e-4)
+    late.candidate(np.inf)
+    late.after_pass(0.0)
+    assert late.result is None
+    monkeypatch.setattr(db, "_BARRIER_CHEAP_EDGES", 10)
+    need = db.barrier_work(space.dim, pen.t.size)
+    late.after_pass(np.inf, 0.5 * need)
+    assert late.result is None
+    late.after_pass(np.inf, need)
+    assert late.result.status == "converged"
+    # above the cold start's edge cap (the warm start's business): nothing
+    monkeypatch.setattr(db, "_BARRIER_EDGES", 10)
+    warm = DualOptimum(space, pen, 1e-4)
+    warm.candidate(np.inf, refine=(W, lambda: (y0, nu0)))
+    warm.after_pass(np.inf)
+    assert not warm.fits and warm.result is None
+
+
 #: CSDP's optimum of differential seed 72089 (status optimal; CLARABEL 2.0539232,
 #: optimal_inaccurate)
 _CSDP_72089 = 2.0539048909342723

@@ -349,6 +349,15 @@ class DualOptimum:
         self._cold(deadline, work)
         return (self.result.y, self.space.duals(None)) if self._usable else None
 
+    def after_pass(self, deadline: float, work: float = 0.0) -> None:
+        """The pass before ``_BARRIER_AFTER`` ended without a certificate (its refined
+        multipliers closed ``tol``, so :meth:`early` did not run, but the attempt failed):
+        the cold run the next pass would start, now, so that its point (:meth:`pair`) is
+        certified in the same outer iteration; nothing where :meth:`early` would not run
+        (docs/tuning.md, "The breast-cancer rows")."""
+        if self.fits and self.result is None and self.passes == _BARRIER_AFTER - 1:
+            self._cold(deadline, work)
+
     def _warm(self, deadline: float, W: np.ndarray,
               refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`candidate` above the cold cap: once, at the ``_WARM_AFTER``-th pass of

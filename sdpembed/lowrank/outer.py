@@ -398,6 +398,10 @@ class _OuterLoop(StallGrowth):
             # no missing dimension, the primal converged: the multipliers are what lags,
             # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
             self.stall_raise = not grew and converged_primal
+        if np.isfinite(refined_gap) and self.status != "optimal":
+            t_dual = time.perf_counter()     # the next pass's barrier, now (its pair below)
+            self.dual.after_pass(self.deadline, self.alm.work)
+            self.timings["multipliers"] += time.perf_counter() - t_dual
         if self.status != "optimal" and (pair := self.dual.pair(W, self.y, self.nu)) is not None:
             self._barrier_pair(entry, pair)     # the interval barrier's point, once
         elif self.status != "optimal" and self.eq_dual.wanted(
