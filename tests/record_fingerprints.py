@@ -43,7 +43,7 @@ PINNED_ENV = {"OPENBLAS_CORETYPE": "Haswell", "OPENBLAS_NUM_THREADS": "1",
 #: cases: (builder, builder keywords, LOWRANK options); data and graph in :func:`_problem`.
 #: ``slow`` cases are left out of the default test run.
 CASES = {
-    "dvu_interval": {"builder": "dvu", "n": 300, "kw": {}, "options": {"tol": 1e-6}},
+    "dvu_interval": {"builder": "dvu", "n": 320, "kw": {}, "options": {"tol": 1e-6}},
     "dvu_huber": {"builder": "dvu", "n": 200, "kw": {}, "slow": True,
                   "options": {"tol": 1e-6, "interval_envelope": "huber"}},
     "dvu_equality": {"builder": "dvu", "n": 200, "kw": {"distances": "equality"},

@@ -157,27 +157,82 @@ def _wolfe(fun, x, f, d, slope, step=1.0, *, c1=1e-4, c2=0.9, max_evals=40):
     return best
 
 
-_saxpy = sla.blas.saxpy  # y <- a x + y in place (float32): the two-loop recursion
+_trtri = sla.get_lapack_funcs("trtri", dtype=np.float64)
 
 
-def _two_loop(g, S, Y, rho, alpha, head: int, used: int, gamma: float, M) -> np.ndarray:
-    r"""The L-BFGS direction :math:`-H_k g` by the two-loop recursion over the ``used``
-    newest pairs of the ring buffers ``S``, ``Y`` (``float32``; ``head`` is the next slot),
-    with :math:`H_k^0 = \gamma M^{-1}`. The recursion runs in single precision (the
-    preconditioner and the result in double): it is memory-bound, and halving the bytes
-    read halves its time, for a direction within about 2e-7 (relative) of the
-    double-precision one."""
-    memory = S.shape[0]
-    q = g.astype(np.float32)
-    order = [(head - 1 - i) % memory for i in range(used)]  # newest first
-    for i in order:
-        alpha[i] = rho[i] * float(S[i] @ q)
-        q = _saxpy(Y[i], q, a=-alpha[i])
-    d = (gamma * np.asarray(M(np.asarray(q, dtype=float)), dtype=float)).astype(np.float32)
-    for i in reversed(order):
-        b = rho[i] * float(Y[i] @ d)
-        d = _saxpy(S[i], d, a=alpha[i] - b)
-    return -np.asarray(d, dtype=float)
+class _Pairs:
+    r"""The L-BFGS memory in the compact form of Byrd, Nocedal & Schnabel (1994):
+    :math:`H_k = \gamma M^{-1} + [S\ \gamma Z]\,K\,[S\ \gamma Z]^T` with :math:`Z = M^{-1}Y`,
+    :math:`K = \begin{bmatrix} R^{-T}(D + \gamma Y^TZ)R^{-1} & -R^{-T} \\ -R^{-1} & 0
+    \end{bmatrix}`, :math:`R` the upper triangle of :math:`S^TY` (pairs oldest first) and
+    :math:`D` its diagonal: the matrix of the two-loop recursion, applied with two
+    matrix-vector products over the stored pairs instead of :math:`4m` vector operations.
+
+    The pairs are the rows of one ``(2 memory, N)`` single-precision array (``s`` and
+    ``z`` of a slot side by side; slots ``0 .. used-1``, a ring once full): the products are
+    memory-bound, and single precision halves the bytes read. The small matrices
+    :math:`S^TY` and :math:`Y^TZ` (double) need, for each new pair, its products with the
+    stored ones, :math:`[S\ Z]^Ty_k`; they are taken as :math:`[S\ Z]^Tg_{k+1} - [S\ Z]^Tg_k`
+    from the products the directions compute anyway (``M`` symmetric:
+    :math:`z_i^Ty = y_i^TM^{-1}y`), so each iteration reads the pairs twice."""
+
+    def __init__(self, memory: int, N: int):
+        self.memory = memory
+        self.P = np.empty((2 * memory, N), dtype=np.float32)
+        # oldest pair first: R[i, j] = s_i^T y_j (i <= j, zero below), YZ[i, j] = y_i^T z_j
+        self.R = np.zeros((memory, memory))
+        self.YZ = np.zeros((memory, memory))
+        self.w = np.zeros(2 * memory)          # [S Z]^T g at the last direction's gradient
+        ar = np.arange(memory)
+        self.orders = [(ar + h) % memory for h in range(memory)]  # slots, oldest first
+        self.used = self.head = 0
+        self.owed = False                      # the newest pair's products with the others
+
+    def reset(self) -> None:
+        self.used = self.head = 0
+        self.owed = False
+
+    def add(self, s: np.ndarray, z: np.ndarray, sy: float, yz: float) -> None:
+        """Store the pair :math:`(s, z = M^{-1}y)` (``y = g_new - g`` with ``g`` the
+        gradient of the last :meth:`direction`) in the oldest slot."""
+        m, h = self.memory, self.head
+        R, YZ = self.R, self.YZ
+        if self.used == m:  # the oldest pair leaves
+            R[:-1, :-1] = R[1:, 1:]
+            YZ[:-1, :-1] = YZ[1:, 1:]
+        else:
+            self.used += 1
+        j = self.used - 1
+        R[j, :j] = 0.0
+        R[j, j], YZ[j, j] = sy, yz
+        self.P[2 * h] = s
+        self.P[2 * h + 1] = z
+        self.head = (h + 1) % m
+        self.owed = True
+
+    def direction(self, g: np.ndarray, Mg: np.ndarray, gamma: float) -> np.ndarray:
+        r""":math:`-H_k g` (``Mg`` is :math:`M^{-1}g`)."""
+        k, m = self.used, self.memory
+        P = self.P[:2 * k]
+        w = (P @ g.astype(np.float32)).astype(float)
+        o = self.orders[self.head][:k] if k == m else self.orders[0][:k]
+        R, YZ = self.R[:k, :k], self.YZ[:k, :k]
+        if self.owed:  # [S Z]^T y of the older pairs, y = g - g_prev
+            v = w - self.w[:2 * k]
+            rest = o[:-1]
+            R[:-1, -1] = v[2 * rest]
+            YZ[:-1, -1] = YZ[-1, :-1] = v[2 * rest + 1]
+            self.owed = False
+        self.w[:2 * k] = w
+        Rinv, _ = _trtri(R)
+        a, b = w[2 * o], w[2 * o + 1]
+        u = Rinv @ a
+        p = Rinv.T @ (R.diagonal() * u + gamma * (YZ @ u - b))
+        c = np.empty(2 * k, dtype=np.float32)
+        c[2 * o], c[2 * o + 1] = p, -gamma * u
+        d = (c @ P).astype(float)
+        d += gamma * Mg
+        return -d
 
 
 def _norm(g: np.ndarray, order: float) -> float:
@@ -194,7 +249,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            window: tuple[int, float] = (0, 0.0)) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
-    The search direction is :math:`-H_k g_k` by the two-loop recursion over the
+    The search direction is :math:`-H_k g_k`, the BFGS matrix of the
     last ``memory`` pairs :math:`(s_i, y_i)`, with initial inverse Hessian
     :math:`\gamma_k M^{-1}`, :math:`\gamma_k = s^Ty / y^TM^{-1}y` (``precond(g)``
     applies :math:`M^{-1}`; ``None`` is :math:`M = I`). Pairs with
@@ -208,8 +263,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
     :math:`f` by at most ``delta`` (an absolute test of the tail).
 
-    The pairs live in two ``(memory, N)`` single-precision arrays (:func:`_two_loop`)
-    and every vector operation is one BLAS call (``sdot``, in-place ``saxpy``): faster
+    The pairs live in one single-precision array, applied in the compact form
+    (:class:`_Pairs`: two matrix-vector products per direction); faster
     than :func:`scipy.optimize.minimize` with L-BFGS-B, whose bound handling the
     unconstrained subproblems never use.
     """
@@ -222,14 +277,10 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         return fun(z)
 
     f, g = evaluate(x)
-    S = np.empty((memory, N), dtype=np.float32)
-    Y = np.empty((memory, N), dtype=np.float32)
-    rho = np.empty(memory)
-    used, head = 0, 0          # pairs stored; slot of the next pair
+    pairs = _Pairs(memory, N)
     gamma = 1.0
     maxfun = maxfun if maxfun is not None else 20 * maxiter + 100
     it = 0
-    alpha = np.empty(memory)
     progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
     k_win, delta = window
@@ -237,11 +288,10 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
-        d = _two_loop(g, S, Y, rho, alpha, head, used, gamma, M) if used \
-            else -np.array(M(g), dtype=float)
+        d = pairs.direction(g, M(g), gamma) if pairs.used else -np.array(M(g), dtype=float)
         slope = float(g @ d)
         if slope >= 0:  # not a descent direction: restart from the (preconditioned) gradient
-            used = 0
+            pairs.reset()
             d = -M(g)
             slope = float(g @ d)
             if slope >= 0:
@@ -255,10 +305,10 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         s_, y_ = xn - x, gn_vec - g
         sy, yy = float(s_ @ y_), float(y_ @ y_)
         if sy > 1e-16 * yy:
-            S[head], Y[head], rho[head] = s_, y_, 1.0 / sy
-            head = (head + 1) % memory
-            used = min(used + 1, memory)
-            gamma = sy / (yy if precond is None else float(y_ @ M(y_)))
+            z_ = y_ if precond is None else np.asarray(M(y_), dtype=float)
+            yz = yy if precond is None else float(y_ @ z_)
+            pairs.add(s_, z_, sy, yz)
+            gamma = sy / yz
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
