@@ -18,11 +18,8 @@ tolerance asks for. The outer loop then treats it as a stalled gap (the bottom
 eigenpairs of :math:`S` at the current multipliers decide whether and where to grow,
 ``_OuterLoop._grow_on_stall``). Only on the sparse path (``n > DenseLimits.eig``), for
 ``distances="interval"`` (either envelope) on the full space without added rows, from
-the second outer iteration on, and only on the first plateau: at the starting rank, before
-any growth. After a growth the certificate attempts grow the rank by what the spectrum of
-:math:`S` asks; a second growth on a crept subproblem overshot the optimum's rank on
-usps2500-k10-norandom (29 → 45 → 61 → 75 for an optimum of rank 53; docs/tuning.md, "Rank
-growth on the 2,500 density rows").
+the second outer iteration on and not right after a growth (the new columns' first
+subproblem).
 """
 
 from __future__ import annotations
@@ -42,7 +39,7 @@ def lbfgs_end(loop, res) -> str:
     space = loop.space
     eligible = (space.dim > space.limits.eig and space.Q is None and space.K is None
                 and loop.pen.mode == "interval"
-                and loop.it >= 2 and loop.last_growth == 0
+                and loop.it >= 2 and loop.it > loop.last_growth + 1
                 and loop.W.shape[1] < loop.opts.max_rank)
     f, f_half = getattr(res, "f", np.nan), getattr(res, "f_half", np.nan)
     if eligible and np.isfinite(f) and np.isfinite(f_half) \
