@@ -44,10 +44,6 @@ class _LBFGSResult:
     x: np.ndarray
     nit: int
     gnorm: float
-    #: the objective at the end and after ``maxiter // 2`` iterations (L-BFGS; NaN where
-    #: not reached): how much the second half of a subproblem cut at its cap gained
-    f: float = np.nan
-    f_half: float = np.nan
 
 
 def _armijo(fun, x, f, d, slope, *, c1=1e-4, max_halvings=40):
@@ -238,7 +234,6 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     M = precond if precond is not None else (lambda v: v)
     k_win, delta = window
     f_hist = np.full(max(k_win, 1), np.inf)  # f of the last k iterates, a ring
-    f_half = np.nan
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
@@ -266,8 +261,6 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             gamma = sy / (yy if precond is None else float(y_ @ M(y_)))
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
-        if it == maxiter // 2:
-            f_half = f
         if decrease <= ftol:
             break
         if k_win > 0:
@@ -275,4 +268,4 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
                 break
             f_hist[it % k_win] = f
         progress(it, f"{nfev[0]:6d} evaluations", f, g)
-    return _LBFGSResult(x, it, float(np.linalg.norm(g)), float(f), f_half)
+    return _LBFGSResult(x, it, float(np.linalg.norm(g)))

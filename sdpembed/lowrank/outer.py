@@ -22,7 +22,6 @@ from .certificate import (
     relative_gap,
     verify_certificate,
 )
-from .creep import lbfgs_end
 from .dual_barrier import DualOptimum
 from .equality_barrier import EqualityOptimum
 from .escape import escape_directions, grow
@@ -146,13 +145,13 @@ class _OuterLoop(StallGrowth):
         self.max_inner = opts.max_inner if opts.max_inner is not None else (
             _MAX_INNER_KINK if alm.on_kink and space.dim <= space.limits.eig else _MAX_INNER)
         # how the last subproblem ended: "newton", "lbfgs" (L-BFGS stopped before its cap),
-        # "cut" or "crept" (L-BFGS stopped at max_inner; creep.py); None before the first
+        # "cut" (L-BFGS stopped at max_inner); None before the first
         self.last_inner: str | None = None
         self.shrink_steps = True  # "shrink": whether Gauss-Newton is still tried (_onto_shrink)
         self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol)   # rigid.py's rule
 
     def _lbfgs_end(self, res) -> str:
-        return lbfgs_end(self, res)
+        return "cut" if res.nit >= self.max_inner else "lbfgs"
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
@@ -386,7 +385,7 @@ class _OuterLoop(StallGrowth):
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
         elif not self._late() and self.last_inner != "cut" and (
-                self.last_inner == "crept" or self._stalled(cheap_gap)
+                self._stalled(cheap_gap)
                 or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
             grew = self._grow_on_stall(entry)
