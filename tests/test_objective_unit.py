@@ -127,7 +127,11 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal(monkeypatch):
     (``DualOptimum.pair``, docs/tuning.md "The slow rows at n <= 600"), the same cut
     certifies at outer 124 (-0.5825584, bound -0.5825605) before either cut is reached, so
     the band is reached only with that pair switched off, as the loop ran before it; the
-    certified path is checked last."""
+    certified path is checked last. With the L-BFGS direction in compact form and the
+    barrier one pass early (docs/tuning.md, twenty-first round) the loop without the pair
+    certifies at outer 138 and the best point at 158 and 176 is within 1 % of the optimum
+    (returned, true); cuts at 106 and 110 land in the band here (-0.5730177, -0.5732314:
+    1.6 %, bound -0.5825605), so the test cuts at all four."""
     import sdpembed.lowrank.dual_barrier as dual_barrier
     from problems.differential import make_instance
 
@@ -149,10 +153,10 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal(monkeypatch):
 
 
 def _cut_94069(make_instance) -> list[bool]:
-    """Seed 94069 cut at ``max_outer`` 158 and 176: a true verdict at each; per cut,
-    whether it was a point of the band, refused."""
+    """Seed 94069 cut at ``max_outer`` 106, 110, 158 and 176: a true verdict at each; per
+    cut, whether it was a point of the band, refused."""
     in_band = []
-    for max_outer in (158, 176):
+    for max_outer in (106, 110, 158, 176):
         f, _ = make_instance(94069).build()
         try:
             with warnings.catch_warnings():
