@@ -376,12 +376,11 @@ def check_result(solver: str, status: str, objective: float | None,
             "is not a solution, and its objective bounds nothing." + maybe + rigid,
             objective, stats, point)
     bought = _reported(stats, "violation_worth")
-    worth_limit = VIOLATION_WORTH
-    if status == "optimal_inaccurate" and bought is not None and bought > worth_limit:
+    if status == "optimal_inaccurate" and bought is not None and bought > VIOLATION_WORTH:
         raise _fail(
             f"{name}{on} stopped ({status}) at a point whose constraint violations, priced at "
             f"its own multipliers, can buy {bought:.3g} of its objective (relative), above "
-            f"{worth_limit:g}: the objective {p:.6g} may owe that much to the violations, "
+            f"{VIOLATION_WORTH:g}: the objective {p:.6g} may owe that much to the violations, "
             "so the point is not a solution (its residuals may look small: a row with a small "
             "target and a large weight, or large multipliers where the problem has no strictly "
             "feasible point). Tighten the backend's tolerances or "
