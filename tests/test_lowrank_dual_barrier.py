@@ -145,33 +145,33 @@ def test_a_first_pass_that_fails_starts_the_barrier_at_once(moons_dvu, monkeypat
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     W, y0, nu0 = np.zeros((space.dim, 3)), np.zeros(pen.t.size), space.duals(None)
     dual = DualOptimum(space, pen, 1e-4)
-    dual.after_pass(np.inf)                               # before the first pass: nothing
+    dual.early(np.inf)                               # before the first pass: nothing
     assert dual.result is None
     assert dual.candidate(np.inf) is None                 # first pass: the refinement
-    dual.after_pass(np.inf)                               # which failed: the run, now
+    dual.early(np.inf)                               # which failed: the run, now
     assert dual.result.status == "converged"
     assert dual.pair(W, y0, nu0) is not None              # its point, in the same step
     run = dual.result
-    dual.after_pass(np.inf)                               # once
+    dual.early(np.inf)                               # once
     y, _ = dual.candidate(np.inf)                         # the second pass: no new run
     assert dual.result is run and np.array_equal(y, run.y)
     # past the deadline, or above the cold cap before the subproblems' work reaches the
     # run's estimate: not run (the next pass decides again)
     late = DualOptimum(space, pen, 1e-4)
     late.candidate(np.inf)
-    late.after_pass(0.0)
+    late.early(0.0)
     assert late.result is None
     monkeypatch.setattr(db, "_BARRIER_CHEAP_EDGES", 10)
     need = db.barrier_work(space.dim, pen.t.size)
-    late.after_pass(np.inf, 0.5 * need)
+    late.early(np.inf, 0.5 * need)
     assert late.result is None
-    late.after_pass(np.inf, need)
+    late.early(np.inf, need)
     assert late.result.status == "converged"
     # above the cold start's edge cap (the warm start's business): nothing
     monkeypatch.setattr(db, "_BARRIER_EDGES", 10)
     warm = DualOptimum(space, pen, 1e-4)
     warm.candidate(np.inf, refine=(W, lambda: (y0, nu0)))
-    warm.after_pass(np.inf)
+    warm.early(np.inf)
     assert not warm.fits and warm.result is None
 
 

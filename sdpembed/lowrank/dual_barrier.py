@@ -197,8 +197,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
 #: :func:`~sdpembed.lowrank.repair.refine_multipliers` before the barrier replaces it; a
-#: pass earlier where that pass's refined multipliers fall short of ``tol``
-#: (:meth:`DualOptimum.early`)
+#: pass earlier where that pass's refined multipliers fall short of ``tol`` or its
+#: certificate attempt fails (:meth:`DualOptimum.early`)
 _BARRIER_AFTER = 2
 
 #: above this many edges the barrier (m³/3 flops a step) runs at a pass only when the
@@ -341,22 +341,16 @@ class DualOptimum:
 
     def early(self, deadline: float, work: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
         """The cold barrier's multipliers one pass of the refinement gate early: at the
-        pass before ``_BARRIER_AFTER`` (the caller asks where the refined multipliers just
-        taken did not close ``tol``), where the barrier fits and has not run; else ``None``
-        (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere")."""
+        pass before ``_BARRIER_AFTER``, where the barrier fits and has not run; else
+        ``None``. The outer loop asks where the refined multipliers just taken did not close
+        ``tol`` (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere"), and
+        again at the end of a step that did not certify, so that the point of a run made
+        there (:meth:`pair`) is certified in the same outer iteration (docs/tuning.md, "The
+        breast-cancer rows")."""
         if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
             return None
         self._cold(deadline, work)
         return (self.result.y, self.space.duals(None)) if self._usable else None
-
-    def after_pass(self, deadline: float, work: float = 0.0) -> None:
-        """The pass before ``_BARRIER_AFTER`` ended without a certificate (its refined
-        multipliers closed ``tol``, so :meth:`early` did not run, but the attempt failed):
-        the cold run the next pass would start, now, so that its point (:meth:`pair`) is
-        certified in the same outer iteration; nothing where :meth:`early` would not run
-        (docs/tuning.md, "The breast-cancer rows")."""
-        if self.fits and self.result is None and self.passes == _BARRIER_AFTER - 1:
-            self._cold(deadline, work)
 
     def _warm(self, deadline: float, W: np.ndarray,
               refine: Callable[[], tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

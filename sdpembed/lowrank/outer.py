@@ -400,7 +400,7 @@ class _OuterLoop(StallGrowth):
             self.stall_raise = not grew and converged_primal
         if np.isfinite(refined_gap) and self.status != "optimal":
             t_dual = time.perf_counter()     # the next pass's barrier, now (its pair below)
-            self.dual.after_pass(self.deadline, self.alm.work)
+            self.dual.early(self.deadline, self.alm.work)
             self.timings["multipliers"] += time.perf_counter() - t_dual
         if self.status != "optimal" and (pair := self.dual.pair(W, self.y, self.nu)) is not None:
             self._barrier_pair(entry, pair)     # the interval barrier's point, once

@@ -131,7 +131,7 @@ def _lanczos_smallest(space: FactorSpace, y, nu, Z: np.ndarray, c: float, tol: f
             # a trace of the random vector keeps every eigendirection in the Krylov space
             v0 = v1 / np.linalg.norm(v1) + 1e-3 * v0 / np.linalg.norm(v0)
     w, X = eigsh(op, k=1, which="SA", tol=tol, v0=v0, ncv=min(n - 1, ncv),
-                      maxiter=max(1000, 20 * n))
+                 maxiter=max(1000, 20 * n))
     x = X[:, 0]
     res = float(np.linalg.norm(mv(x).ravel() - w[0] * x))
     return float(w[0]) - c, res, x
