@@ -124,7 +124,7 @@ def test_lowrank_solves_seed_383_on_its_face_to_the_optimum():
     1e-4 (tol) of the optimum, the bound below it (1e-7: the face optimum's accuracy), the
     point on the face and feasible to rounding."""
     f = _seed383()
-    rep = solve(f, solver="LOWRANK", time_limit=120.0)
+    rep = solve(f, solver="LOWRANK", time_limit=600.0)
     assert rep.status == "optimal"
     assert rep.objective == pytest.approx(FACE_OPTIMUM, rel=1e-4)
     assert rep.bound <= FACE_OPTIMUM + 1e-7
@@ -159,7 +159,7 @@ def test_the_lifted_face_certificate_holds_in_the_original_problem():
     U, _ = exposing_vectors(gp)
     Q = face_basis(U)
     sub = lowrank_solve(gp, basis=Q, options=LowRankOptions(reduced_solver="alm", tol=2.5e-5,
-                                                            time_limit=120.0))
+                                                            time_limit=600.0))
     cert = face_certificate(gp, Q, U, clique_null_vectors(gp), sub.y, sub.nu)
     assert cert is not None and cert.t > 0
     assert cert.bound <= FACE_OPTIMUM + 1e-7
@@ -241,7 +241,7 @@ def test_added_rows_and_snr_are_restored_on_the_face_too(seed):
     gp = f.meta["gram_problem"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+        rep = solve(f, solver="LOWRANK", time_limit=600.0)
         ref = solve(make_instance(seed, (12, 60)).build()[0], solver="CLARABEL")
     assert rep.extra["face"]["restored"]
     U, _ = exposing_vectors(gp)
@@ -310,7 +310,7 @@ def test_the_face_certificate_bisects_past_shifts_that_fail_the_exact_check(monk
     assert len(cliques) == 3
     Q = face_basis(U)
     sub = lowrank_solve(gp, basis=Q, options=LowRankOptions(reduced_solver="alm", tol=2.5e-5,
-                                                            time_limit=120.0))
+                                                            time_limit=600.0))
     tries = []
     real = face._exact_bound
 
@@ -534,7 +534,7 @@ def test_an_equality_point_below_its_own_bound_is_restored_onto_the_constraints(
     f = _seed(90882)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        rep = solve(f, solver="LOWRANK", time_limit=60.0)
+        rep = solve(f, solver="LOWRANK", time_limit=600.0)
     assert rep.extra["restoration"]["restored"]
     assert rep.primal_infeasibility <= 1e-12
     assert rep.bound <= -24.0728074 <= rep.objective
@@ -548,7 +548,7 @@ def test_the_equality_barrier_certifies_90882():
     feasible to rounding, its objective and the bound holding CSDP's and CLARABEL's optimum
     (-24.0728074, -24.0728093) between them, the certified gap within tol (1e-4)."""
     f = _seed(90882)
-    rep = solve(f, solver="LOWRANK", time_limit=60.0)
+    rep = solve(f, solver="LOWRANK", time_limit=600.0)
     assert rep.status == "optimal"
     assert rep.primal_infeasibility <= 1e-10
     assert rep.bound <= -24.0728093 and -24.0728074 <= rep.objective
@@ -569,12 +569,12 @@ def test_the_barrier_pair_is_not_used_where_its_multipliers_make_rounding_matter
     a weaker bound than the full problem's.)"""
     from sdpembed.lowrank import equality_barrier
 
-    rep = solve(_seed383(), solver="LOWRANK", time_limit=120.0)
+    rep = solve(_seed383(), solver="LOWRANK", time_limit=600.0)
     assert "lifted to the full space" in rep.extra["certificate"]
     monkeypatch.setattr(equality_barrier, "_ROUNDING_SHARE", np.inf)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
-        rep = solve(_seed383(), solver="LOWRANK", time_limit=120.0)
+        rep = solve(_seed383(), solver="LOWRANK", time_limit=600.0)
     paired = [e for e in rep.extra["history"] if "barrier" in e]
     assert len(paired) == 1 and paired[0]["certified_gap"] > 1e-4
     assert not rep.extra["certificate"].startswith("dual-feasible")
