@@ -422,8 +422,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     same eigenpairs to Lanczos accuracy, by a longer path). There a round after the first
     takes its pairs from the previous round's vectors (``warm_blocks``:
     :func:`~sdpembed.lowrank.lift_block.warm_bottom`, Rayleigh-Ritz on a block Krylov
-    space, shift-invert Lanczos where it finds no shift) and tests its Ritz value minus
-    the residual. ``y`` is first
+    space, shift-invert Lanczos where it finds no shift); its stopping tests take the
+    residual off the Ritz value. ``y`` is first
     clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
     solve's candidates already lie in it) and the caller's array is not modified.
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
@@ -505,9 +505,10 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                 if before is None:
                     raise
                 return before   # the last multipliers whose eigenpair is known
-        # a warm block's Ritz value lies above lambda_min: its residual is taken off
+        # a warm block's Ritz value lies above lambda_min: the stopping tests take its
+        # residual off; the estimate is the Ritz value (a verification places its shift)
         mu = float(lam[0] - res[0])
-        eig = EigenEstimate(mu, X[:, 0], float(lam[0]), float(res[0]),
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), float(res[0]),
                             "dense" if n <= space.limits.eig else "shift-invert")
         if mu >= 0 or r == rounds or _past(deadline) \
                 or (floor is not None and -pen.conjugate(y) - off < floor) \
