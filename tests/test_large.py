@@ -998,8 +998,7 @@ def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
     one (the lift only adds PSD terms: Weyl), and blocks raise their shift towards the
     spectrum while the pivots stay positive: each block's eigenpairs are the dense ones of
     its S, and the lifted multipliers and returned lambda_min are those of main's shifts
-    (to rounding): the shifts change the path, not the pairs. (Shift-invert Lanczos in
-    every round: ``warm_blocks=False``.)"""
+    (to rounding): the shifts change the path, not the pairs."""
     _, _, y_obs, graph = digits
     gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5, block=30))
@@ -1018,8 +1017,7 @@ def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
         return out
     monkeypatch.setattr(lowrank.repair, "_bottom", spy)
     monkeypatch.setattr(lowrank.spectrum, "sparse_bottom", spy_sparse)
-    y_w, eig_w = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8,
-                                          warm_blocks=False)
+    y_w, eig_w = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
     assert len(calls) >= 2      # the test needs a round after the first
     assert calls[0][0].get("lower") is None
     Hb = centering_basis(gp.n)
@@ -1038,60 +1036,11 @@ def test_lift_round_blocks_shift_below_the_last_round(digits, monkeypatch):
     calls.clear()
     shifts.clear()
     y_c, eig_c = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8,
-                                          near_shifts=False, warm_blocks=False)
+                                          near_shifts=False)
     assert all(kw.get("lower") is None for kw, *_ in calls)
     assert all(used == asked for asked, used in shifts)
     np.testing.assert_allclose(y_w, y_c, rtol=0, atol=1e-9 * np.abs(y_c).max())
     assert eig_w.value == pytest.approx(eig_c.value, abs=1e-10)
-
-
-def test_warm_lift_blocks_give_the_dense_pairs_and_the_lanczos_lift(digits, monkeypatch):
-    """Above the dense limit (here n = 36, limit 5, blocks of 30) a lift round after the
-    first takes its pairs from the previous round's vectors (warm_bottom, no shift-invert
-    Lanczos): each block's values are the dense ones of its S, its estimate (Ritz value
-    minus residual) lies at or below the dense lambda_min, and the lifted multipliers and
-    lambda_min (the last block's Ritz value) are those of the Lanczos rounds
-    (warm_blocks=False) to rounding. Where no
-    shift below the spectrum is found from the given estimate, warm_bottom gives None."""
-    _, _, y_obs, graph = digits
-    gp, res, space, pen, y_noisy = _perturbed_optimal_multipliers(dvu_problem(graph, y_obs))
-    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=5, block=30))
-    y_far = np.clip(res.y + 10 * (y_noisy - res.y), -pen.w, pen.w)
-    warm_calls, lanczos = [], []
-    warm, bottom = lowrank.repair.warm_bottom, lowrank.repair._bottom
-
-    def spy(space_, y, nu, X_prev, lower, **kw):
-        out = warm(space_, y, nu, X_prev, lower, **kw)
-        warm_calls.append((np.array(y), out))
-        return out
-
-    def spy_bottom(*args, **kw):
-        lanczos.append(kw)
-        return bottom(*args, **kw)
-    monkeypatch.setattr(lowrank.repair, "warm_bottom", spy)
-    monkeypatch.setattr(lowrank.repair, "_bottom", spy_bottom)
-    y_w, eig_w = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8)
-    assert len(warm_calls) >= 1 and len(lanczos) == 1     # only the first round's Lanczos
-    Hb = centering_basis(gp.n)
-    for y, (lam, X, r) in warm_calls:
-        SH = space.apply_S(Hb, y, res.nu)
-        dense = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))
-        scale = np.abs(dense).max()
-        np.testing.assert_allclose(lam, dense[:lam.size], rtol=0, atol=1e-9 * scale)
-        assert lam[0] - r[0] <= dense[0] + 1e-12 * scale
-        np.testing.assert_allclose(X.T @ X, np.eye(lam.size), atol=1e-10)
-        assert np.abs(X.sum(axis=0)).max() <= 1e-10 * np.sqrt(gp.n)
-    y_c, eig_c = lowrank.lift_multipliers(space, pen, y_far, res.nu, min_block=8,
-                                          warm_blocks=False)
-    np.testing.assert_allclose(y_w, y_c, rtol=0, atol=1e-9 * np.abs(y_c).max())
-    scale = np.abs(dense).max()
-    assert eig_w.value == eig_w.ritz == pytest.approx(eig_c.value, abs=1e-9 * scale)
-    # an estimate far above lambda_min: no shift with positive pivots in three tries
-    SH = space.apply_S(Hb, y_far, res.nu)
-    lam_min = np.linalg.eigvalsh(0.5 * (Hb.T @ SH + SH.T @ Hb))[0]
-    assert lam_min < -1e-6
-    X0 = warm_calls[0][1][1]
-    assert warm(space, y_far, res.nu, X0, 1e-6 * lam_min) is None
 
 
 def test_lift_multipliers_rejects_what_it_cannot_lift(digits):

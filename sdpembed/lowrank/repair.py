@@ -19,7 +19,6 @@ from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
 from .space import FactorSpace
 from .sparse_slack import CertificateLate, FactorTimes
-from .lift_block import warm_bottom
 from .spectrum import EigenEstimate, _bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
@@ -373,7 +372,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
-                     near_shifts: bool = True, warm_blocks: bool = True,
+                     near_shifts: bool = True,
                      both_ways: bool = False,
                      late: Callable[[float | None], bool] | None = None,
                      times: FactorTimes | None = None) -> tuple[np.ndarray, EigenEstimate]:
@@ -419,11 +418,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     the previous round's :math:`\lambda_{\min}` (a lower bound: the lift only adds PSD
     terms, Weyl) and every block raises its shift towards the spectrum while the pivots
     stay positive; ``near_shifts=False`` keeps each block's first shift instead (the
-    same eigenpairs to Lanczos accuracy, by a longer path). There a round after the first
-    takes its pairs from the previous round's vectors (``warm_blocks``:
-    :func:`~sdpembed.lowrank.lift_block.warm_bottom`, Rayleigh-Ritz on a block Krylov
-    space, shift-invert Lanczos where it finds no shift); its stopping tests take the
-    residual off the Ritz value. ``y`` is first
+    same eigenpairs to Lanczos accuracy, by a longer path). ``y`` is first
     clipped into the box :math:`|y_e|\le w_e` (the domain of :math:`\varphi^*`; the
     solve's candidates already lie in it) and the caller's array is not modified.
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
@@ -485,34 +480,23 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
-            res = np.zeros(1)
         else:
             # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl);
             # not after a round that lowered multipliers
             weyl = r > 0 and near_shifts and not lowered
             try:
-                warm = r > 0 and warm_blocks and n > space.limits.eig and warm_bottom(
-                    space, y, nu, X, eig.value, late=late, times=times)
-                if warm:
-                    lam, X, res = warm
-                else:
-                    lam, X = _bottom(space, y, nu, k_all,
-                                     guess=None if r == 0 else float(lam[0]),
-                                     lower=float(lam[0]) if weyl else None,
-                                     raise_shift=near_shifts, late=late, times=times)
-                    res = np.zeros(1)
+                lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
+                                 lower=float(lam[0]) if weyl else None,
+                                 raise_shift=near_shifts, late=late, times=times)
             except CertificateLate:
                 if before is None:
                     raise
                 return before   # the last multipliers whose eigenpair is known
-        # a warm block's Ritz value lies above lambda_min: the stopping tests take its
-        # residual off; the estimate is the Ritz value (a verification places its shift)
-        mu = float(lam[0] - res[0])
-        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), float(res[0]),
+        eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
-        if mu >= 0 or r == rounds or _past(deadline) \
+        if lam[0] >= 0 or r == rounds or _past(deadline) \
                 or (floor is not None and -pen.conjugate(y) - off < floor) \
-                or (target is not None and _shifted_bound(pen, y, mu, mu0, off) >= target):
+                or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):
             break
         before = (y.copy(), eig)
         neg = lam < 0
