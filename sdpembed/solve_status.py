@@ -376,14 +376,19 @@ def check_result(solver: str, status: str, objective: float | None,
             "is not a solution, and its objective bounds nothing." + maybe + rigid,
             objective, stats, point)
     bought = _reported(stats, "violation_worth")
-    if status == "optimal_inaccurate" and bought is not None and bought > VIOLATION_WORTH:
+    repaired = _reported(stats, "repaired_worth")
+    if (status == "optimal_inaccurate" and bought is not None and bought > VIOLATION_WORTH
+            and not (repaired is not None and repaired <= VIOLATION_WORTH)):
         raise _fail(
             f"{name}{on} stopped ({status}) at a point whose constraint violations, priced at "
             f"its own multipliers, can buy {bought:.3g} of its objective (relative), above "
             f"{VIOLATION_WORTH:g}: the objective {p:.6g} may owe that much to the violations, "
             "so the point is not a solution (its residuals may look small: a row with a small "
             "target and a large weight, or large multipliers where the problem has no strictly "
-            "feasible point). Tighten the backend's tolerances or "
+            "feasible point)"
+            + (f"; moved onto its rows it costs {repaired:.3g} more (relative), so nothing "
+               "proves it near the optimum" if repaired is not None else "")
+            + ". Tighten the backend's tolerances or "
             + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
             objective, stats, point)
     bound = _get(stats, "bound")
