@@ -100,58 +100,21 @@ def violation_worth(formulation: Any, objective: float | None, *,
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
 
 
-def _centred_factors(G: np.ndarray) -> list[np.ndarray]:
-    """Two centred factors :math:`V` (:math:`V^T\\mathbf 1 = 0`, :math:`VV^T \\succeq 0`) of
-    the symmetric part of ``G`` restricted to the centred subspace
-    (:math:`M = Q^TGQ`, :math:`Q` an orthonormal basis of :math:`\\mathbf 1^\\perp`; the
-    distances :math:`G_{ii} + G_{jj} - 2G_{ij}` do not see the restriction): ``M`` with its
-    negative eigenvalues dropped, and ``M`` shifted by :math:`\\mu = -\\lambda_{\\min}(M)`
-    (every distance grows by :math:`2\\mu`)."""
-    n = G.shape[0]
-    Q = np.linalg.qr(np.eye(n)[:, :-1] - 1.0 / n, mode="reduced")[0]
-    lam, U = np.linalg.eigh(Q.T @ (0.5 * (G + G.T)) @ Q)
-    out = [Q @ (U * np.sqrt(np.maximum(lam, 0.0)))]
-    if lam[0] < 0:
-        out.append(Q @ (U * np.sqrt(lam - lam[0])))
-    return out
-
-
 def repaired_objective(formulation: Any) -> float | None:
-    """The objective of the Gram point written in ``formulation`` moved onto its rows (the
-    smallest over :func:`_centred_factors`' two factors of those that every row holds at):
-    an upper bound on the optimum up to the rounding of evaluating it. The distance
-    penalty is taken at its exact value (its slacks as small as its rows allow), ``"shrink"``
-    distances are met by scaling the factor (:meth:`DistancePenalty.shrink_scale
-    <sdpembed.lowrank.penalty.DistancePenalty.shrink_scale>`), and the SNR constraint and
-    added inequality rows must hold as they are. ``None`` where the formulation is no Gram
-    problem on the points, where an equality row is to hold (equality distances, an added
-    ``==`` row: no such move meets it exactly) or where no factor meets every row."""
-    from .lowrank.penalty import DistancePenalty
-    from .lowrank.space import FactorSpace
+    """The objective of the Gram point written in ``formulation`` moved onto its rows
+    (:func:`~sdpembed.lowrank.row_worth.repaired_gram_objective`): an upper bound on the
+    optimum. ``None`` where the formulation is no Gram problem on the points (or one on a
+    reduced basis) or the point cannot be repaired."""
+    from .lowrank.row_worth import repaired_gram_objective
 
     try:
         gp = formulation.current_problem()
         G = np.asarray(formulation.value("gram"), dtype=float)
     except Exception:  # noqa: BLE001 - no repair is the stricter verdict
         return None
-    if gp is None or G.ndim != 2 or G.shape[0] < 2 or not np.all(np.isfinite(G)):
-        return None
-    space = FactorSpace(gp)
-    if (gp.distances == "equality" or space.Q is not None
-            or (space.K is not None and np.any(space.K.equality))):
-        return None
-    pen = DistancePenalty(gp)
-    best = None
-    for V in _centred_factors(G):
-        if gp.distances == "shrink":
-            V = V * pen.shrink_scale(gp.distances_of_factor(V))
-        if space.H is not None and float(np.sum(V * space.apply_H(V))) > 0:
-            continue
-        if space.K is not None and np.any(space.K_values(V) - space.K.rhs > 0):
-            continue
-        value = float(np.sum(V * space.apply_C(V))) + pen.objective(gp.distances_of_factor(V))
-        best = value if best is None else min(best, value)
-    return _finite(best)
+    if gp is None or G.ndim != 2 or getattr(formulation, "reduced_basis", None) is not None:
+        return None   # on a reduced basis a repaired point may leave the basis's span
+    return _finite(repaired_gram_objective(gp, G))
 
 
 def repaired_worth(formulation: Any, objective: float | None) -> float | None:
