@@ -231,7 +231,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         primal_infeasibility=result.infeasibility, extra=extra)
 
 
-def row_worth(gp: GramProblem, result, scale: float | None) -> float | None:
+def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None:
     r""":func:`~sdpembed.lowrank.row_worth.row_price` of ``result``'s factor at its own
     multipliers relative to :math:`\max(|p|, 10^{-3} s)` (``scale`` :math:`s`, the unit of
     :func:`~sdpembed.solve_status.bound_gap`); ``None`` without multipliers."""

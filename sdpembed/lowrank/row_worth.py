@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..formulations.gram_problem import GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
 
 __all__ = ["row_price", "repaired_gram_objective", "centred_factors"]
 
 
-def row_price(gp, F: np.ndarray, y: np.ndarray | None, nu: np.ndarray | None) -> float | None:
+def row_price(gp: GramProblem, F: np.ndarray, y: np.ndarray | None,
+              nu: np.ndarray | None) -> float | None:
     """:math:`\\sum_i |y_i| r_i` over the hard rows of the points problem ``gp`` at the
     factor ``F`` (n x k, the points), ``y`` one multiplier per edge and ``nu`` the linear
     multipliers (SNR first, then the added rows; :class:`FactorSpace`'s order). ``None``
@@ -69,7 +71,7 @@ def centred_factors(G: np.ndarray) -> list[np.ndarray]:
     return out
 
 
-def repaired_gram_objective(gp, G: np.ndarray) -> float | None:
+def repaired_gram_objective(gp: GramProblem, G: np.ndarray) -> float | None:
     """The objective of the points problem ``gp`` at the Gram matrix ``G`` moved onto its
     rows: the smallest over :func:`centred_factors` of those at which every row holds, the
     distance penalty at its exact value (its slacks as small as its rows allow),
