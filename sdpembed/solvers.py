@@ -47,7 +47,7 @@ from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
 from .solve_status import VIOLATION_WORTH, check_result, gap_in_objective_unit
-from .violation_worth import violation_worth
+from .violation_worth import repaired_worth, violation_worth
 
 __all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
            "solver_version", "INSTALL_HINTS"]
@@ -413,6 +413,11 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH)
         if worth is not None:
             extra["violation_worth"] = worth
+            if worth > VIOLATION_WORTH and status == cp.OPTIMAL_INACCURATE:
+                # what the point's repair onto its rows proves (rule 5 keeps it on that)
+                repaired = repaired_worth(formulation, problem.value)
+                if repaired is not None:
+                    extra["repaired_worth"] = repaired
         # what to try, should its point be refused for what its violations buy (rule 5)
         extra["advice"] = entry.inaccurate_advice or _inaccurate_advice(formulation)
         _check_result(name, status, problem.value, extra, formulation)

@@ -35,7 +35,7 @@ from cvxpy.constraints import Equality, Inequality, NonNeg, Zero
 
 from .report import OBJECTIVE_RESOLUTION, _finite
 
-__all__ = ["priced_violation", "violation_worth"]
+__all__ = ["priced_violation", "repaired_objective", "repaired_worth", "violation_worth"]
 
 _ROWS = (Zero, NonNeg, Equality, Inequality)
 
@@ -98,3 +98,35 @@ def violation_worth(formulation: Any, objective: float | None, *,
         s = _objective_scale(formulation)
         unit = max(unit, OBJECTIVE_RESOLUTION * (s or 0.0))
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
+
+
+def repaired_objective(formulation: Any) -> float | None:
+    """The objective of the Gram point written in ``formulation`` moved onto its rows
+    (:func:`~sdpembed.lowrank.row_worth.repaired_gram_objective`): an upper bound on the
+    optimum. ``None`` where the formulation is no Gram problem on the points (or one on a
+    reduced basis) or the point cannot be repaired."""
+    from .lowrank.row_worth import repaired_gram_objective
+
+    try:
+        gp = formulation.current_problem()
+        G = np.asarray(formulation.value("gram"), dtype=float)
+    except Exception:  # noqa: BLE001 - no repair is the stricter verdict
+        return None
+    if gp is None or G.ndim != 2 or getattr(formulation, "reduced_basis", None) is not None:
+        return None   # on a reduced basis a repaired point may leave the basis's span
+    return _finite(repaired_gram_objective(gp, G))
+
+
+def repaired_worth(formulation: Any, objective: float | None) -> float | None:
+    """How far below the optimum the reported ``objective`` :math:`p` can lie, proven by
+    :func:`repaired_objective` :math:`p_r \\ge p^\\star`: :math:`(p_r - p)` relative to
+    :math:`\\max(|p|, 10^{-3} s)` (as :func:`violation_worth`), negative where the repaired
+    point is below the report. ``None`` where the point cannot be repaired."""
+    p = _finite(objective)
+    if p is None:
+        return None
+    pr = repaired_objective(formulation)
+    if pr is None:
+        return None
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * (_objective_scale(formulation) or 0.0))
+    return (pr - p) / unit if unit > 0 else (0.0 if pr == p else float("inf"))

@@ -25,7 +25,7 @@ from sdpembed.formulation import Formulation
 from sdpembed.report import SolveReport
 from sdpembed.solve_status import VIOLATION_WORTH, check_result
 from sdpembed.solvers import available_solvers
-from sdpembed.violation_worth import priced_violation
+from sdpembed.violation_worth import priced_violation, repaired_objective, repaired_worth
 
 CONIC = [b for b in ("CLARABEL", "SCS", "CSDP", "SDPA", "CVXOPT") if b in available_solvers()]
 
@@ -177,20 +177,28 @@ def test_the_estimator_gives_no_embedding_from_a_refused_point():
     assert not hasattr(est, "embedding_")
 
 
-def test_moons40_clarabel_refused_though_near_and_csdp_gives_the_recorded_optimum(moons_dvu):
-    # a false alarm the rule accepts: CLARABEL's AlmostSolved point on moons_dvu(40, 0)
-    # lies 7e-6 above the optimum (it owes nothing to its violations) but its own
-    # multipliers price them at 2.81e-5 of the objective, so it is refused; CSDP's point is
-    # kept and is the optimum the barrier tests use (conftest.MOONS40_OPTIMUM)
+def test_moons40_clarabel_refused_as_no_repair_proves_it_near_and_csdp_is_kept(moons_dvu):
+    # CLARABEL's AlmostSolved point on moons_dvu(40, 0) reports -0.545966, 7e-6 above the
+    # optimum, yet that is not its point's objective: its Gram matrix with the penalty at its
+    # exact value costs 1.06e-4 more, moved onto its rows (PSD, centred) 4.6e-4 more, and
+    # CSDP's multipliers price its violations at 6.1e-5. Nothing proves it near the optimum,
+    # so rule 5 refuses it (its own price 2.81e-5); CSDP's point is kept, its repair proving
+    # it within 1e-5 of the optimum (conftest.MOONS40_OPTIMUM)
     from conftest import MOONS40_OPTIMUM
 
     f = moons_dvu(40, 0)
     if "CLARABEL" in available_solvers():
-        with pytest.raises(SolverFailedError, match="priced at its own multipliers") as err:
+        with pytest.raises(SolverFailedError, match="moved onto its rows it costs") as err:
             _quiet(f, "CLARABEL")
+        said = float(str(err.value).split("it costs ")[1].split(" ")[0])
+        assert said == pytest.approx(4.6e-4, rel=0.1)
         assert 0 <= err.value.objective - MOONS40_OPTIMUM <= 2e-5 * abs(MOONS40_OPTIMUM)
+        # the repaired point is feasible: its objective bounds the optimum from above
+        assert repaired_objective(f) >= MOONS40_OPTIMUM
     if "CSDP" not in available_solvers():
         pytest.skip("CSDP is not installed")
-    rep = _quiet(moons_dvu(40, 0), "CSDP")
+    rep = _quiet(f, "CSDP")
     assert rep.extra["violation_worth"] <= VIOLATION_WORTH
     assert rep.objective == pytest.approx(MOONS40_OPTIMUM, rel=1e-9)
+    proven = repaired_worth(f, rep.objective)
+    assert (MOONS40_OPTIMUM - rep.objective) / abs(rep.objective) <= proven <= VIOLATION_WORTH

@@ -17,8 +17,8 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..formulations.gram_problem import rigidity_note
-from ..report import Backend, SolveReport
-from ..solve_status import FAR_FROM_OPTIMAL, FEASIBILITY_TOLERANCE, bound_gap
+from ..report import OBJECTIVE_RESOLUTION, Backend, SolveReport, _finite
+from ..solve_status import FAR_FROM_OPTIMAL, FEASIBILITY_TOLERANCE, VIOLATION_WORTH, bound_gap
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
@@ -36,6 +36,7 @@ from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
+from .row_worth import row_price
 from .solve import lowrank_solve
 from .space import FactorSpace
 
@@ -181,6 +182,14 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if result.status != "unbounded" and result.factor is not None:
         # the unit of solve_status.bound_gap, at the point reported
         extra["objective_scale"] = objective_scale(gp, result.factor)
+        if result.status in ("optimal", "optimal_inaccurate"):
+            # its hard rows' violations priced at its own multipliers (solve_status, rule 5)
+            worth = row_worth(gp, result, extra["objective_scale"])
+            if worth is not None:
+                extra["violation_worth"] = worth
+            if worth is not None and worth > VIOLATION_WORTH:
+                extra["advice"] = ("lower feas_tol or raise time_limit/max_outer, or use an "
+                                   "interior-point backend")
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -220,6 +229,18 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         certified_gap=result.certified_gap,
         bound=result.bound if result.certified_gap is not None else None,
         primal_infeasibility=result.infeasibility, extra=extra)
+
+
+def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None:
+    r""":func:`~sdpembed.lowrank.row_worth.row_price` of ``result``'s factor at its own
+    multipliers relative to :math:`\max(|p|, 10^{-3} s)` (``scale`` :math:`s`, the unit of
+    :func:`~sdpembed.solve_status.bound_gap`); ``None`` without multipliers."""
+    w = row_price(gp, result.factor, result.y, result.nu)
+    p = _finite(result.objective)
+    if w is None or p is None:
+        return None
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * (_finite(scale) or 0.0))
+    return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
 
 
 def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
