@@ -317,35 +317,6 @@ def test_escape_directions_start_no_factorisation_past_the_time_limit(data, monk
     assert made == [] and len(late) == 1 and late[0] is cert.eig.vector
 
 
-def test_a_saturated_escape_block_is_enlarged_up_to_twice_the_rank(data):
-    """Above ``limits.eig``, given the factor's rank, ``escape_directions`` takes every
-    bottom eigenvector within ``_SPARSE_RATIO`` of the most negative eigenvalue: where the
-    block of 16 is saturated (here 46 negative eigenvalues, the 40th still above a
-    twentieth of the most negative) it computes a larger block, and stops at twice the
-    rank (the certificate's vector and ``rank - 1`` more). Each direction's Rayleigh
-    quotient is checked against the dense spectrum. On main the growth was at most 16
-    directions whatever the rank."""
-    from sdpembed.lowrank import certificate as cmod
-    from sdpembed.lowrank.escape import _SPARSE_RATIO, escape_directions
-
-    gp, y, nu = _cases(data)["dvu"]
-    space = _space(gp)
-    pen = lowrank.DistancePenalty(gp)
-    cert = cmod.certify(space, pen, y, nu, block=4)
-    w, _ = _exact(space, y, nu)
-    assert np.sum(w < _SPARSE_RATIO * w[0]) > 30
-    assert len(escape_directions(space, cmod.CertificateCache(), cert, room=60)) == 16
-    for rank in (5, 30):
-        V = escape_directions(space, cmod.CertificateCache(), cert, room=60, rank=rank)
-        assert len(V) == rank
-        V = np.column_stack(V)
-        q = np.einsum("ij,ij->j", V, space.apply_S(V, y, space.duals(nu))) \
-            / np.einsum("ij,ij->j", V, V)
-        assert np.all(q < _SPARSE_RATIO * w[0]) and np.all(q >= w[0] - 1e-8 * abs(w[0]))
-    # the room left below max_rank still bounds it
-    assert len(escape_directions(space, cmod.CertificateCache(), cert, room=7, rank=30)) == 8
-
-
 def test_the_stall_growth_starts_no_factorisation_past_the_time_limit(data, outer_loop,
                                                                       monkeypatch):
     """The outer loop's rank growth on a stalled gap (``_grow_on_stall``: 16 bottom pairs

@@ -18,13 +18,6 @@ if TYPE_CHECKING:
 _ESCAPE_BLOCK = 16
 _ESCAPE_RATIO = 0.1
 
-#: where the bottom eigenpairs are sparse (n > ``DenseLimits.eig``): the share of the most
-#: negative eigenvalue that gives a direction, and the rank the growth may reach, as a
-#: multiple of the factor's (:func:`escape_directions`; docs/tuning.md, "Rank growth sized
-#: by the spectrum")
-_SPARSE_RATIO = _ESCAPE_RATIO
-_SPARSE_CAP = 2
-
 #: the block of escape directions is added jointly (:func:`_block`) where its first
 #: column is at least this share of the factor's root-mean-square column; below, one
 #: column per direction, each at its own line search's size (:func:`_escape`)
@@ -34,7 +27,7 @@ _LSQR_ITER = 100
 
 
 def escape_directions(space: FactorSpace, cache: CertificateCache, certificate: Certificate,
-                      room: int, rank: int | None = None) -> list[np.ndarray]:
+                      room: int) -> list[np.ndarray]:
     r"""Eigenvectors of :math:`S` to grow the factor along: the certificate's, and with it
     every other eigenvector in the bottom ``_ESCAPE_BLOCK`` whose eigenvalue is within a
     factor ``_ESCAPE_RATIO`` of the most negative, at most ``room`` more.
@@ -42,12 +35,8 @@ def escape_directions(space: FactorSpace, cache: CertificateCache, certificate: 
     An optimum of higher rank than the factor (denser graphs give DVU optima of higher
     rank) shows as several negative eigenvalues of :math:`S` at once; one column per
     outer iteration would take as many iterations, each perturbing a nearly converged
-    point. Where the bottom eigenpairs are sparse (n > ``limits.eig``) and ``rank`` (the
-    factor's) is given, the share is ``_SPARSE_RATIO`` and a block whose every pair is
-    within it (saturated: the negative part goes on past it) is computed again twice as
-    large (:func:`_sized_block`), until a pair lies above the share or the new columns
-    would take the rank past ``_SPARSE_CAP`` times ``rank``. On a reduced basis
-    (:math:`r\times r` problems) the certificate's vector alone."""
+    point. On a reduced basis (:math:`r\times r` problems) the certificate's vector
+    alone."""
     vectors = [certificate.eig.vector]
     if room <= 0 or certificate.y is None or space.Q is not None:
         return vectors
@@ -58,33 +47,9 @@ def escape_directions(space: FactorSpace, cache: CertificateCache, certificate: 
     if pairs is None:        # a factorisation would end past the time limit
         return vectors
     lam, X = pairs
-    ratio = _ESCAPE_RATIO
-    if rank is not None and space.dim > space.limits.eig:
-        ratio = _SPARSE_RATIO
-        room = min(room, (_SPARSE_CAP - 1) * rank - 1)
-        lam, X = _sized_block(space, cache, certificate, lam, X, room + 1)
-    more = [X[:, i] for i in range(1, lam.size)
-            if lam[i] < ratio * certificate.lambda_min][:room]
+    more = [X[:, i] for i in range(1, k)
+            if lam[i] < _ESCAPE_RATIO * certificate.lambda_min][:room]
     return vectors + more
-
-
-def _sized_block(space: FactorSpace, cache: CertificateCache, certificate: Certificate,
-                 lam: np.ndarray, X: np.ndarray, most: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    r"""The bottom block ``(lam, X)`` doubled (:meth:`~.certificate.CertificateCache.bottom`
-    at the certificate's multipliers, shifted from its :math:`\lambda_{\min}`) while
-    every pair in it is below ``_SPARSE_RATIO`` times :math:`\lambda_{\min}` and it holds
-    fewer than ``most`` pairs; the last block computed (the first where a factorisation
-    would end past the time limit)."""
-    while lam.size < min(most, space.dim - 2) \
-            and np.all(lam < _SPARSE_RATIO * certificate.lambda_min):
-        k = min(2 * lam.size, most, space.dim - 2)
-        pairs = cache.bottom(space, certificate.y, certificate.nu, k,
-                             guess=certificate.lambda_min)
-        if pairs is None:
-            break
-        lam, X = pairs
-    return lam, X
 
 
 def _bottom_pairs(space: FactorSpace, cache: CertificateCache, certificate: Certificate,

@@ -565,8 +565,7 @@ class _OuterLoop(StallGrowth):
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
                 and not _rank_deficient(self.W) and not self._late():
             self._grow(escape_directions(self.space, self.cache, certificate,
-                                         self.opts.max_rank - self.W.shape[1] - 1,
-                                         self.W.shape[1]), entry)
+                                         self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
     def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
