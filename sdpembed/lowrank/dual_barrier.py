@@ -181,6 +181,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         eps, y, inv = 1e-2, None, None
         if start is not None and np.all(np.abs(start[0]) < w):
             y, inv = start[0], factor(start[0])
+        cold = inv is None
         for _ in range(0 if inv is not None else 60):
             y = (1.0 - eps) * w
             inv = factor(y)
@@ -191,10 +192,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             return DualBarrierResult(w.copy(), -float(t @ w), np.inf, "no interior point", 0,
                                      time.perf_counter() - t0)
         # a barrier weight of the size of the objective per barrier term
-        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar \
-            if start is None or start[0] is not y else start[1]
+        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar if cold else start[1]
         done = 0
-        if start is None:
+        if cold:
             pd = pd_path(space, t, w, nu0, scale, y, mu, rel_gap=rel_gap, t0=t0,
                          deadline=deadline, max_iter=max_iter,
                          steps_expected=_PD_STEPS_EXPECTED)

@@ -90,6 +90,23 @@ def _step_to_box(v: np.ndarray, dv: np.ndarray) -> float:
     return float(np.min(-v[neg] / dv[neg])) if np.any(neg) else np.inf
 
 
+def _hkm_direction(cf, space: FactorSpace, X: np.ndarray, Minv: np.ndarray, rhs: np.ndarray,
+                   sigma_mu: float, corr_X: np.ndarray | None = None):
+    """``(dy, dM, dX)``: the step of the multipliers from the Schur complement's factor
+    ``cf`` and right-hand side ``rhs`` (the module's docstring), the slack's (sparse) and
+    the HKM step of the primal matrix, :math:`\\sigma\\mu M^{-1} - X -
+    \\mathrm{sym}(X\\,\\Delta M\\,M^{-1})`, less ``corr_X`` (the corrector's term)."""
+    dy = -sla.cho_solve(cf, rhs, check_finite=False)
+    dM = space.ET @ sp.diags(dy) @ space.E
+    T = Minv @ np.asarray(dM @ X)          # M^{-1} dM X, the transpose of X dM M^{-1}
+    dX = -X - 0.5 * (T + T.T)
+    if sigma_mu:
+        dX += sigma_mu * Minv
+    if corr_X is not None:
+        dX -= corr_X
+    return dy, dM, 0.5 * (dX + dX.T)
+
+
 def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, scale: float,
             y: np.ndarray, mu: float, *, rel_gap: float, t0: float,
             deadline: float = np.inf, max_iter: int = 100,
@@ -100,7 +117,11 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     describes, until the verified gap is within ``rel_gap`` of the dual value
     (``"converged"``), ``max_iter`` steps, the ``deadline`` (a :func:`time.perf_counter`
     value; with ``steps_expected``, ``"no time"`` after a first step that shows that many
-    would pass it), or a step that cannot be taken (``"stalled"``)."""
+    would pass it), a step that cannot be taken or two short ones in a row (below
+    ``_STALL_STEP``; ``"stalled"``), or a Schur complement or primal matrix that rounding
+    made indefinite (``"numerical failure"``). ``log``: a list that receives, per step,
+    :math:`\\mu`, :math:`\\sigma`, the predictor's primal and dual steps to the boundary,
+    the steps taken, the relative gap and which primal bound limited the step."""
     n, m = space.dim, t.size
     E, ET = space.E, space.ET
     M0, _ = _dense_shifted(space, np.zeros(m), nu0, scale)
@@ -165,19 +186,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
             break
         LiX = sla.solve_triangular(LX, np.eye(n), lower=True, check_finite=False)
 
-        def direction(rhs, sigma_mu, corr_X=None):
-            dy = -sla.cho_solve(cf, rhs, check_finite=False)
-            dM = (ET @ sp.diags(dy) @ E)
-            T = Minv @ np.asarray(dM @ X)          # M^{-1} dM X, the transpose of X dM M^{-1}
-            dX = -X - 0.5 * (T + T.T)
-            if sigma_mu:
-                dX += sigma_mu * Minv
-            if corr_X is not None:
-                dX -= corr_X
-            return dy, dM, 0.5 * (dX + dX.T)
-
         # predictor
-        dy_a, dM_a, dX_a = direction(t, 0.0)
+        dy_a, dM_a, dX_a = _hkm_direction(cf, space, X, Minv, t, 0.0)
         dp_a = -p + p * dy_a / u
         dq_a = -q - q * dy_a / l
         a_p = min(1.0, _step_to_psd(LiX, dX_a), _step_to_box(p, dp_a), _step_to_box(q, dq_a))
@@ -193,7 +203,7 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         c = np.einsum("ij,ij->i", np.asarray(E @ (dX_a @ V)), Ed) \
             + (dp_a / u + dq_a / l) * dy_a
         rhs = t - sigma * mu * (np.diag(P) - 1.0 / u + 1.0 / l) + c
-        dy, dM, dX = direction(rhs, sigma * mu, corr_X)
+        dy, dM, dX = _hkm_direction(cf, space, X, Minv, rhs, sigma * mu, corr_X)
         dp = (sigma * mu - p * u + p * dy + dp_a * dy_a) / u
         dq = (sigma * mu - q * l - q * dy - dq_a * dy_a) / l
         lims = (_step_to_psd(LiX, dX), _step_to_box(p, dp), _step_to_box(q, dq))
