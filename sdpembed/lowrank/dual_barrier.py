@@ -199,10 +199,14 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                          deadline=deadline, max_iter=max_iter,
                          steps_expected=_PD_STEPS_EXPECTED)
             best[0], where[0] = pd.upper, (pd.y, pd.mu, None, scale, pd.X)
-            done, y, mu = pd.iterations, pd.y, pd.mu
+            done, y = pd.iterations, pd.y
             if pd.status not in _PD_HANDOVER or done >= max_iter:
                 return DualBarrierResult(y, dual(y), best[0] - dual(y), pd.status, done,
                                          time.perf_counter() - t0, where[0])
+            # the dual path from there, at the weight whose central point is within the
+            # verified gap (the path's own rule; the primal-dual mu can be far below it)
+            gap = best[0] - dual(y)
+            mu = max(pd.mu, gap / problem.nu_bar) if np.isfinite(gap) else pd.mu
             inv = factor(y)
         path = barrier_path(problem, y, inv, mu, t0=t0, deadline=deadline,
                             max_iter=max_iter - done,
