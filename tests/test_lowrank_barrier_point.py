@@ -20,18 +20,18 @@ def test_the_barrier_point_brackets_the_optimum_clarabel_finds(moons40):
     f, optimum, space, pen = moons40
     res = dual_barrier(space, pen, rel_gap=1e-5)
     assert res.status == "converged" and res.primal is not None
-    y_b, mu, dy, scale = res.primal
+    y_b, mu, dy, scale, X = res.primal          # X: the primal-dual path's point
     nu0 = space.duals(None)
     # the whole point (every positive eigenpair) has the objective the run recorded, up
     # to the rounding of S^+ near the optimum (5e-8 relative here)
-    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, space.dim, 0.0)
+    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, space.dim, 0.0, X=X)
     assert abs(F.sum(axis=0)).max() <= 1e-9 * abs(F).max()        # centred
     assert p == pytest.approx(objective_of(space, pen, F), rel=1e-12)
     assert res.bound <= p <= res.bound + res.gap + 1e-6 * abs(res.bound)
     # truncated from rank 2 up to within a budget of 1e-5 |bound|: fewer columns, still
     # above the certified bound (any centred X >= 0 is feasible) and within the budget
     budget = 1e-5 * abs(res.bound)
-    Fk, pk = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, 2, budget)
+    Fk, pk = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, 2, budget, X=X)
     assert Fk.shape[1] < F.shape[1] and pk <= p + budget
     cert = certify(space, pen, res.y, None)
     assert cert.check == "dense" and cert.lambda_min >= 0
@@ -94,11 +94,11 @@ def test_a_truncation_moved_back_onto_the_kink_keeps_few_columns(usps_path):
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     res = dual_barrier(space, pen, rel_gap=1e-5)
     assert res.status == "converged"
-    y_b, mu, dy, scale = res.primal
+    y_b, mu, dy, scale, X = res.primal          # X: the primal-dual path's point
     budget = 0.5e-4 * abs(res.bound)
     F_all, p_all = barrier_factor(space, pen, y_b, mu, dy, scale, space.duals(None),
-                                  space.dim, 0.0)
-    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, space.duals(None), 2, budget)
+                                  space.dim, 0.0, X=X)
+    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, space.duals(None), 2, budget, X=X)
     assert F.shape[1] <= 16 < F_all.shape[1]
     assert abs(F.sum(axis=0)).max() <= 1e-9 * abs(F).max()        # centred
     assert p == pytest.approx(objective_of(space, pen, F), rel=1e-12)

@@ -63,6 +63,7 @@ def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkey
     gp, _, _ = _formulation_problem(f)
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     monkeypatch.setattr(db, "_STEPS_EXPECTED", 1e15)     # any first step is too slow
+    monkeypatch.setattr(db, "_PD_STEPS_EXPECTED", 1e15)  # (the cold run's: primal-dual)
     deadline = time.perf_counter() + 600.0
     res = dual_barrier(space, pen, rel_gap=1e-6, deadline=deadline)
     assert res.status == "no time" and res.iterations == 1

@@ -131,7 +131,11 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal(monkeypatch):
     barrier one pass early (docs/tuning.md, twenty-first round) the loop without the pair
     certifies at outer 138 and the best point at 158 and 176 is within 1 % of the optimum
     (returned, true); cuts at 106 and 110 land in the band here (-0.5730177, -0.5732314:
-    1.6 %, bound -0.5825605), so the test cuts at all four."""
+    1.6 %, bound -0.5825605), so the test cuts at all four. With the barrier's primal-dual
+    path (docs/tuning.md, "The dual barrier's step count") its multipliers, adopted by the
+    loop, differ within the barrier's gap (bound -0.5825594): 106 and 110 are refused
+    outside the band (-0.5685412: 2.4 %, 1.4e-2), 140 lands in it (-0.5739846: 1.47 %,
+    8.6e-3), 158 and 176 are returned within 1 %, so the test cuts at those five."""
     import sdpembed.lowrank.dual_barrier as dual_barrier
     from problems.differential import make_instance
 
@@ -153,10 +157,10 @@ def test_seed_94069_cut_short_is_refused_as_far_from_optimal(monkeypatch):
 
 
 def _cut_94069(make_instance) -> list[bool]:
-    """Seed 94069 cut at ``max_outer`` 106, 110, 158 and 176: a true verdict at each; per
-    cut, whether it was a point of the band, refused."""
+    """Seed 94069 cut at ``max_outer`` 106, 110, 140, 158 and 176: a true verdict at each;
+    per cut, whether it was a point of the band, refused."""
     in_band = []
-    for max_outer in (106, 110, 158, 176):
+    for max_outer in (106, 110, 140, 158, 176):
         f, _ = make_instance(94069).build()
         try:
             with warnings.catch_warnings():

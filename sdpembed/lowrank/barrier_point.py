@@ -54,7 +54,8 @@ def _centred(A: np.ndarray) -> np.ndarray:
 
 def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: float,
                    dy: np.ndarray | None, scale: float, nu0: np.ndarray, k0: int,
-                   budget: float) -> tuple[np.ndarray, float] | None:
+                   budget: float,
+                   X: np.ndarray | None = None) -> tuple[np.ndarray, float] | None:
     r"""``(F, p)``: the barrier's primal estimate at multipliers ``y``, weight ``mu`` and
     (``dy`` not ``None``) Newton step ``dy`` (the dual-scaling point; else :math:`\mu S^+`),
     as its ``k`` leading eigenpairs, ``k`` the first of ``k0``, ``2 k0``, ... whose
@@ -64,18 +65,23 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     above rounding, :math:`\lambda > n\,\epsilon\,\lambda_{\max}`); ``None`` where
     the slack is not positive definite at ``y`` (rounding).
     ``scale``: the multiple of :math:`\mathbf 1\mathbf 1^T/n` added to the slack by
-    :func:`~.barrier_path._slack_cholesky`."""
-    fac = _slack_cholesky(space, y, nu0, scale)
-    if fac is None:
-        return None
+    :func:`~.barrier_path._slack_cholesky`. ``X``: the primal point itself (n x n, the
+    primal–dual path's, :func:`~.pd_barrier.pd_path`; centred here) instead of the
+    estimate rebuilt from ``y``, ``mu`` and ``dy``."""
     n = space.dim
-    Li = sla.solve_triangular(fac[0], np.eye(n), lower=True, check_finite=False)
-    Sp = _centred(Li.T @ Li)            # S^+ on 1-perp
-    X = Sp
-    if dy is not None:
-        ES = np.asarray(space.E @ Sp)   # m x n
-        X = Sp - ES.T @ (dy[:, None] * ES)
-    X = mu * 0.5 * (X + X.T)
+    if X is not None:
+        X = _centred(0.5 * (X + X.T))
+    else:
+        fac = _slack_cholesky(space, y, nu0, scale)
+        if fac is None:
+            return None
+        Li = sla.solve_triangular(fac[0], np.eye(n), lower=True, check_finite=False)
+        Sp = _centred(Li.T @ Li)            # S^+ on 1-perp
+        X = Sp
+        if dy is not None:
+            ES = np.asarray(space.E @ Sp)   # m x n
+            X = Sp - ES.T @ (dy[:, None] * ES)
+        X = mu * 0.5 * (X + X.T)
     lam, U = np.linalg.eigh(X)
     order = np.argsort(lam)[::-1]
     lam, U = lam[order], U[:, order]

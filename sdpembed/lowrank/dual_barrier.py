@@ -14,6 +14,7 @@ from . import barrier_start
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
 from .barrier_point import BarrierPair, barrier_factor
 from .barrier_start import warm_fits, warm_start
+from .pd_barrier import pd_path
 from .penalty import DistancePenalty
 from .space import FactorSpace
 from .spectrum import _gershgorin
@@ -30,6 +31,11 @@ _BARRIER_EDGES = 2000
 _STEPS_EXPECTED = 100
 #: the same from a ``start`` near the path's end (14-23 on breast-cancer-std-k8)
 _WARM_STEPS_EXPECTED = 30
+#: the primal–dual steps a cold run is expected to take (:func:`~.pd_barrier.pd_path`,
+#: 20-40 on the battery's rows, each about four of the dual path's)
+_PD_STEPS_EXPECTED = 40
+#: how a primal–dual path may end for the dual path to finish the run from its point
+_PD_HANDOVER = ("stalled", "numerical failure", "max_iter")
 
 
 @dataclass
@@ -47,7 +53,8 @@ class DualBarrierResult:
     iterations: int
     seconds: float
     #: how to rebuild the smallest primal estimate (:func:`~.barrier_point.barrier_factor`):
-    #: its multipliers, barrier weight, Newton step (``None``: :math:`\mu S^+`) and slack scale
+    #: its multipliers, barrier weight, Newton step (``None``: :math:`\mu S^+`) and slack
+    #: scale, and a fifth entry, the matrix itself, where it is the primal–dual path's
     primal: tuple | None = None
 
 
@@ -108,6 +115,11 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     ``start``: strictly feasible multipliers and a barrier weight to begin from instead
     (:mod:`~sdpembed.lowrank.barrier_start`); ignored where S is not positive definite there.
     Only where :func:`dual_barrier_fits`.
+
+    From the cold start the run first follows the primal–dual path of
+    :func:`~.pd_barrier.pd_path` (4-8x fewer steps, docs/tuning.md "The dual barrier's
+    step count"); where that path stalls, the path above finishes from its multipliers at
+    the weight of its verified gap over :math:`\nu`. ``iterations`` counts both.
     """
     t0 = time.perf_counter()
     n, m = space.dim, pen.t.size
@@ -175,6 +187,7 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         eps, y, inv = 1e-2, None, None
         if start is not None and np.all(np.abs(start[0]) < w):
             y, inv = start[0], factor(start[0])
+        cold = inv is None
         for _ in range(0 if inv is not None else 60):
             y = (1.0 - eps) * w
             inv = factor(y)
@@ -185,14 +198,29 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
             return DualBarrierResult(w.copy(), -float(t @ w), np.inf, "no interior point", 0,
                                      time.perf_counter() - t0)
         # a barrier weight of the size of the objective per barrier term
-        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar \
-            if start is None or start[0] is not y else start[1]
-        path = barrier_path(problem, y, inv, mu, t0=t0, deadline=deadline, max_iter=max_iter,
+        mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar if cold else start[1]
+        done = 0
+        if cold:
+            pd = pd_path(space, t, w, nu0, scale, y, mu, rel_gap=rel_gap, t0=t0,
+                         deadline=deadline, max_iter=max_iter,
+                         steps_expected=_PD_STEPS_EXPECTED)
+            best[0], where[0] = pd.upper, (pd.y, pd.mu, None, scale, pd.X)
+            done, y = pd.iterations, pd.y
+            if pd.status not in _PD_HANDOVER or done >= max_iter:
+                return DualBarrierResult(y, dual(y), best[0] - dual(y), pd.status, done,
+                                         time.perf_counter() - t0, where[0])
+            # the dual path from there, at the weight whose central point is within the
+            # verified gap (the path's own rule; the primal-dual mu can be far below it)
+            gap = best[0] - dual(y)
+            mu = max(pd.mu, gap / problem.nu_bar) if np.isfinite(gap) else pd.mu
+            inv = factor(y)
+        path = barrier_path(problem, y, inv, mu, t0=t0, deadline=deadline,
+                            max_iter=max_iter - done,
                             steps_expected=(_STEPS_EXPECTED if start is None
-                                            else _WARM_STEPS_EXPECTED))
+                                            else _WARM_STEPS_EXPECTED) if not done else None)
     y = path.x
-    return DualBarrierResult(y, dual(y), best[0] - dual(y), path.status, path.iterations,
-                             time.perf_counter() - t0, where[0])
+    return DualBarrierResult(y, dual(y), best[0] - dual(y), path.status,
+                             done + path.iterations, time.perf_counter() - t0, where[0])
 
 
 #: the refinement gate (cheap gap within 100 ``tol``) is passed this many times with
@@ -283,10 +311,10 @@ class DualOptimum:
         if self.paired or res is None or res.status != "converged" or res.primal is None:
             return None
         self.paired = True
-        y_b, mu, dy, scale = res.primal
+        y_b, mu, dy, scale, *X = res.primal
         nu0 = self.space.duals(None)
         got = barrier_factor(self.space, self.pen, y_b, mu, dy, scale, nu0, W.shape[1],
-                             0.5 * self.tol * abs(res.bound))
+                             0.5 * self.tol * abs(res.bound), X=X[0] if X else None)
         return None if got is None else BarrierPair(got[0], res.y, nu0, res.bound, res.status,
                                                     res.iterations, [(y, nu)])
 

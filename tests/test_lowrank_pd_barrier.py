@@ -1,0 +1,73 @@
+"""The primal-dual path of the ``"interval"`` dual barrier (docs/tuning.md, "The dual
+barrier's step count (2026-11-30, twenty-second round)")."""
+
+import time
+
+import numpy as np
+import pytest
+
+from sdpembed.lowrank import dual_barrier as db
+from sdpembed.lowrank.barrier_path import _slack_cholesky
+from sdpembed.lowrank.barrier_point import objective_of
+from sdpembed.lowrank.pd_barrier import pd_path
+from sdpembed.lowrank.spectrum import _gershgorin
+
+
+def _cold_start(space, pen):
+    w, t = pen.w, pen.t
+    nu0 = space.duals(None)
+    scale = _gershgorin(space, w, nu0) + 1.0
+    eps = 1e-2
+    while _slack_cholesky(space, (1.0 - eps) * w, nu0, scale) is None:
+        eps *= 0.5
+    y = (1.0 - eps) * w
+    return nu0, scale, y, abs(float(t @ y)) / (space.dim - 1 + 2 * t.size)
+
+
+def test_the_primal_dual_path_brackets_the_optimum_in_fewer_steps(moons40, monkeypatch):
+    f, optimum, space, pen = moons40
+    nu0, scale, y0, mu0 = _cold_start(space, pen)
+    path = pd_path(space, pen.t, pen.w, nu0, scale, y0, mu0, rel_gap=1e-5,
+                   t0=time.perf_counter())
+    assert path.status == "converged"
+    bound = -float(pen.t @ path.y)
+    assert np.all(np.abs(path.y) < pen.w)                          # strictly inside the box
+    assert np.linalg.eigvalsh(_dense_point(space, path.y, nu0, scale))[0] > 0
+    # the recorded upper bound is the objective of its matrix (any X >= 0 is a primal
+    # point: the distances are penalised), and both sides hold the recorded optimum
+    lam, U = np.linalg.eigh(path.X)
+    F = space.project(U[:, lam > 0] * np.sqrt(lam[lam > 0]))
+    assert objective_of(space, pen, F) == pytest.approx(path.upper, rel=1e-9)
+    assert bound <= optimum * (1 - np.sign(optimum) * 1e-9) + 1e-12
+    assert path.upper >= optimum - 2e-5 * abs(optimum)          # CSDP's optimum, rounded
+    assert path.upper - bound <= 1e-5 * abs(bound)
+    # the dual barrier's own path alone (main before this change) needs several times
+    # the steps for the same gap (72 against 16)
+    monkeypatch.setattr(db, "pd_path", _no_pd)
+    alone = db.dual_barrier(space, pen, rel_gap=1e-5)
+    assert alone.status == "converged"
+    assert 2 * path.iterations <= alone.iterations
+    assert abs(alone.bound - bound) <= 1e-5 * abs(bound)
+
+
+def _no_pd(space, t, w, nu0, scale, y, mu, **kw):
+    from sdpembed.lowrank.pd_barrier import PDPath
+    return PDPath(y, "stalled", 0, np.inf, None, mu)
+
+
+def _dense_point(space, y, nu0, scale):
+    from sdpembed.lowrank.spectrum import _dense_shifted
+    return _dense_shifted(space, y, nu0, scale)[0]
+
+
+def test_a_stalled_primal_dual_path_hands_over_to_the_dual_path(moons40, monkeypatch):
+    # a primal-dual path stopped after a few steps (as rounding stops it near the end)
+    # leaves its point to the dual barrier's path, which finishes the run from there
+    f, optimum, space, pen = moons40
+    real = db.pd_path
+    monkeypatch.setattr(db, "pd_path", lambda *a, **k: real(*a, **{**k, "max_iter": 5}))
+    res = db.dual_barrier(space, pen, rel_gap=1e-6)
+    assert res.status == "converged" and res.iterations > 5
+    assert res.gap <= 1e-6 * abs(res.bound)
+    assert res.bound == pytest.approx(optimum, rel=2e-5)
+    assert res.primal is not None        # the best primal point of either path
