@@ -106,11 +106,20 @@ def test_worth_needs_multipliers_and_matching_rows():
 
 
 @pytest.mark.slow
-def test_judge_convicts_clarabels_point_on_100165():
+def test_judge_convicts_clarabels_point_on_100165(monkeypatch):
     """100165: CLARABEL's ``optimal_inaccurate`` point violates rows with targets of 4.2e-3
     by up to 5.6e-6, 8.2e-8 of its trace: the old measure passes it; at its own
     multipliers its violations buy 1.0e-3 of its objective (docs/tuning.md, "The judge
-    per row; a fresh slice")."""
+    per row; a fresh slice"). Since rule 5 (``solve_status.VIOLATION_WORTH``) ``solve``
+    refuses that point itself; the judge, which must convict such a point from any
+    backend, is checked on it with the rule switched off."""
+    import sdpembed.solve_status as solve_status
+
+    f, _ = make_instance(100165).build()
+    _ = f.problem
+    refused = _outcome(f, "CLARABEL")
+    assert refused["kind"] == "error" and refused["error"] == "SolverFailedError"
+    monkeypatch.setattr(solve_status, "VIOLATION_WORTH", float("inf"))
     f, _ = make_instance(100165).build()
     _ = f.problem
     ref = _outcome(f, "CLARABEL")
