@@ -28,7 +28,8 @@ def test_above_the_cold_cap_the_barrier_starts_from_the_refined_multipliers(monk
     # 60 points of two moons, seed 3 (test_small_moons_certify_through_the_dual_optimum):
     # the refined multipliers alone leave the gap open past max_outer = 20. With the cold
     # start's cap below its edge count (breast-cancer-std-k8's 3,995 edges against 2,000),
-    # the barrier runs once, at the second pass of the refinement gate, from the refined
+    # the barrier runs once, at the end of the first pass of the refinement gate that did
+    # not certify (or at the second pass), from the refined
     # multipliers moved inside, and its multipliers certify (here in about as many Newton
     # steps as the cold start, whose shift towards w costs twice the dual value: docs/
     # tuning.md, "breast-cancer-std-k8: the barrier started inside"). On main the solve

@@ -291,6 +291,8 @@ class DualOptimum:
         self.warm = warm_fits(space, pen, _BARRIER_EDGES)   # from the refined multipliers
         self.passes = 0
         self.result: DualBarrierResult | None = None
+        #: above the cold cap: the factor and refined multipliers of the last pass
+        self._refined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.adopted = self.paired = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
@@ -391,6 +393,13 @@ class DualOptimum:
         again at the end of a step that did not certify, so that the point of a run made
         there (:meth:`pair`) is certified in the same outer iteration (docs/tuning.md, "The
         breast-cancer rows")."""
+        if self.warm and not self.fits:
+            if (self.result is None and self._refined is not None
+                    and self.passes == barrier_start._WARM_AFTER - 1):
+                W, y_ref, nu_ref = self._refined
+                got = self._warm_run(deadline, W, y_ref, nu_ref)
+                return got if self._usable else None
+            return None
         if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
             return None
         self._cold(deadline, work)
@@ -403,12 +412,23 @@ class DualOptimum:
         multipliers (:func:`~.barrier_start.warm_start`)."""
         self.passes += 1
         if self.result is None and self.passes >= barrier_start._WARM_AFTER:
-            y_ref, nu_ref = refine()
-            start = warm_start(self.space, self.pen, y_ref, W)
-            if start is None or time.perf_counter() >= deadline:
-                return y_ref, nu_ref
-            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline, start=start, start_factor=W)
-            self.result = None if res.status == "no time" else res
-            return (self.result.y, self.space.duals(None)) if self._usable else (y_ref, nu_ref)
-        return (self.result.y, self.space.duals(None)) if self._usable else refine()
+            return self._warm_run(deadline, W, *refine())
+        if self._usable:
+            return self.result.y, self.space.duals(None)
+        y_ref, nu_ref = refine()
+        self._refined = (W, y_ref, nu_ref)
+        return y_ref, nu_ref
+
+    def _warm_run(self, deadline: float, W: np.ndarray, y_ref: np.ndarray,
+                  nu_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The warm run from the refined multipliers ``y_ref`` at the factor ``W``, once:
+        its multipliers where usable, else ``(y_ref, nu_ref)``. :meth:`early` runs it one
+        pass early, from the last pass's, where that pass did not certify (docs/tuning.md,
+        "The warm barrier on the primal-dual path")."""
+        start = warm_start(self.space, self.pen, y_ref, W)
+        if start is None or time.perf_counter() >= deadline:
+            return y_ref, nu_ref
+        res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                           deadline=deadline, start=start, start_factor=W)
+        self.result = None if res.status == "no time" else res
+        return (self.result.y, self.space.duals(None)) if self._usable else (y_ref, nu_ref)
