@@ -28,7 +28,8 @@ def test_above_the_cold_cap_the_barrier_starts_from_the_refined_multipliers(monk
     # 60 points of two moons, seed 3 (test_small_moons_certify_through_the_dual_optimum):
     # the refined multipliers alone leave the gap open past max_outer = 20. With the cold
     # start's cap below its edge count (breast-cancer-std-k8's 3,995 edges against 2,000),
-    # the barrier runs once, at the second pass of the refinement gate, from the refined
+    # the barrier runs once, at the end of the first pass of the refinement gate that did
+    # not certify (or at the second pass), from the refined
     # multipliers moved inside, and its multipliers certify (here in about as many Newton
     # steps as the cold start, whose shift towards w costs twice the dual value: docs/
     # tuning.md, "breast-cancer-std-k8: the barrier started inside"). On main the solve
@@ -93,3 +94,36 @@ def test_the_start_is_strictly_feasible_near_the_refined_value():
     # a start outside the box is ignored: the cold start instead
     res = db.dual_barrier(space, pen, rel_gap=1e-6, start=(2 * pen.w, mu0))
     assert res.status == "converged" and res.iterations == opt.iterations
+
+
+def test_the_warm_run_follows_the_primal_dual_path_from_the_iterate(monkeypatch):
+    # the warm run of the first test, replayed: with the iterate's factor (as the outer loop
+    # passes it) the primal-dual path starts from X = WcWc^T + eps I and takes far fewer
+    # steps than the dual path from the same start (docs/tuning.md, "The warm barrier on the
+    # primal-dual path"), to the cold run's optimum, strictly feasible
+    f = _moons(60, 3)
+    gp, _, _ = _formulation_problem(f)
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    monkeypatch.setattr(db, "_BARRIER_EDGES", 10)
+    calls = []
+    orig = db.dual_barrier
+
+    def spy(*a, **k):
+        calls.append((k.get("start"), k.get("start_factor")))
+        return orig(*a, **k)
+
+    monkeypatch.setattr(db, "dual_barrier", spy)
+    rep = solve(f, solver="LOWRANK", tol=1e-4, max_outer=20, rank=6)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert len(calls) == 1 and calls[0][1] is not None
+    start, W = calls[0]
+    rel_gap = db._BARRIER_GAP * 1e-4
+    pd = orig(space, pen, rel_gap=rel_gap, start=start, start_factor=W)
+    dual = orig(space, pen, rel_gap=rel_gap, start=start)
+    cold = orig(space, pen, rel_gap=rel_gap)
+    assert pd.status == dual.status == cold.status == "converged"
+    assert pd.primal is not None and len(pd.primal) == 5     # the path's matrix for the pair
+    assert 2 * pd.iterations <= dual.iterations, (pd.iterations, dual.iterations)
+    assert abs(pd.bound - cold.bound) <= 1e-5 * abs(cold.bound)
+    assert pd.gap <= rel_gap * abs(pd.bound)
+    assert _lambda_min(space, pd.y) > 0 and np.all(np.abs(pd.y) < pen.w)

@@ -151,7 +151,8 @@ def test_a_first_pass_that_fails_starts_the_barrier_at_once(moons_dvu, monkeypat
     assert dual.candidate(np.inf) is None                 # first pass: the refinement
     dual.early(np.inf)                               # which failed: the run, now
     assert dual.result.status == "converged"
-    assert dual.pair(W, y0, nu0) is not None              # its point, in the same step
+    pair = dual.pair(W, y0, nu0)
+    assert pair is not None                               # its point, in the same step
     run = dual.result
     dual.early(np.inf)                               # once
     y, _ = dual.candidate(np.inf)                         # the second pass: no new run
@@ -168,12 +169,23 @@ def test_a_first_pass_that_fails_starts_the_barrier_at_once(moons_dvu, monkeypat
     assert late.result is None
     late.early(np.inf, need)
     assert late.result.status == "converged"
-    # above the cold start's edge cap (the warm start's business): nothing
+    # above the cold start's edge cap (the warm start's business): nothing before the first
+    # pass; after a first pass that did not certify, the warm run from that pass's factor
+    # and refined multipliers, once (docs/tuning.md, "The warm barrier on the primal-dual
+    # path"); on main nothing here
     monkeypatch.setattr(db, "_BARRIER_EDGES", 10)
     warm = DualOptimum(space, pen, 1e-4)
-    warm.candidate(np.inf, refine=(W, lambda: (y0, nu0)))
-    warm.early(np.inf)
-    assert not warm.fits and warm.result is None
+    assert warm.early(np.inf) is None and warm.result is None
+    refined, W_opt = [], pair.points                      # the optimum's factor, and
+    opt_y = run.y - 1e-3 * pen.w                          # its multipliers pushed out
+    warm.candidate(np.inf, refine=(W_opt, lambda: refined.append(1) or (opt_y, nu0)))
+    assert not warm.fits and warm.result is None and refined == [1]
+    y, _ = warm.early(np.inf)
+    assert warm.result.status == "converged" and np.array_equal(y, warm.result.y)
+    assert warm.result.primal is not None and len(warm.result.primal) == 5
+    assert abs(warm.result.bound - run.bound) <= 1e-5 * abs(run.bound)
+    ran = warm.result
+    assert warm.early(np.inf) is None and warm.result is ran and refined == [1]
 
 
 #: CSDP's optimum of differential seed 72089 (status optimal; CLARABEL 2.0539232,

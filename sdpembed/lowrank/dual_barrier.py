@@ -34,8 +34,14 @@ _WARM_STEPS_EXPECTED = 30
 #: the primal–dual steps a cold run is expected to take (:func:`~.pd_barrier.pd_path`,
 #: 20-40 on the battery's rows, each about four of the dual path's)
 _PD_STEPS_EXPECTED = 40
+#: the same from a ``start`` with the primal iterate's factor (4-5 on breast-cancer-std-k8)
+_PD_WARM_STEPS_EXPECTED = 10
 #: how a primal–dual path may end for the dual path to finish the run from its point
 _PD_HANDOVER = ("stalled", "numerical failure", "max_iter")
+#: a warm primal–dual start's matrix is the iterate's :math:`W_cW_c^T` plus this share of
+#: the start's barrier weight times I (positive definite; 1e-5 to 1 measured alike,
+#: docs/tuning.md "The warm barrier on the primal-dual path")
+_PD_WARM_RIDGE = 1e-3
 
 
 @dataclass
@@ -70,7 +76,8 @@ def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
 def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
                  deadline: float = np.inf,
                  max_iter: int = 300,
-                 start: tuple[np.ndarray, float] | None = None) -> DualBarrierResult:
+                 start: tuple[np.ndarray, float] | None = None,
+                 start_factor: np.ndarray | None = None) -> DualBarrierResult:
     r"""Multipliers near the dual optimum, strictly feasible, by a barrier method on :math:`y`.
 
     The dual of the ``"interval"`` Gram SDP is
@@ -114,6 +121,9 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
     (status ``"no time"``).
     ``start``: strictly feasible multipliers and a barrier weight to begin from instead
     (:mod:`~sdpembed.lowrank.barrier_start`); ignored where S is not positive definite there.
+    ``start_factor``: with ``start``, the primal iterate's factor W there: the run then
+    follows the primal–dual path from :math:`X = W_cW_c^T + \epsilon I` (:math:`W_c` the
+    centred factor, :math:`\epsilon` ``_PD_WARM_RIDGE`` times the start's weight).
     Only where :func:`dual_barrier_fits`.
 
     From the cold start the run first follows the primal–dual path of
@@ -200,10 +210,16 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
         # a barrier weight of the size of the objective per barrier term
         mu = max(abs(float(t @ y)), 1e-300) / problem.nu_bar if cold else start[1]
         done = 0
-        if cold:
+        if cold or start_factor is not None:
+            X0 = None
+            if not cold:
+                Wc = start_factor - start_factor.mean(axis=0)
+                X0 = Wc @ Wc.T
+                X0[np.diag_indices(n)] += _PD_WARM_RIDGE * mu
             pd = pd_path(space, t, w, nu0, scale, y, mu, rel_gap=rel_gap, t0=t0,
-                         deadline=deadline, max_iter=max_iter,
-                         steps_expected=_PD_STEPS_EXPECTED)
+                         deadline=deadline, max_iter=max_iter, X0=X0,
+                         steps_expected=_PD_STEPS_EXPECTED if cold
+                         else _PD_WARM_STEPS_EXPECTED)
             best[0], where[0] = pd.upper, (pd.y, pd.mu, None, scale, pd.X)
             done, y = pd.iterations, pd.y
             if pd.status not in _PD_HANDOVER or done >= max_iter:
@@ -275,6 +291,8 @@ class DualOptimum:
         self.warm = warm_fits(space, pen, _BARRIER_EDGES)   # from the refined multipliers
         self.passes = 0
         self.result: DualBarrierResult | None = None
+        #: above the cold cap: the factor and refined multipliers of the last pass
+        self._refined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.adopted = self.paired = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
@@ -375,6 +393,13 @@ class DualOptimum:
         again at the end of a step that did not certify, so that the point of a run made
         there (:meth:`pair`) is certified in the same outer iteration (docs/tuning.md, "The
         breast-cancer rows")."""
+        if self.warm and not self.fits:
+            if (self.result is None and self._refined is not None
+                    and self.passes == barrier_start._WARM_AFTER - 1):
+                W, y_ref, nu_ref = self._refined
+                got = self._warm_run(deadline, W, y_ref, nu_ref)
+                return got if self._usable else None
+            return None
         if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
             return None
         self._cold(deadline, work)
@@ -387,12 +412,23 @@ class DualOptimum:
         multipliers (:func:`~.barrier_start.warm_start`)."""
         self.passes += 1
         if self.result is None and self.passes >= barrier_start._WARM_AFTER:
-            y_ref, nu_ref = refine()
-            start = warm_start(self.space, self.pen, y_ref, W)
-            if start is None or time.perf_counter() >= deadline:
-                return y_ref, nu_ref
-            res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
-                               deadline=deadline, start=start)
-            self.result = None if res.status == "no time" else res
-            return (self.result.y, self.space.duals(None)) if self._usable else (y_ref, nu_ref)
-        return (self.result.y, self.space.duals(None)) if self._usable else refine()
+            return self._warm_run(deadline, W, *refine())
+        if self._usable:
+            return self.result.y, self.space.duals(None)
+        y_ref, nu_ref = refine()
+        self._refined = (W, y_ref, nu_ref)
+        return y_ref, nu_ref
+
+    def _warm_run(self, deadline: float, W: np.ndarray, y_ref: np.ndarray,
+                  nu_ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The warm run from the refined multipliers ``y_ref`` at the factor ``W``, once:
+        its multipliers where usable, else ``(y_ref, nu_ref)``. :meth:`early` runs it one
+        pass early, from the last pass's, where that pass did not certify (docs/tuning.md,
+        "The warm barrier on the primal-dual path")."""
+        start = warm_start(self.space, self.pen, y_ref, W)
+        if start is None or time.perf_counter() >= deadline:
+            return y_ref, nu_ref
+        res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
+                           deadline=deadline, start=start, start_factor=W)
+        self.result = None if res.status == "no time" else res
+        return (self.result.y, self.space.duals(None)) if self._usable else (y_ref, nu_ref)

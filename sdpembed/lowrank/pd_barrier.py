@@ -110,7 +110,8 @@ def _hkm_direction(cf, space: FactorSpace, X: np.ndarray, Minv: np.ndarray, rhs:
 def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, scale: float,
             y: np.ndarray, mu: float, *, rel_gap: float, t0: float,
             deadline: float = np.inf, max_iter: int = 100,
-            steps_expected: float | None = None, log: list | None = None) -> PDPath:
+            steps_expected: float | None = None, log: list | None = None,
+            X0: np.ndarray | None = None) -> PDPath:
     """The primal–dual path from the strictly feasible ``y`` (:math:`M(y) \\succ 0`,
     :math:`|y| < w`) and the centred primal point of weight ``mu`` there (:math:`X =
     \\mu M^{-1}`, :math:`p = \\mu/u`, :math:`q = \\mu/l`), as the module's docstring
@@ -121,7 +122,9 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     ``_STALL_STEP``; ``"stalled"``), or a Schur complement or primal matrix that rounding
     made indefinite (``"numerical failure"``). ``log``: a list that receives, per step,
     :math:`\\mu`, :math:`\\sigma`, the predictor's primal and dual steps to the boundary,
-    the steps taken, the relative gap and which primal bound limited the step."""
+    the steps taken, the relative gap and which primal bound limited the step. ``X0``: a
+    positive definite primal matrix to start from instead of :math:`\\mu M^{-1}` (a warm
+    start's iterate; ``p``, ``q`` as there)."""
     n, m = space.dim, t.size
     E, ET = space.E, space.ET
     M0, _ = _dense_shifted(space, np.zeros(m), nu0, scale)
@@ -149,7 +152,7 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     Mv, L = slack(y)
     Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
     Minv = Li.T @ Li
-    X = mu * Minv
+    X = mu * Minv if X0 is None else X0
     u, l = w - y, w + y
     # p and q make the start primal feasible: p - q = diag(EXE^T) - t, both > 0
     d = np.einsum("ij,ij->i", np.asarray(E @ X), Ed) - t
@@ -172,8 +175,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
             break
         mu = (float(np.sum(X * Mv)) + float(p @ u + q @ l)) / N
         P = edge_gram(Minv)
-        G = edge_gram(X)
-        H = G * P
+        H = edge_gram(X)
+        H *= P                                     # (EXE^T)∘(EM^{-1}E^T), in place
         H[np.diag_indices(m)] += p / u + q / l
         cf = _cholesky_ridged(H)
         if cf is None:
