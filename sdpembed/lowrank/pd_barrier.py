@@ -194,9 +194,10 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         dp_a = -p + p * dy_a / u
         dq_a = -q - q * dy_a / l
         a_p = min(1.0, _step_to_psd(LiX, dX_a), _step_to_box(p, dp_a), _step_to_box(q, dq_a))
-        a_d = min(1.0, _step_to_psd(Li, dM_a.toarray()), _step_to_box(u, -dy_a),
+        dM_a_dense = dM_a.toarray()
+        a_d = min(1.0, _step_to_psd(Li, dM_a_dense), _step_to_box(u, -dy_a),
                   _step_to_box(l, dy_a))
-        Xa, Ma = X + a_p * dX_a, Mv + a_d * dM_a.toarray()
+        Xa, Ma = X + a_p * dX_a, Mv + a_d * dM_a_dense
         mu_a = (float(np.sum(Xa * Ma)) + float((p + a_p * dp_a) @ (u - a_d * dy_a))
                 + float((q + a_p * dq_a) @ (l + a_d * dy_a))) / N
         sigma = min(1.0, (mu_a / mu) ** 3)
