@@ -26,7 +26,7 @@ variants of Maximum Variance Unfolding:
   :math:`G_{ii} + G_{jj} - 2G_{ij} \le \bar D_{ij}`, with :math:`\max\mathrm{tr}\,G`
   (a connected graph still bounds the trace; Sun, Boyd, Xiao & Diaconis, SIAM Review
   2006, show it is the dual of the fastest mixing Markov process on the graph).
-  ``"LOWRANK"`` reads rows :math:`G_{ii} + G_{jj} - 2G_{ij} \le ar D_{ij}` as
+  ``"LOWRANK"`` reads rows :math:`G_{ii} + G_{jj} - 2G_{ij} \le \bar D_{ij}` as
   shrink-only distance edges, the same problem as
   ``sdpembed.formulations.mvu(graph, distances="shrink")``.
 

@@ -10,17 +10,19 @@ not a number, and an integer-valued setting rejects ``2.0``.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 __all__ = ["Check", "Integer", "Number", "Boolean", "Text", "OneOf", "ListOf", "Table",
-           "Anything", "NoneOr", "PlainName", "type_name", "is_int", "is_number", "as_int"]
+           "Anything", "NoneOr", "PlainName", "type_name", "is_int", "is_number", "as_int",
+           "did_you_mean"]
 
 
 def is_int(v) -> bool:
@@ -31,6 +33,15 @@ def is_int(v) -> bool:
 def is_number(v) -> bool:
     """A real number that is not a bool (integers included; NaN included)."""
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``name``, or ``""``."""
+    choices = [str(c) for c in choices]
+    close = difflib.get_close_matches(str(name), choices, n=1)
+    if not close:   # a case slip ("lowrank", "Knn_Accuracy") is too short a match for difflib
+        close = [c for c in choices if c.lower() == str(name).lower()][:1]
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def type_name(value) -> str:
@@ -58,11 +69,17 @@ class Check:
     def __call__(self, value) -> bool:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def names(self) -> tuple:
+        """The strings accepted by name (for a "did you mean"); none for most checks."""
+        return ()
+
     def problem(self, value) -> str | None:
-        """``None`` if ``value`` passes, else ``"expected ...; got ..."``."""
+        """``None`` if ``value`` passes, else ``"expected ...; got ..."`` (and, for a
+        string near one of :meth:`names`, ``"(did you mean ...?)"``)."""
         if self(value):
             return None
-        return f"expected {self.what}; got {value!r} ({type_name(value)})"
+        hint = did_you_mean(value, self.names()) if isinstance(value, str) else ""
+        return f"expected {self.what}; got {value!r} ({type_name(value)}){hint}"
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,9 @@ class Text(Check):
             return "one of " + ", ".join(repr(c) for c in self.choices)
         return "a non-empty string" if self.nonempty else "a string"
 
+    def names(self) -> tuple:
+        return tuple(self.choices or ())
+
     def __call__(self, v) -> bool:
         if not isinstance(v, str):
             return False
@@ -182,6 +202,9 @@ class OneOf(Check):
     def __call__(self, v) -> bool:
         return any(c(v) for c in self.options)
 
+    def names(self) -> tuple:
+        return tuple(n for c in self.options for n in c.names())
+
 
 @dataclass(frozen=True)
 class NoneOr(Check):
@@ -195,6 +218,9 @@ class NoneOr(Check):
 
     def __call__(self, v) -> bool:
         return v is None or self.check(v)
+
+    def names(self) -> tuple:
+        return self.check.names() + ("none",)
 
 
 @dataclass(frozen=True)

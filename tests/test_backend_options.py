@@ -59,6 +59,8 @@ def _iris_dvu():
     ("LOWRANK", {"time_limit": "1h"}, r"LOWRANK option 'time_limit': expected a number"),
     ("LOWRANK", {"tol": 2.0}, r"LOWRANK option 'tol': .*\(0, 1\)"),
     ("LOWRANK", {"time_limt": 60}, r"unknown LOWRANK option 'time_limt' \(did you mean"),
+    ("SCS", {"linear_solver": "qdldll"},
+     r"SCS option 'linear_solver': .*got 'qdldll' \(string\) \(did you mean 'qdldl'\?\)"),
 ])
 def test_bad_options_name_backend_and_option_before_solving(solver, options, message):
     f = _iris_dvu()

@@ -49,6 +49,25 @@ def _agree(objectives: dict[str, float], rtol: float) -> None:
         assert value - best <= rtol * max(1.0, abs(best)), (name, value, best)
 
 
+def test_no_control_characters_in_the_sources():
+    """A ``\\b`` written through a non-raw string becomes a backspace: in the gallery's
+    reST it made ``\\bar`` an unknown macro that MathJax shows as an error (fast here; the
+    slow site check finds it only after a build)."""
+    root = EXAMPLES.parent
+    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+    generated = {"_build", "auto_examples", "__pycache__"}
+    found = []
+    for folder in ("examples", "docs", "sdpembed", "problems", "tests"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix not in {".py", ".rst", ".md", ".toml", ".txt", ".css", ".js"} \
+                    or generated & set(path.relative_to(root).parts):
+                continue
+            for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if control.search(line):
+                    found.append(f"{path.relative_to(root)}:{k}: {line.strip()[:80]!r}")
+    assert not found, found
+
+
 def test_dvu_backends_agree_small():
     """The same DVU solved by CLARABEL, SCS and LOWRANK: one optimal value.
 

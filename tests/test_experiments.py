@@ -453,6 +453,12 @@ def test_bad_specs_name_the_field(path, value, field, message):
     ("paper.values", [{"method": "dvuu", "metric": "knn1", "value": 90.0}],
      "paper.values\\[0\\].method", "dvu"),
     ("figures.loo.metric", "lo", "figures.loo.metric", "loo"),
+    # a value among fixed choices: of a schema field, of an estimator, of a sweep
+    ("dataset.scale", "standrd", "dataset.scale", "standard"),
+    ("methods.dvu.distances", "intervl", "methods.dvu.distances", "interval"),
+    ("methods.lgc.kernel", "heat_kn", "methods.lgc.kernel", "heat_knn"),
+    ("figures.knn1_vs_slack.param", "slack_weigth", "figures.knn1_vs_slack.param",
+     "slack_weight"),
 ])
 def test_bad_names_in_a_spec_get_a_did_you_mean(path, value, field, suggestion):
     # as the solver-option errors do (backend_options): the closest valid name

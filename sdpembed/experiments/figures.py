@@ -101,8 +101,8 @@ def _check_metric_vs_param(o, where, labels, metrics) -> None:
                                 f"are {sorted(labels)}")
     swept = labels[o["method"]].swept
     if o["param"] not in swept:
-        fail(f"{where}.param", f"{o['param']!r} is not swept by method {o['method']!r} "
-                               f"(swept: {swept})")
+        fail(f"{where}.param", f"{o['param']!r} is not swept by method {o['method']!r}"
+                               f"{did_you_mean(o['param'], swept)} (swept: {swept})")
 
 
 # --------------------------------------------------------------------------- drawing

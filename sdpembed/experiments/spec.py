@@ -28,6 +28,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from .. import datasets as _datasets
 from .._checks import PlainName, is_number
+from .._sklearn import StrOptions
 from ..exceptions import InputError, SpecError
 from .figures import FIGURE_KINDS
 from .methods import METHODS, MethodInfo, uses_solver
@@ -363,6 +364,7 @@ def _validate_params(info: MethodInfo, params: Mapping, where: str) -> None:
             fail(f"{where}.{key}", f"expected a number; got {value!r} (string)")
         if isinstance(default, str) and isinstance(value, bool):
             fail(f"{where}.{key}", f"expected a string such as {default!r}; got {value!r}")
+    est = None
     try:
         # the estimator gets what the runner will give it: dicts and lists, not frozen maps
         est = info.build(thaw(dict(params)))
@@ -375,7 +377,18 @@ def _validate_params(info: MethodInfo, params: Mapping, where: str) -> None:
         m = re.search(r"The '(\w+)' parameter", str(exc))
         bad = m.group(1) if m else next(
             (k for k in params if f"{k} " in str(exc) or f"'{k}'" in str(exc)), None)
-        fail(f"{where}.{bad}" if bad else where, str(exc))
+        fail(f"{where}.{bad}" if bad else where, str(exc) + _closest_option(est, bad, params))
+
+
+def _closest_option(est, key: str | None, params: Mapping) -> str:
+    """`` (did you mean 'x'?)`` for a string parameter refused by the estimator's
+    declared constraints, from the names its ``StrOptions`` accept; else ``""``."""
+    value = params.get(key) if key else None
+    if not isinstance(value, str):
+        return ""
+    options = [o for c in getattr(est, "_parameter_constraints", {}).get(key, ())
+               if isinstance(c, StrOptions) for o in c.options]
+    return did_you_mean(value, sorted(options))
 
 
 def known_solvers() -> set[str]:

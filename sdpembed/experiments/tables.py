@@ -8,26 +8,17 @@ a leaf, so that the schema can look up metric and figure kinds without a loop.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from .._checks import Check, NoneOr
+from .._checks import Check, NoneOr, did_you_mean
 from ..exceptions import SpecError
 
 __all__ = ["REQUIRED", "Field", "FrozenMap", "freeze", "thaw", "none_strings", "read_table",
            "fail", "check_known", "did_you_mean"]
 
 REQUIRED = type("Required", (), {"__repr__": lambda self: "required"})()
-
-def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``name``, or ``""``."""
-    choices = [str(c) for c in choices]
-    close = difflib.get_close_matches(str(name), choices, n=1)
-    if not close:   # a case slip ("lowrank", "Knn_Accuracy") is too short a match for difflib
-        close = [c for c in choices if c.lower() == str(name).lower()][:1]
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def fail(where: str, problem: str) -> NoReturn:
