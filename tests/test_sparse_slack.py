@@ -20,8 +20,12 @@ from sdpembed.formulations.gram import centering_basis
 from sdpembed.formulations.mvu import mvu_problem
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import sparse_slack
-from sdpembed.lowrank.sparse_slack import SlackParts, sparse_bottom, sparse_verify
-from sdpembed.lowrank.verify import _dense_verified_lambda_min, _sparse_verified_lambda_min
+from sdpembed.lowrank.sparse_slack import SlackParts, SparseCheck, sparse_bottom, sparse_verify
+from sdpembed.lowrank.verify import (
+    _dense_verified_lambda_min,
+    _sparse_verified_lambda_min,
+    _verified_lambda_min,
+)
 
 #: CHOLMOD needs the optional cvxopt; QDLDL and SuperLU are always there
 METHODS = [pytest.param("cholmod", marks=pytest.mark.skipif(
@@ -183,6 +187,56 @@ def test_verified_lambda_min_is_below_the_dense_one_and_agrees_with_the_dense_pr
     assert max(got.values()) - min(got.values()) <= 1e-9 * norm
     # an estimate above the smallest eigenvalue is never "verified" there
     mu, _, checks = _sparse_verified_lambda_min(space, y, nu, lam + 1e-3 * norm)
+    assert mu is None or mu <= lam
+
+
+def _dvu_at_bottom(data, target):
+    """DVU multipliers whose S has its smallest eigenvalue on 1-perp at ``target`` (times
+    a bound on ||S||) while 1 stays an eigenvector at 0: random multipliers plus t on every
+    edge (a Laplacian, raising the bottom on 1-perp monotonically), t by bisection."""
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    norm = _exact(space, y, nu)[1]
+    lo, hi = 0.0, 1.0
+    while _exact(space, y + hi, nu)[0][0] < target * norm:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if _exact(space, y + mid, nu)[0][0] < target * norm else (lo, mid)
+    yt = y + hi
+    w, norm = _exact(space, yt, nu)
+    return space, yt, nu, w[0], norm
+
+
+@pytest.mark.skipif(sparse_slack.FACTORISATION != "cholmod",
+                    reason="cvxopt (CHOLMOD) not installed")
+def test_a_positive_estimate_is_proved_at_enough_on_the_tree_basis(data):
+    """The constant vector an eigenvector at 0 below a small positive bottom on 1-perp (the
+    links row's final certificate): full coordinates are refused, the tree basis just below
+    an estimate above the bottom fails; with ``enough = 0`` a tree-basis proof at 0 serves
+    (no dense factorisation), without it the dense proof does."""
+    space, y, nu, lam, norm = _dvu_at_bottom(data, 1e-7)
+    assert 0 < lam < 2e-7 * norm
+    est = 2.0 * lam                                        # an estimate above the bottom
+    mu, why, checks = _verified_lambda_min(space, y, nu, est, enough=0.0)
+    assert mu == 0.0, why
+    assert all(isinstance(c, SparseCheck) and c.mode == "tree" for c in checks)
+    assert [c.verified for c in checks] == [False, True]
+    mu, why, checks = _verified_lambda_min(space, y, nu, est)
+    assert mu is not None and mu <= lam, why
+    assert not all(isinstance(c, SparseCheck) for c in checks)
+
+
+@pytest.mark.skipif(sparse_slack.FACTORISATION != "cholmod",
+                    reason="cvxopt (CHOLMOD) not installed")
+def test_enough_is_not_proved_above_a_negative_bottom(data):
+    """A wrong positive estimate of a negative bottom on 1-perp: the proof at ``enough = 0``
+    must fail, and whatever is verified is at or below the true bottom."""
+    space, y, nu, lam, norm = _dvu_at_bottom(data, -1e-7)
+    assert -2e-7 * norm < lam < 0
+    mu, why, checks = _verified_lambda_min(space, y, nu, 1e-7 * norm, enough=0.0)
+    tree = [c for c in checks if isinstance(c, SparseCheck)]
+    assert len(tree) == 2 and tree[1].mu == 0.0 and not tree[1].verified
     assert mu is None or mu <= lam
 
 

@@ -266,8 +266,8 @@ def _late_reason(checks: list) -> str:
             "factorisation would end past it)")
 
 
-def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: float = np.inf
-                         ) -> tuple[float | None, str, list]:
+def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: float = np.inf,
+                         enough: float | None = None) -> tuple[float | None, str, list]:
     """A verified lower bound on :math:`\\lambda_{\\min}(S)` (on 1-perp) near ``mu_est``.
 
     Where the constant vector is an eigenvector of :math:`S` above the estimate (DVU:
@@ -281,6 +281,18 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: flo
     CHOLMOD (supernodal, :data:`~sdpembed.lowrank.sparse_slack.FACTORISATION`) the tree
     basis is tried first, once, just below the estimate: a success there is as tight as
     the dense proof and far cheaper; otherwise the dense proof follows.
+
+    ``enough``: a value the caller gains nothing from exceeding (the certificate's bound is
+    the same for every :math:`\\mu\\ge 0`: it passes 0). Where the tree basis fails just
+    below an estimate above ``enough`` (its rounding, amplified by the basis'
+    conditioning, can exceed the margin when the estimate is a small positive value, as
+    with added rows that keep :math:`\\mathbf 1` an eigenvector at 0 below a positive
+    bottom on :math:`\\mathbf 1^\\perp`), a second tree-basis proof at ``enough`` itself
+    comes before the dense one. It is the same proof
+    (:func:`~sdpembed.lowrank.sparse_slack.sparse_verify`, rounding included, on a basis
+    of :math:`\\mathbf 1^\\perp`), only at a lower shift: a success proves
+    :math:`\\lambda_{\\min}(S)>` ``enough`` on :math:`\\mathbf 1^\\perp` whatever the
+    estimate, and if :math:`\\lambda_{\\min}(S) <` ``enough`` it must fail.
     No factorisation starts once ``deadline`` (a :func:`time.perf_counter` value) has
     passed. Returns ``(mu or None, reason, checks)``.
     """
@@ -300,6 +312,16 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: flo
                                                    parts=parts, deadline=deadline)
         if mu is not None:
             return mu, "", tried
+        if enough is not None and float(mu_est) > enough and tried \
+                and "pivot" in tried[-1].reason and not _past(deadline):
+            try:
+                chk = sparse_verify(space, y, nu, float(enough), parts=parts, mode="tree")
+            except MemoryError:
+                chk = None
+            if chk is not None:
+                tried.append(chk)
+                if chk.verified:
+                    return chk.mu, "", tried
     if _past(deadline):
         return None, _late_reason(tried), tried
     mu, why, checks = _dense_verified_lambda_min(space, y, nu, mu_est, deadline=deadline)
