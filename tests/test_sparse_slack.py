@@ -332,6 +332,27 @@ def test_a_block_certificate_starts_no_factorisation_past_the_time_limit(data, m
     assert made == [] and cert.bound is None and cmod.BLOCK_STOPPED in cert.note
 
 
+def test_an_arpack_failure_gives_a_certificate_without_a_bound(data, monkeypatch):
+    """ARPACK's error 3 ("no shifts could be applied", met on a 91-point MVU slack with
+    ``dense_limits.eig`` lowered) inside a block certificate's shift-invert Lanczos: the
+    attempt ends without a bound and says why; the error does not escape ``solve`` untyped
+    (issue 40: every exception reaching the user is typed)."""
+    import scipy.sparse.linalg as spla
+
+    from sdpembed.lowrank import certificate as cmod
+
+    gp, y, nu = _cases(data)["dvu"]
+    space = _space(gp)
+    pen = lowrank.DistancePenalty(gp)
+    assert cmod._block_certificate(space, pen)
+
+    def fail(*args, **kw):
+        raise spla.ArpackError(3)
+    monkeypatch.setattr(sparse_slack, "eigsh", fail)
+    cert = cmod.certify(space, pen, y, nu, cache=cmod.CertificateCache(), block=12)
+    assert cert.bound is None and "Lanczos failed" in cert.note and "ARPACK error 3" in cert.note
+
+
 def _slow_factorisations(monkeypatch, seconds=100.0):
     """Every factorisation of the slack costs ``seconds`` on a fake clock (the solves none):
     ``(now, made)``, the clock and the start of each factorisation."""

@@ -320,6 +320,9 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
                              guess=cache.lambda_guess, late=cache.late, times=times)
         except CertificateLate as exc:
             return Certificate(None, None, "none", f"{BLOCK_STOPPED} ({exc})", y=y, nu=nu)
+        except spla.ArpackError as exc:   # e.g. error 3, no shifts, on a small slack
+            return Certificate(None, None, "none", f"shift-invert Lanczos failed ({exc})",
+                               y=y, nu=nu)
         finally:
             cache.factor_seconds.extend(times.factor)
         cache.lambda_guess = float(lam[0])
@@ -334,8 +337,8 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     try:
         eig = _lambda_min(space, y, nu, tol=eig_tol, deflate=factor,
                           start=cache.lanczos_start)
-    except spla.ArpackNoConvergence:
-        return Certificate(None, None, "none", "Lanczos did not converge", y=y, nu=nu)
+    except spla.ArpackError as exc:   # ArpackNoConvergence among them
+        return Certificate(None, None, "none", f"Lanczos failed ({exc})", y=y, nu=nu)
     lanczos = eig.method == "lanczos"
     if lanczos:
         cache.lanczos_start = eig.vector
