@@ -388,9 +388,9 @@ class DualOptimum:
     def warm_due(self) -> bool:
         """Whether :meth:`early` is to make the warm run at the end of this step (above
         the cold cap, not run yet, the last pass's factor and refined multipliers kept at
-        the pass before ``barrier_start._WARM_AFTER``): the caller's lift of a failed
-        certificate is then left out, the run's point being certified in the same step
-        (docs/tuning.md, "The last rows over 10 s at n <= 600")."""
+        the pass before ``barrier_start._WARM_AFTER``): the caller's lift of a certificate
+        that failed far from ``tol`` is then left out, the run's point being certified in
+        the same step (docs/tuning.md, "The last rows over 10 s at n <= 600")."""
         return (self.warm and not self.fits and self.result is None
                 and self._refined is not None
                 and self.passes == barrier_start._WARM_AFTER - 1)

@@ -537,8 +537,10 @@ class _OuterLoop(StallGrowth):
         grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
                       < opts.max_rank and (fresh or not _rank_deficient(self.W)))
-        # not where the warm barrier runs at this step's end: its point is certified there
-        lifted = None if grow_first or self.dual.warm_due() else _lifted_certificate(
+        # nor far from tol where the warm barrier runs at this step's end (its point is
+        # certified there; docs/tuning.md, "The last rows over 10 s at n <= 600")
+        far = gap is not None and gap > _LIFT_GAP * opts.tol and self.dual.warm_due()
+        lifted = None if grow_first or far else _lifted_certificate(
             space, pen, certificate, gap, None if self.best_dual is None
             else self.best_dual.bound, candidates, opts, cache, p_best, deadline=self.deadline)
         if lifted is not None:
