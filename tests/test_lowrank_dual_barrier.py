@@ -176,11 +176,16 @@ def test_a_first_pass_that_fails_starts_the_barrier_at_once(moons_dvu, monkeypat
     monkeypatch.setattr(db, "_BARRIER_EDGES", 10)
     warm = DualOptimum(space, pen, 1e-4)
     assert warm.early(np.inf) is None and warm.result is None
+    assert not warm.warm_due() and not dual.warm_due()    # (the cold run: never)
     refined, W_opt = [], pair.points                      # the optimum's factor, and
     opt_y = run.y - 1e-3 * pen.w                          # its multipliers pushed out
     warm.candidate(np.inf, refine=(W_opt, lambda: refined.append(1) or (opt_y, nu0)))
     assert not warm.fits and warm.result is None and refined == [1]
+    # the run is due at this step's end: the loop leaves out its lift (docs/tuning.md,
+    # "The last rows over 10 s at n <= 600")
+    assert warm.warm_due()
     y, _ = warm.early(np.inf)
+    assert not warm.warm_due()
     assert warm.result.status == "converged" and np.array_equal(y, warm.result.y)
     assert warm.result.primal is not None and len(warm.result.primal) == 5
     assert abs(warm.result.bound - run.bound) <= 1e-5 * abs(run.bound)

@@ -385,7 +385,27 @@ class DualOptimum:
         # and a later pass may try again
         self.result = None if res.status == "no time" else res
 
-    def early(self, deadline: float, work: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
+    def warm_due(self) -> bool:
+        """Whether :meth:`early` is to make the warm run at the end of this step (above
+        the cold cap, not run yet, the last pass's factor and refined multipliers kept at
+        the pass before ``barrier_start._WARM_AFTER``): the caller's lift of a certificate
+        that failed far from ``tol`` is then left out, the run's point being certified in
+        the same step (docs/tuning.md, "The last rows over 10 s at n <= 600")."""
+        return (self.warm and not self.fits and self.result is None
+                and self._refined is not None
+                and self.passes == barrier_start._WARM_AFTER - 1)
+
+    def paid_for(self, work: float) -> bool:
+        """Whether the cold run fits, has not run, and the subproblems' ``work`` so far
+        exceeds its estimated cost (:func:`barrier_work`): it then runs at the end of the
+        step (:meth:`early`, ``paid``) whatever the refinement gate, its point certified
+        in that outer iteration (:meth:`pair`; docs/tuning.md, "The last rows over 10 s
+        at n <= 600")."""
+        return (self.fits and self.result is None
+                and work >= barrier_work(self.space.dim, self.pen.t.size))
+
+    def early(self, deadline: float, work: float = 0.0,
+              paid: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """The barrier's multipliers one pass of the refinement gate early: the cold run at
         the pass before ``_BARRIER_AFTER``, where the barrier fits and has not run; above
         the cold cap, the warm run (:meth:`_warm_run`) from the last pass's factor and
@@ -396,13 +416,13 @@ class DualOptimum:
         there (:meth:`pair`) is certified in the same outer iteration (docs/tuning.md, "The
         breast-cancer rows")."""
         if self.warm and not self.fits:
-            if (self.result is None and self._refined is not None
-                    and self.passes == barrier_start._WARM_AFTER - 1):
+            if self.warm_due():
                 W, y_ref, nu_ref = self._refined
                 got = self._warm_run(deadline, W, y_ref, nu_ref)
                 return got if self._usable else None
             return None
-        if not self.fits or self.result is not None or self.passes != _BARRIER_AFTER - 1:
+        if not self.fits or self.result is not None or (
+                self.passes != _BARRIER_AFTER - 1 and not (paid and self.paid_for(work))):
             return None
         self._cold(deadline, work)
         return (self.result.y, self.space.duals(None)) if self._usable else None

@@ -398,9 +398,10 @@ class _OuterLoop(StallGrowth):
             # no missing dimension, the primal converged: the multipliers are what lags,
             # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
             self.stall_raise = not grew and converged_primal
-        if np.isfinite(refined_gap) and self.status != "optimal":
+        if self.status != "optimal" and (np.isfinite(refined_gap)
+                                         or self.dual.paid_for(self.alm.work)):
             t_dual = time.perf_counter()     # the next pass's barrier, now (its pair below)
-            self.dual.early(self.deadline, self.alm.work)
+            self.dual.early(self.deadline, self.alm.work, paid=not np.isfinite(refined_gap))
             self.timings["multipliers"] += time.perf_counter() - t_dual
         if self.status != "optimal" and (pair := self.dual.pair(W, self.y, self.nu)) is not None:
             self._barrier_pair(entry, pair)     # the interval barrier's point, once
@@ -536,7 +537,10 @@ class _OuterLoop(StallGrowth):
         grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
                       < opts.max_rank and (fresh or not _rank_deficient(self.W)))
-        lifted = None if grow_first else _lifted_certificate(
+        # nor far from tol where the warm barrier runs at this step's end (its point is
+        # certified there; docs/tuning.md, "The last rows over 10 s at n <= 600")
+        far = gap is not None and gap > _LIFT_GAP * opts.tol and self.dual.warm_due()
+        lifted = None if grow_first or far else _lifted_certificate(
             space, pen, certificate, gap, None if self.best_dual is None
             else self.best_dual.bound, candidates, opts, cache, p_best, deadline=self.deadline)
         if lifted is not None:
