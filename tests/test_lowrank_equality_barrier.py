@@ -115,7 +115,7 @@ def test_an_infeasible_equality_problem_is_proved_by_the_barriers_ray_92097():
     eq = EqualityOptimum(FactorSpace(gp), DistancePenalty(gp), tol=1e-4, feas_tol=1e-5)
     assert eq.fits and eq.run(deadline=np.inf) is None
     assert eq.result.points is None and eq.farkas() is not None
-    res = lowrank_solve(gp, options=LowRankOptions(time_limit=60.0))
+    res = lowrank_solve(gp, options=LowRankOptions(time_limit=600.0))
     assert res.status == "infeasible" and res.stop_reason == "infeasible", res.stop_reason
     scale = float(np.linalg.norm(np.r_[res.y, res.nu]))
     y, z = res.y / scale, res.nu / scale
@@ -125,4 +125,4 @@ def test_an_infeasible_equality_problem_is_proved_by_the_barriers_ray_92097():
     assert lam > 1e3 * gp.n * eps * size, (lam, size)
     assert value < -1e3 * eps * (np.abs(y) @ gp.target + np.abs(z) @ np.abs(gp.constraints.rhs))
     with pytest.raises(InfeasibleError, match="Farkas certificate"):
-        solve(f, "LOWRANK", time_limit=60.0)
+        solve(f, "LOWRANK", time_limit=600.0)

@@ -22,15 +22,17 @@ def _space(seed: int):
     return f, FactorSpace(gp), DistancePenalty(gp)
 
 
-def test_differential_99441_certified_within_5_seconds():
+def test_differential_99441_certified_by_the_rows_barrier():
     """Seed 99441 of the differential test (interval DVU, 54 points, one must-link row): main
     stopped at its 20 s limit with a certified gap of 9.1e-3 (7.0 CPU s, 19 outer iterations
     of up to 2,000 L-BFGS steps each, the multipliers creeping at the kink's capped penalty).
-    Within ``time_limit=5`` it is now certified at 1e-4 (about 0.2 CPU s), by the barrier,
-    its objective within 1e-5 of CLARABEL's and its bound below it."""
+    It is now certified at 1e-4 (about 0.2 CPU s), by the barrier, its objective within
+    1e-5 of CLARABEL's and its bound below it. (``time_limit`` is generous: the path does
+    not depend on the clock before a deadline, and a loaded machine must not fail the
+    test; speed is the benchmarks' to measure.)"""
     optimum = -1.2620065049481888     # CLARABEL, optimal
     f, _ = make_instance(99441).build()
-    rep = solve(f, "LOWRANK", time_limit=5)
+    rep = solve(f, "LOWRANK", time_limit=600)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
     assert rep.extra["reduced_solver"]["solver"] == "rows_barrier"
     assert abs(rep.objective - optimum) <= 1e-5 * abs(optimum)
@@ -60,9 +62,10 @@ def test_rows_barrier_with_snr_and_equality_rows():
 def test_small_rows_certified_against_bound(seed):
     """Seeds 99311 (CLARABEL fails on it; main refused it at 20 s, its point 31 % above its
     certified bound) and 99388 (two trace rows; main: gap 2e-3 at 20 s): certified at 1e-4
-    within 5 s, the rows held."""
+    by the rows barrier (well under a CPU second), the rows held; ``time_limit`` generous as
+    above."""
     f, _ = make_instance(seed).build()
-    rep = solve(f, "LOWRANK", time_limit=5)
+    rep = solve(f, "LOWRANK", time_limit=600)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
     assert rep.extra["reduced_solver"]["solver"] == "rows_barrier"
     assert rep.primal_infeasibility <= 1e-6
