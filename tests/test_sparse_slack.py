@@ -370,38 +370,3 @@ def test_a_lift_round_starts_no_factorisation_past_the_time_limit(data, monkeypa
                                                             factor_seconds=[100.0]).late,
                                  times=sparse_slack.FactorTimes(first=100.0))
     assert made == []
-
-
-def test_a_capped_subproblem_grows_the_rank_where_the_eigenvalue_keeps_the_gap(data,
-                                                                              outer_loop):
-    """``_grow_at_cap`` (after a subproblem L-BFGS left at ``max_inner``, above
-    ``limits.eig``): at multipliers whose :math:`S` has a negative eigenvalue, the rank grows
-    along the escape directions when that eigenvalue's loss of bound exceeds the cheap gap,
-    and not when the cheap gap is the larger (the multipliers keep it open), nor in the
-    first outer iteration, nor right after a growth, nor at or below ``limits.eig``."""
-    X, y, graph = data
-    gp, y_rand, _ = _cases(data)["dvu"]
-    f = dvu(graph, y, centroids="eliminated")
-    loop, pen = outer_loop(f, lowrank.LowRankOptions(dense_limits=lowrank.DenseLimits(eig=10)))
-    assert loop.space.dim > loop.space.limits.eig
-    loop.y = y_rand
-    rank = loop.W.shape[1]
-    lb = -pen.conjugate(loop.y)
-    p = lb + 1e-3 * abs(lb)                  # a cheap gap of about 1e-3
-    loop.it, loop.last_growth = 1, 0
-    entry = {}
-    assert not loop._grow_at_cap(entry, p, lb, 1e-3) and entry == {}   # first iteration
-    loop.it = 2
-    assert not loop._grow_at_cap(entry, p, lb, 1e6)      # the multipliers' gap is larger
-    assert entry["cap_lambda_min"] < 0 and 1e-3 < entry["cap_loss"] < 1e6
-    assert loop.W.shape[1] == rank
-    entry = {}
-    assert loop._grow_at_cap(entry, p, lb, 1e-3)
-    assert loop.W.shape[1] > rank and entry["grew_rank"] == loop.W.shape[1]
-    assert loop.last_growth == 2
-    loop.it = 3
-    assert not loop._grow_at_cap({}, p, lb, 1e-3)        # just grown
-    dense, _ = outer_loop(f, lowrank.LowRankOptions())
-    dense.y, dense.it = y_rand, 2
-    assert dense.space.dim <= dense.space.limits.eig
-    assert not dense._grow_at_cap({}, p, lb, 1e-3) and dense.W.shape[1] == 4

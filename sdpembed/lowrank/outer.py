@@ -398,10 +398,6 @@ class _OuterLoop(StallGrowth):
             # no missing dimension, the primal converged: the multipliers are what lags,
             # and they move by sigma_e r_e (docs/tuning.md, "LOWRANK robustness, dense graphs")
             self.stall_raise = not grew and converged_primal
-        elif not self._late() and self.last_inner == "cut":
-            t_cert = time.perf_counter()
-            self._grow_at_cap(entry, p, lb_cheap, cheap_gap)
-            self.timings["certificates"] += time.perf_counter() - t_cert
         if np.isfinite(refined_gap) and self.status != "optimal":
             t_dual = time.perf_counter()     # the next pass's barrier, now (its pair below)
             self.dual.early(self.deadline, self.alm.work)

@@ -1,11 +1,10 @@
-"""Rank growth where the outer loop's cheap gap stalls or a subproblem stops at its cap
-(:class:`StallGrowth`, a part of :class:`~sdpembed.lowrank.outer._OuterLoop`) and the gaps
-that decide between growth and a lift."""
+"""Rank growth where the outer loop's cheap gap stalls (:class:`StallGrowth`, a part of
+:class:`~sdpembed.lowrank.outer._OuterLoop`) and the gaps that decide between growth and
+a lift."""
 
 from __future__ import annotations
 
-from .certificate import _CANDIDATE_BLOCK, _block_certificate, certify
-from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, escape_directions
+from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO
 from .space import _rank_deficient
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
@@ -65,8 +64,7 @@ class StallGrowth:
         that close the gap: the subproblems converge, the cheap gap stays put, and no
         certificate attempt, whose negative eigenvector would grow the rank, is ever made
         (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
-        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem (there
-        :meth:`_grow_at_cap` decides by the eigenvalue's loss of bound). The
+        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
         bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
         column (:func:`~.escape.grow`), up to ``max_rank``. They are computed under the
@@ -89,33 +87,4 @@ class StallGrowth:
         self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
                    entry)
         entry["stall_lambda_min"] = float(lam[0])
-        return True
-
-    def _grow_at_cap(self, entry: dict, p: float, lb_cheap: float, cheap_gap: float) -> bool:
-        r"""Grow the rank after a subproblem L-BFGS left at ``max_inner`` when the negative
-        eigenvalue of :math:`S` at the new multipliers, not the multipliers, is what keeps
-        the gap open: its certificate's loss :math:`(\text{lb}_{\text{cheap}} -
-        \text{bound})/|p|` exceeds the cheap gap. Only where the bottom eigenpairs come from a
-        shift-invert block (``"interval"``, full space, n > ``limits.eig``), from the second
-        outer iteration on, and not right after a growth. A factor short of the optimum's
-        rank on a dense graph uses every column (its smallest singular value a tenth of the
-        largest at n = 2,500, 5 neighbours), its subproblems stop at the cap with the cheap
-        gap stuck, and the first certificate attempt, whose negative eigenvalues grow the
-        rank, comes only after three or four of them (docs/tuning.md, "The 2,500 density
-        rows: why the subproblems cap"). Returns whether the rank grew."""
-        space, pen, opts = self.space, self.pen, self.opts
-        if not _block_certificate(space, pen) or space.K is not None or self.it < 2 \
-                or self.it - self.last_growth < 2 or self.W.shape[1] >= opts.max_rank \
-                or _rank_deficient(self.W):
-            return False
-        cert = certify(space, pen, self.y, self.nu, eig_tol=opts.eig_tol, cache=self.cache,
-                       anchors=False, block=_CANDIDATE_BLOCK)
-        if cert.bound is None or cert.lambda_min is None or not cert.lambda_min < 0:
-            return False
-        loss = (lb_cheap - cert.bound) / max(abs(p), 1e-300)
-        entry.update(cap_lambda_min=float(cert.lambda_min), cap_loss=float(loss))
-        if not loss > cheap_gap:
-            return False
-        self._grow(escape_directions(space, self.cache, cert,
-                                     opts.max_rank - self.W.shape[1] - 1), entry)
         return True
