@@ -69,37 +69,6 @@ def test_lbfgs_tail_window_stops_on_a_small_decrease():
     assert 0.0 <= fun(cut.x)[0] <= 1e-3 * f0
 
 
-def test_lbfgs_relative_tail_window_follows_the_function_s_scale():
-    # with window (k, 0, share) the test is share * |f|: f scaled by 2^12 (exact in floating
-    # point, f >= 1 so the relative-decrease test scales too) takes the same iterates and
-    # stops at the same one, before the gradient test; an absolute delta does not follow
-    fun, x0 = _quadratic()
-
-    def shifted(scale):
-        def f(x):
-            v, g = fun(x)
-            return scale * (v + 1.0), scale * g
-        return f
-    plain = inner._lbfgs(shifted(1.0), x0, gtol=1e-5, maxiter=5000)
-    one = inner._lbfgs(shifted(1.0), x0, gtol=1e-5, maxiter=5000, window=(20, 0.0, 1e-6))
-    big = inner._lbfgs(shifted(4096.0), x0, gtol=4096 * 1e-5, maxiter=5000,
-                       window=(20, 0.0, 1e-6))
-    assert 20 < one.nit < plain.nit
-    assert one.nit == big.nit and np.array_equal(one.x, big.x)
-    absolute = inner._lbfgs(shifted(4096.0), x0, gtol=4096 * 1e-5, maxiter=5000,
-                            window=(20, 1e-6, 0.0))
-    assert absolute.nit > one.nit
-
-
-def test_tail_window_is_relative_in_the_first_subproblem():
-    from sdpembed.lowrank.alm import _FIRST_ITERS, _FIRST_SHARE, tail_window
-
-    class _NoRows:
-        K = None
-    assert tail_window(_NoRows(), np.inf, []) == (_FIRST_ITERS, 0.0, _FIRST_SHARE)
-    assert _FIRST_ITERS > 0 and 0.0 < _FIRST_SHARE < 1e-4
-
-
 def test_tail_window_is_off_without_added_rows():
     from sdpembed.lowrank.alm import tail_window
 
