@@ -304,19 +304,12 @@ def _rows_blocks(K, W: np.ndarray, gk: np.ndarray, rho: np.ndarray,
 # most _TAIL_SHARE of the outer loop's need, the last cheap gap times |objective|
 # (docs/tuning.md, "Added rows at n = 2,500: the subproblem's tail")
 _TAIL_ITERS, _TAIL_SHARE = 100, 1e-5
-# the first subproblem (multipliers at their start, no outer iteration yet): stop once the
-# last _FIRST_ITERS iterations lowered the augmented Lagrangian by at most _FIRST_SHARE of
-# its own value (docs/tuning.md, "The first subproblem ended by its tail")
-_FIRST_ITERS, _FIRST_SHARE = 200, 2e-6
 
 
-def tail_window(space: FactorSpace, cheap_gap: float, history: list) -> tuple:
-    """``_lbfgs``'s ``window`` for the next subproblem: relative to the augmented Lagrangian
-    in the first one; then ``(0, 0.0)`` (off) without added rows or other than right after
-    the outer iteration that left the kink envelope."""
-    if not history:
-        return _FIRST_ITERS, 0.0, _FIRST_SHARE
-    if space.K is None or not history[-1].get("left_kink") \
+def tail_window(space: FactorSpace, cheap_gap: float, history: list) -> tuple[int, float]:
+    """``_lbfgs``'s ``window`` for the next subproblem: ``(0, 0.0)`` (off) without added rows
+    or other than right after the outer iteration that left the kink envelope."""
+    if space.K is None or not history or not history[-1].get("left_kink") \
             or not np.isfinite(cheap_gap):
         return 0, 0.0
     return _TAIL_ITERS, _TAIL_SHARE * cheap_gap * abs(float(history[-1]["objective"]))

@@ -246,7 +246,7 @@ def _norm(g: np.ndarray, order: float) -> float:
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
            stop_norm: float = np.inf, deadline: float = np.inf,
-           window: tuple = (0, 0.0)) -> _LBFGSResult:
+           window: tuple[int, float] = (0, 0.0)) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k`, the BFGS matrix of the
@@ -260,9 +260,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     :math:`(f_k - f_{k+1})/\max(|f_k|, |f_{k+1}|, 1) \le` ``ftol`` (the tests of
     L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
     ``20 * maxiter + 100``), at the ``deadline`` (a :func:`time.perf_counter` value), or,
-    with ``window = (k, delta)`` or ``(k, delta, share)`` and ``k > 0``, once the last ``k``
-    iterations decreased :math:`f` by at most ``delta + share * |f|`` (a test of the tail,
-    absolute with ``delta``, in the function's own scale with ``share``).
+    with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
+    :math:`f` by at most ``delta`` (an absolute test of the tail).
 
     The pairs live in one single-precision array, applied in the compact form
     (:class:`_Pairs`: two matrix-vector products per direction); faster
@@ -284,7 +283,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     it = 0
     progress = _Progress("L-BFGS")
     M = precond if precond is not None else (lambda v: v)
-    k_win, delta, share = (*window, 0.0)[:3]
+    k_win, delta = window
     f_hist = np.full(max(k_win, 1), np.inf)  # f of the last k iterates, a ring
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
@@ -315,7 +314,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         if decrease <= ftol:
             break
         if k_win > 0:
-            if it > k_win and f_hist[it % k_win] - f <= delta + share * abs(f):
+            if it > k_win and f_hist[it % k_win] - f <= delta:
                 break
             f_hist[it % k_win] = f
         progress(it, f"{nfev[0]:6d} evaluations", f, g)
