@@ -76,7 +76,8 @@ def test_an_invariant_subspace_ends_the_run_exactly():
     assert np.linalg.norm(A @ X - X * theta, axis=0).max() < 1e-10
 
 
-def test_sparse_bottom_falls_back_to_arpack(monkeypatch):
+@pytest.fixture(scope="module")
+def data_space():
     X, y = load_digits(return_X_y=True)
     rng = np.random.default_rng(0)
     idx = rng.permutation(y.size)[:90]
@@ -84,13 +85,40 @@ def test_sparse_bottom_falls_back_to_arpack(monkeypatch):
     y[rng.random(idx.size) > 0.7] = -1
     gp = dvu_problem(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y)
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))
-    ym = -0.05 * np.ones(gp.edges.shape[0])
+    # multipliers spread, so that S has no repeated eigenvalue (a single-vector Krylov
+    # space ends at the number of distinct ones)
+    ym = -0.05 * (1.0 + rng.random(gp.edges.shape[0]))
     S = space.apply_S(np.eye(space.dim), ym, space.duals(0.0))
     H = centering_basis(space.dim)
     w = np.linalg.eigvalsh(H.T @ S @ H)
-    norm = np.abs(w).max()
+    return space, ym, w, np.abs(w).max()
+
+
+def test_sparse_bottom_falls_back_to_arpack(data_space, monkeypatch):
+    space, ym, w, norm = data_space
     calls = []
-    monkeypatch.setattr(sparse_slack, "top_pairs", lambda *a, **kw: calls.append(1))
+    monkeypatch.setattr(sparse_slack, "top_pairs", lambda *a, **kw: calls.append(a[2]))
+    k = sparse_slack._LANCZOS_MIN_PAIRS
+    lam, _, _ = sparse_slack.sparse_bottom(space, ym, 0.0, k, sigma=w[0] - 0.1 * norm)
+    assert calls == [k]                        # asked, gave up: ARPACK's pairs
+    np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
     lam, _, _ = sparse_slack.sparse_bottom(space, ym, 0.0, 6, sigma=w[0] - 0.1 * norm)
-    assert calls == [1]
+    assert calls == [k]                        # a small block: ARPACK only
     np.testing.assert_allclose(lam, w[:6], atol=1e-10 * norm)
+
+
+def test_sparse_bottom_takes_a_large_block_from_the_unrestarted_run(data_space, monkeypatch):
+    space, ym, w, norm = data_space
+    used = []
+    real = sparse_slack.top_pairs
+
+    def spy(*a, **kw):
+        out = real(*a, **kw)
+        used.append(out is not None)
+        return out
+    monkeypatch.setattr(sparse_slack, "top_pairs", spy)
+    k = sparse_slack._LANCZOS_MIN_PAIRS
+    lam, X, _ = sparse_slack.sparse_bottom(space, ym, 0.0, k, sigma=w[0] - 0.1 * norm)
+    assert used == [True]
+    np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
+    np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)

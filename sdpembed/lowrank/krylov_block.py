@@ -7,7 +7,10 @@ every one of the ``k`` pairs meets its test; where the bottom of :math:`S` is a 
 tiny eigenvalues (near the optimum at large n) a block of 200 pairs restarts four to five
 times, each restart one more sweep of solves and orthogonalisation over ``2k + 1``
 vectors. :func:`top_pairs` keeps the whole Krylov basis instead (Lanczos with full
-reorthogonalisation, classical Gram-Schmidt twice per step) and stops at the first step
+reorthogonalisation against the constant vector and the basis, classical Gram-Schmidt
+twice per step: rounding in the subtraction would otherwise feed a component along
+:math:`\mathbf 1`, which ``O`` annihilates, into the basis, growing by the ratio of
+:math:`\theta` to the recurrence's :math:`\beta` at each step) and stops at the first step
 where the same test holds for the ``k`` largest Ritz values of the tridiagonal
 :math:`T_m = Q_m^TOQ_m`: the residual of Ritz pair :math:`(\theta_i, Q_ms_i)` is
 :math:`\beta_m|e_m^Ts_i|`, and ARPACK's (``dsaupd``) test is
@@ -33,8 +36,9 @@ _TEST_EVERY = 10
 
 def top_pairs(O, n: int, k: int, *, v0: np.ndarray, tol: float,
               max_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
-    r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal) of
-    the symmetric operator ``O`` (``O.matvec``; its range in :math:`\mathbf 1^\perp`) by
+    r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
+    :math:`\mathbf 1^\perp`) of the symmetric operator ``O`` on :math:`\mathbf 1^\perp`
+    (``O.matvec``) by
     unrestarted Lanczos from ``v0`` with full reorthogonalisation, tested every
     ``_TEST_EVERY`` steps (and at ``max_steps``) by ARPACK's convergence test with ``tol``
     (see the module docstring). ``None`` if the test fails at ``max_steps`` (capped at
@@ -52,8 +56,8 @@ def top_pairs(O, n: int, k: int, *, v0: np.ndarray, tol: float,
         w = np.asarray(O.matvec(q), dtype=float).ravel()
         alpha[j] = q @ w
         basis = Q[:, :j + 1]
-        for _ in range(2):                     # classical Gram-Schmidt, twice
-            w = w - basis @ (basis.T @ w)
+        for _ in range(2):                     # against 1 and the basis (CGS), twice
+            w = w - w.mean() - basis @ (basis.T @ w)
         beta[j] = np.linalg.norm(w)
         m = j + 1
         exhausted = not beta[j] > 1e-14 * max(abs(alpha[:m]).max(), 1e-300)
