@@ -43,7 +43,8 @@ def top_pairs(O, n: int, k: int, *, v0: np.ndarray, tol: float,
     ``_TEST_EVERY`` steps (and at ``max_steps``) by ARPACK's convergence test with ``tol``
     (see the module docstring). ``None`` if the test fails at ``max_steps`` (capped at
     ``n - 1``). An invariant subspace found early (:math:`\beta = 0`) ends the run with
-    every Ritz pair exact."""
+    every Ritz pair exact, or with ``None`` where it holds fewer than ``k`` (repeated
+    eigenvalues: ARPACK restarts from random vectors there)."""
     max_steps = int(min(max_steps, n - 1))
     Q = np.empty((n, max_steps))
     alpha, beta = np.zeros(max_steps), np.zeros(max_steps)
