@@ -100,6 +100,7 @@ from scipy.sparse.csgraph import breadth_first_order
 
 from .._arpack import eigsh
 from ..formulations.gram import DiagPlusLowRank
+from .krylov_block import top_pairs
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
@@ -675,6 +676,15 @@ def _nearer_shift(space: FactorSpace, y, nu, parts: SlackParts, solve, sigma: fl
     return nearer, solve_n
 
 
+#: an unrestarted Lanczos run (:func:`~.krylov_block.top_pairs`) of at most this many
+#: steps per wanted pair before ARPACK takes over
+_LANCZOS_STEPS = 6
+#: blocks of fewer pairs go to ARPACK directly: its restarts over 2k + 1 vectors are cheap
+#: there, and the unrestarted run needed as many solves or more (docs/tuning.md, "9,298:
+#: the candidate's block by one unrestarted Lanczos run")
+_LANCZOS_MIN_PAIRS = 50
+
+
 def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | None, k: int, *,
                   sigma: float,
                   tol: float = 1e-10, parts: SlackParts | None = None,
@@ -683,7 +693,9 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
                   times: FactorTimes | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
-    by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (``eigsh``), with Rayleigh
+    by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (for ``k >=
+    _LANCZOS_MIN_PAIRS`` unrestarted, :func:`~.krylov_block.top_pairs`, up to
+    ``_LANCZOS_STEPS`` steps per pair; else, or where it gives up, ``eigsh``), with Rayleigh
     quotients for the values; the shift is lowered (times 10) until the factorisation has
     only positive pivots, i.e. :math:`\sigma` lies below the spectrum. Returns
     ``(lam, X, sigma)`` with the shift used. Meant for ``"full"`` coordinates (the
@@ -737,7 +749,9 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     ncv = min(n - 1, max(2 * k + 1, 20))
     if late is not None and late(times.estimate(0, ncv)):
         raise CertificateLate("the shift-invert solves would end past the time limit")
-    nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol)
+    pairs = None if k < _LANCZOS_MIN_PAIRS else top_pairs(
+        O, n, k, v0=v0, tol=tol, max_steps=max(_LANCZOS_STEPS * k, ncv))
+    nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol) if pairs is None else pairs
     X = X - X.mean(axis=0)
     X, _ = np.linalg.qr(X)
     SX = space.apply_S(X, y, space.duals(nu))

@@ -1,0 +1,73 @@
+r"""The largest eigenpairs of a shift-invert operator by one Lanczos run without restarts.
+
+:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom` wants the ``k`` largest eigenpairs of
+:math:`O = P(S-\sigma I)^{-1}P` (the bottom of :math:`S`). ARPACK's implicitly restarted
+Lanczos (``eigsh``, ``ncv = 2k + 1`` vectors) keeps ``2k + 1`` vectors and restarts until
+every one of the ``k`` pairs meets its test; where the bottom of :math:`S` is a crowd of
+tiny eigenvalues (near the optimum at large n) a block of 200 pairs restarts four to five
+times, each restart one more sweep of solves and orthogonalisation over ``2k + 1``
+vectors. :func:`top_pairs` keeps the whole Krylov basis instead (Lanczos with full
+reorthogonalisation against the constant vector and the basis, classical Gram-Schmidt
+twice per step: rounding in the subtraction would otherwise feed a component along
+:math:`\mathbf 1`, which ``O`` annihilates, into the basis, growing by the ratio of
+:math:`\theta` to the recurrence's :math:`\beta` at each step) and stops at the first step
+where the same test holds for the ``k`` largest Ritz values of the tridiagonal
+:math:`T_m = Q_m^TOQ_m`: the residual of Ritz pair :math:`(\theta_i, Q_ms_i)` is
+:math:`\beta_m|e_m^Ts_i|`, and ARPACK's (``dsaupd``) test is
+:math:`\beta_m|e_m^Ts_i| \le \mathrm{tol}\cdot\max(\epsilon^{2/3}, |\theta_i|)`.
+The Krylov space of an unrestarted run holds at least what a restarted one of as many
+solves does, so it meets the test in fewer solves where ARPACK restarts, and in as many
+(one pass) where it does not. Its price is memory: ``m`` vectors of length n instead
+of ``2k + 1``; past ``max_steps`` it gives up (``None``) and the caller runs ARPACK.
+
+Only the span matters to the caller (the values it returns are Rayleigh quotients of
+:math:`S` on the returned vectors), and nothing here is a bound: the certificate verifies
+:math:`\lambda_{\min}` by a factorisation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+#: steps between two convergence tests (one eigendecomposition of the m x m tridiagonal)
+_TEST_EVERY = 10
+
+
+def top_pairs(O, n: int, k: int, *, v0: np.ndarray, tol: float,
+              max_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
+    r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
+    :math:`\mathbf 1^\perp`) of the symmetric operator ``O`` on :math:`\mathbf 1^\perp`
+    (``O.matvec``) by
+    unrestarted Lanczos from ``v0`` with full reorthogonalisation, tested every
+    ``_TEST_EVERY`` steps (and at ``max_steps``) by ARPACK's convergence test with ``tol``
+    (see the module docstring). ``None`` if the test fails at ``max_steps`` (capped at
+    ``n - 1``). An invariant subspace found early (:math:`\beta = 0`) ends the run with
+    every Ritz pair exact, or with ``None`` where it holds fewer than ``k`` (repeated
+    eigenvalues: ARPACK restarts from random vectors there)."""
+    max_steps = int(min(max_steps, n - 1))
+    Q = np.empty((n, max_steps))
+    alpha, beta = np.zeros(max_steps), np.zeros(max_steps)
+    q = np.asarray(v0, dtype=float).ravel()
+    q = q - q.mean()
+    q = q / np.linalg.norm(q)
+    eps23 = np.finfo(float).eps ** (2.0 / 3.0)
+    for j in range(max_steps):
+        Q[:, j] = q
+        w = np.asarray(O.matvec(q), dtype=float).ravel()
+        alpha[j] = q @ w
+        basis = Q[:, :j + 1]
+        for _ in range(2):                     # against 1 and the basis (CGS), twice
+            w = w - w.mean() - basis @ (basis.T @ w)
+        beta[j] = np.linalg.norm(w)
+        m = j + 1
+        exhausted = not beta[j] > 1e-14 * max(abs(alpha[:m]).max(), 1e-300)
+        if m >= k and (exhausted or m % _TEST_EVERY == 0 or m == max_steps):
+            theta, S = sla.eigh_tridiagonal(alpha[:m], beta[:m - 1])
+            theta, S = theta[-k:], S[:, -k:]
+            if exhausted or np.all(beta[j] * np.abs(S[-1]) <= tol * np.maximum(eps23, np.abs(theta))):
+                return theta, Q[:, :m] @ S
+        if exhausted:
+            return None
+        q = w / beta[j]
+    return None

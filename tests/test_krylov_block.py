@@ -1,0 +1,124 @@
+"""The unrestarted shift-invert Lanczos of sparse_bottom (sdpembed.lowrank.krylov_block).
+
+Reference: dense ``eigh`` (error about n u ||A||). The operator's top is a crowd of close
+eigenvalues, as the bottom of the dual slack near the optimum at large n, where ARPACK
+restarts."""
+
+import numpy as np
+import pytest
+import scipy.sparse.linalg as spla
+from sklearn.datasets import load_digits
+
+from sdpembed._arpack import eigsh
+from sdpembed.formulations.dvu import dvu_problem
+from sdpembed.formulations.gram import centering_basis
+from sdpembed.graphs import knn_graph
+import sdpembed.lowrank as lowrank
+from sdpembed.lowrank import sparse_slack
+from sdpembed.lowrank.krylov_block import top_pairs
+
+
+def _crowded(n=600, k=40, seed=0):
+    """The shift-invert operator 1/(lambda - sigma) on 1-perp of a spectrum like the dual
+    slack's near the optimum: 38 tiny negative eigenvalues, 60 tiny positive ones, then
+    a bulk from 1e-3; sigma just below the bottom."""
+    rng = np.random.default_rng(seed)
+    H = centering_basis(n)
+    lam = np.r_[-3.6e-7 * rng.random(38) ** 2, 1e-8 * rng.random(60),
+                1e-3 + rng.random(n - 1 - 98)]
+    V, _ = np.linalg.qr(rng.standard_normal((n - 1, n - 1)))
+    A = H @ (V / (lam + 3.9e-7)) @ V.T @ H.T
+    count = [0]
+
+    def mv(x):
+        count[0] += 1
+        return A @ x
+    return spla.LinearOperator((n, n), matvec=mv, dtype=float), A, count
+
+
+def test_top_pairs_match_dense_and_take_fewer_solves_than_arpack():
+    n, k = 600, 40
+    O, A, count = _crowded(n, k)
+    v0 = np.random.default_rng(1).standard_normal(n)
+    theta, X = top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=6 * k)
+    mine = count[0]
+    w = np.linalg.eigvalsh(A)[-k:]
+    scale = w[-1]
+    np.testing.assert_allclose(theta, w, atol=1e-12 * scale)
+    np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)
+    assert np.linalg.norm(A @ X - X * theta, axis=0).max() < 1e-8 * scale
+    assert np.abs(X.sum(axis=0)).max() < 1e-10              # on 1-perp
+    count[0] = 0
+    eigsh(O, k=k, which="LA", v0=v0, ncv=2 * k + 1, tol=1e-10)
+    assert mine < count[0]
+
+
+def test_top_pairs_give_up_at_max_steps():
+    n, k = 600, 40
+    O, _, count = _crowded(n, k)
+    v0 = np.random.default_rng(1).standard_normal(n)
+    assert top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=k + 5) is None
+    assert count[0] == k + 5
+
+
+def test_an_invariant_subspace_ends_the_run_exactly():
+    """A start in the span of 8 eigenvectors: the Krylov space is exhausted after 8 steps
+    and its Ritz pairs are exact."""
+    n, k = 200, 5
+    rng = np.random.default_rng(3)
+    H = centering_basis(n)
+    V, _ = np.linalg.qr(H @ rng.standard_normal((n - 1, n - 1)))
+    w = np.linspace(0.0, 1.0, n - 1)
+    A = (V * w) @ V.T
+    v0 = V[:, -8:] @ rng.standard_normal(8)
+    theta, X = top_pairs(spla.aslinearoperator(A), n, k, v0=v0, tol=1e-10, max_steps=100)
+    np.testing.assert_allclose(theta, w[-5:], atol=1e-12)
+    assert np.linalg.norm(A @ X - X * theta, axis=0).max() < 1e-10
+
+
+@pytest.fixture(scope="module")
+def data_space():
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(y.size)[:90]
+    X, y = X[idx].astype(float), y[idx].copy()
+    y[rng.random(idx.size) > 0.7] = -1
+    gp = dvu_problem(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y)
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))
+    # multipliers spread, so that S has no repeated eigenvalue (a single-vector Krylov
+    # space ends at the number of distinct ones)
+    ym = -0.05 * (1.0 + rng.random(gp.edges.shape[0]))
+    S = space.apply_S(np.eye(space.dim), ym, space.duals(0.0))
+    H = centering_basis(space.dim)
+    w = np.linalg.eigvalsh(H.T @ S @ H)
+    return space, ym, w, np.abs(w).max()
+
+
+def test_sparse_bottom_falls_back_to_arpack(data_space, monkeypatch):
+    space, ym, w, norm = data_space
+    calls = []
+    monkeypatch.setattr(sparse_slack, "top_pairs", lambda *a, **kw: calls.append(a[2]))
+    k = sparse_slack._LANCZOS_MIN_PAIRS
+    lam, _, _ = sparse_slack.sparse_bottom(space, ym, 0.0, k, sigma=w[0] - 0.1 * norm)
+    assert calls == [k]                        # asked, gave up: ARPACK's pairs
+    np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
+    lam, _, _ = sparse_slack.sparse_bottom(space, ym, 0.0, 6, sigma=w[0] - 0.1 * norm)
+    assert calls == [k]                        # a small block: ARPACK only
+    np.testing.assert_allclose(lam, w[:6], atol=1e-10 * norm)
+
+
+def test_sparse_bottom_takes_a_large_block_from_the_unrestarted_run(data_space, monkeypatch):
+    space, ym, w, norm = data_space
+    used = []
+    real = sparse_slack.top_pairs
+
+    def spy(*a, **kw):
+        out = real(*a, **kw)
+        used.append(out is not None)
+        return out
+    monkeypatch.setattr(sparse_slack, "top_pairs", spy)
+    k = sparse_slack._LANCZOS_MIN_PAIRS
+    lam, X, _ = sparse_slack.sparse_bottom(space, ym, 0.0, k, sigma=w[0] - 0.1 * norm)
+    assert used == [True]
+    np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
+    np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)
