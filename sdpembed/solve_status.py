@@ -417,8 +417,8 @@ def check_result(solver: str, status: str, objective: float | None,
             "feasible point)"
             + (f"; moved onto its rows it costs {repaired:.3g} more (relative), so nothing "
                "proves it near the optimum" if repaired is not None else
-               "; it cannot be moved onto its rows to prove it (none such where an equality "
-               "row must hold), so its price alone judges it")
+               "; no repair of it proves it (none is made where an equality row must hold), "
+               "so its price alone judges it")
             + ". Tighten the backend's tolerances or "
             + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
             objective, stats, point, violation_worth=bought)
