@@ -25,8 +25,8 @@ duality gap, residuals and a bound. The point is a *result* only if
    :func:`sdpembed.lowrank.row_worth.row_price`), it is at most :data:`VIOLATION_WORTH`,
    unless the point moved onto its rows proves it within that of the optimum
    (``repaired_worth`` at most :data:`VIOLATION_WORTH`, below). LOWRANK reports a point
-   that converged to its tolerances but is priced above the limit ``optimal_inaccurate``,
-   so this rule judges it too (below).
+   that converged to its tolerances but is priced above the limit and above its own
+   certified gap ``optimal_inaccurate``, so this rule judges it too (below).
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -124,9 +124,11 @@ backend's, LOWRANK's ``optimal`` points are priced too: its multipliers are thos
 certificate that proves its bound, and with ``feas_tol=5e-5, max_outer=4`` on 101319 it
 converged to its tolerances (certified gap 5.4e-5) at a point 3.5e-3 below the optimum,
 priced at 1.85e-3: the interval [bound, objective] it stated missed the optimum. Such a
-point is reported ``optimal_inaccurate`` and judged here (docs/tuning.md, "LOWRANK's
-optimal points priced; 1,000 fresh instances"); its price at default tolerances was at
-most 1.5e-7 on the instances measured. Equality rows (equality distances, added ``==``
+point, priced above the limit and above its certified gap :math:`g`, is reported
+``optimal_inaccurate`` and judged here (docs/tuning.md, "LOWRANK's optimal points
+priced; 1,000 fresh instances"); a price :math:`W \\le g` keeps ``optimal``, the optimum
+lying in :math:`[\\ell, p + W] \\subset [p - g, p + g]` (violations of one sign are
+priced at about the gap itself). Equality rows (equality distances, added ``==``
 rows) have no repair, so a point violating them is judged by its price alone. Rows only: a
 violation of a cone (SDPA's and CSDP's points often meet their rows exactly and are priced
 at 0) is left to the backend's residuals.

@@ -73,14 +73,24 @@ def test_a_priced_optimal_point_is_repaired_where_it_can_be():
     worth = repaired_factor_worth(gp, F, p, abs(p))
     assert worth is not None and abs(worth) <= VIOLATION_WORTH
     extra = {"objective_scale": rep.extra["objective_scale"], "advice": "lower feas_tol"}
-    fake = SimpleNamespace(status="optimal", objective=p, factor=F)
-    assert _priced_out(gp, basis, fake, 1e-3, extra)
+    def fake(status="optimal", gap=1e-6):
+        return SimpleNamespace(status=status, objective=p, factor=F, certified_gap=gap,
+                               bound=p - gap * abs(p))
+
+    assert _priced_out(gp, basis, fake(), 1e-3, extra, True)
     assert extra["repaired_worth"] == pytest.approx(worth, abs=1e-9)
     assert "moved onto its rows it costs" in extra["message"]
+    # no eigendecomposition where dense ones are not allowed
+    extra = {"objective_scale": rep.extra["objective_scale"], "advice": "lower feas_tol"}
+    assert _priced_out(gp, basis, fake(), 1e-3, extra, False)
+    assert "repaired_worth" not in extra and "no repair" in extra["message"]
+    # a price within the certified gap keeps optimal: the optimum lies within that gap
+    extra = {"objective_scale": rep.extra["objective_scale"], "advice": "lower feas_tol"}
+    assert not _priced_out(gp, basis, fake(gap=2e-3), 1e-3, extra, True)
+    assert "message" not in extra
     # an optimal_inaccurate point is repaired too, its status left alone
     extra = {"objective_scale": rep.extra["objective_scale"], "advice": "lower feas_tol"}
-    assert not _priced_out(gp, basis, SimpleNamespace(status="optimal_inaccurate",
-                                                      objective=p, factor=F), 1e-3, extra)
+    assert not _priced_out(gp, basis, fake("optimal_inaccurate"), 1e-3, extra, True)
     assert "repaired_worth" in extra and "message" not in extra
     # equality distances: no repair
     gq, _, _ = _formulation_problem(_seed(101319))

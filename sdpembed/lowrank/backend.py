@@ -191,7 +191,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
             if worth is not None and worth > VIOLATION_WORTH:
                 extra["advice"] = ("lower feas_tol or raise time_limit/max_outer, or use an "
                                    "interior-point backend")
-                priced_out = _priced_out(gp, basis, result, worth, extra)
+                priced_out = _priced_out(gp, basis, result, worth, extra,
+                                         gp.n <= opts.dense_limits.eig)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -245,24 +246,32 @@ def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
 
 
-def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict) -> bool:
+def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
+                dense: bool) -> bool:
     """For a point whose violations are priced at ``worth`` > :data:`VIOLATION_WORTH`: its
-    repair's cost (``extra["repaired_worth"]``, :func:`repaired_factor_worth`; not on a
-    reduced basis, nor where an equality row must hold: there the price alone judges it)
-    and, where LOWRANK called it ``optimal``, a message; True where it did (the point is
-    then ``optimal_inaccurate``, judged by rule 5 of :mod:`sdpembed.solve_status`: its
-    interval [bound, objective] need not contain the optimum)."""
+    repair's cost (``extra["repaired_worth"]``, :func:`repaired_factor_worth`, where
+    ``dense`` allows its eigendecomposition; not on a reduced basis, nor where an equality
+    row must hold: there the price alone judges it) and, where LOWRANK called it
+    ``optimal`` and the price also exceeds its certified gap, a message; True there (the
+    point is then ``optimal_inaccurate``, judged by rule 5 of :mod:`sdpembed.solve_status`).
+
+    A price within the certified gap :math:`g` keeps ``optimal``: at its multipliers the
+    optimum lies in :math:`[\\ell, p + W] \\subset [p - g, p + g]`, within the gap it
+    states (sign-aligned violations are priced at about the gap itself). A price above it
+    says the interval [bound, objective] may miss the optimum by up to the price."""
     p = float(result.objective)
-    unit = max(abs(p), OBJECTIVE_RESOLUTION * (_finite(extra.get("objective_scale")) or 0.0))
-    repaired = (None if basis is not None or result.factor is None
+    scale = _finite(extra.get("objective_scale"))
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * (scale or 0.0))
+    repaired = (None if basis is not None or result.factor is None or not dense
                 else repaired_factor_worth(gp, result.factor, p, unit))
     if repaired is not None:
         extra["repaired_worth"] = repaired
-    if result.status != "optimal":
+    gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None
+    if result.status != "optimal" or (gap is not None and worth <= gap):
         return False
     extra["message"] = (f"converged to its tolerances, but its rows' violations (within "
                         f"feas_tol) are priced at {worth:.3g} of its objective at its own "
-                        f"multipliers, above {VIOLATION_WORTH:g}"
+                        f"multipliers, above {VIOLATION_WORTH:g} and its certified gap"
                         + (f"; moved onto its rows it costs {repaired:.3g} more"
                            if repaired is not None else "; no repair (an equality row)")
                         + ": " + extra["advice"])
