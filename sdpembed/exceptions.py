@@ -155,17 +155,20 @@ class SolverFailedError(SolverError):
     its own bound, see :mod:`sdpembed.solve_status`), the error carries it:
     ``objective``, ``bound`` (a proven lower bound, or ``None``), ``gap`` (the backend's
     reported gap) and ``point`` (LOWRANK: the factor :math:`F`, :math:`G = FF^T`; other
-    backends: :math:`G`); all ``None`` when unknown.
+    backends: :math:`G`); all ``None`` when unknown. A point refused for what its
+    violations can buy (rule 5) also carries that price, ``violation_worth`` (relative,
+    in the objective's unit; else ``None``).
     """
 
     def __init__(self, message: str = "", *, objective: float | None = None,
                  bound: float | None = None, gap: float | None = None,
-                 point: object = None) -> None:
+                 point: object = None, violation_worth: float | None = None) -> None:
         super().__init__(message)
         self.objective = objective
         self.bound = bound
         self.gap = gap
         self.point = point
+        self.violation_worth = violation_worth
 
 
 class SolverLimitError(SolverFailedError):

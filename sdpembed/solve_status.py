@@ -24,7 +24,9 @@ duality gap, residuals and a bound. The point is a *result* only if
    LOWRANK's hard rows at its certificate's multipliers,
    :func:`sdpembed.lowrank.row_worth.row_price`), it is at most :data:`VIOLATION_WORTH`,
    unless the point moved onto its rows proves it within that of the optimum
-   (``repaired_worth`` at most :data:`VIOLATION_WORTH`, below).
+   (``repaired_worth`` at most :data:`VIOLATION_WORTH`, below). LOWRANK reports a point
+   that converged to its tolerances but is priced above the limit and above its own
+   certified gap ``optimal_inaccurate``, so this rule judges it too (below).
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -117,7 +119,17 @@ objective is near the optimum by a cancellation the point does not share), so it
 refused (docs/tuning.md, "Rule 5 after the repair"). LOWRANK prices its hard rows
 (equality and shrink distances, the SNR constraint, added rows) at the multipliers of its
 certificate: cut by ``max_outer`` with a loose ``feas_tol`` on seed 101319 it stops 0.58 %
-below the optimum within its feasibility tolerance, priced at 3.1e-3. Rows only: a
+below the optimum within its feasibility tolerance, priced at 3.1e-3. Unlike a conic
+backend's, LOWRANK's ``optimal`` points are priced too: its multipliers are those of the
+certificate that proves its bound, and with ``feas_tol=5e-5, max_outer=4`` on 101319 it
+converged to its tolerances (certified gap 5.4e-5) at a point 3.5e-3 below the optimum,
+priced at 1.85e-3: the interval [bound, objective] it stated missed the optimum. Such a
+point, priced above the limit and above its certified gap :math:`g`, is reported
+``optimal_inaccurate`` and judged here (docs/tuning.md, "LOWRANK's optimal points
+priced; 1,000 fresh instances"); a price :math:`W \\le g` keeps ``optimal``, the optimum
+lying in :math:`[\\ell, p + W] \\subset [p - g, p + g]` (violations of one sign are
+priced at about the gap itself). Equality rows (equality distances, added ``==``
+rows) have no repair, so a point violating them is judged by its price alone. Rows only: a
 violation of a cone (SDPA's and CSDP's points often meet their rows exactly and are priced
 at 0) is left to the backend's residuals.
 
@@ -296,9 +308,11 @@ def distance_from_optimal(solver: str, objective: float | None,
     return max(values) if values else None
 
 
-def _fail(message: str, objective, stats, point) -> SolverFailedError:
+def _fail(message: str, objective, stats, point,
+          violation_worth: float | None = None) -> SolverFailedError:
     return SolverFailedError(message, objective=objective, bound=_get(stats, "bound"),
-                             gap=_solver_gap(stats), point=point)
+                             gap=_solver_gap(stats), point=point,
+                             violation_worth=violation_worth)
 
 
 def _said(stats, key):
@@ -404,10 +418,12 @@ def check_result(solver: str, status: str, objective: float | None,
             "target and a large weight, or large multipliers where the problem has no strictly "
             "feasible point)"
             + (f"; moved onto its rows it costs {repaired:.3g} more (relative), so nothing "
-               "proves it near the optimum" if repaired is not None else "")
+               "proves it near the optimum" if repaired is not None else
+               "; no repair of it proves it (none is made where an equality row must hold), "
+               "so its price alone judges it")
             + ". Tighten the backend's tolerances or "
             + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
-            objective, stats, point)
+            objective, stats, point, violation_worth=bought)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:

@@ -36,7 +36,7 @@ from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
-from .row_worth import row_price
+from .row_worth import repaired_factor_worth, row_price
 from .solve import lowrank_solve
 from .space import FactorSpace
 
@@ -179,6 +179,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     _refuse_stalled_equality(gp, result, opts, formulation)
     # appended to solve_status.check_result's refusal of a point off the constraints
     extra["rigidity_note"] = rigidity_note(gp.distances).strip()
+    priced_out = False   # an optimal point whose violations buy more than VIOLATION_WORTH
     if result.status != "unbounded" and result.factor is not None:
         # the unit of solve_status.bound_gap, at the point reported
         extra["objective_scale"] = objective_scale(gp, result.factor)
@@ -190,6 +191,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
             if worth is not None and worth > VIOLATION_WORTH:
                 extra["advice"] = ("lower feas_tol or raise time_limit/max_outer, or use an "
                                    "interior-point backend")
+                priced_out = _priced_out(gp, basis, result, worth, extra,
+                                         gp.n <= opts.dense_limits.eig)
     if result.status == "unbounded":
         extra["message"] = f"LOWRANK detected the problem {result.status}"
         return SolveReport(status=result.status, objective=None, solver=BACKEND_NAME,
@@ -214,7 +217,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if not wrote:
         extra["note"] = ("the cvxpy problem was never built (not needed): the solution is "
                          "formulation.factor, G = F F^T; formulation.value('gram') forms it")
-    status = "optimal" if result.status == "optimal" else "optimal_inaccurate"
+    status = "optimal" if result.status == "optimal" and not priced_out else "optimal_inaccurate"
     return SolveReport(
         status=status, objective=float(result.objective), solver=BACKEND_NAME,
         solver_version=_version(), options={**opts.__dict__, "warm_start": str(opts.warm_start)
@@ -241,6 +244,38 @@ def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None
         return None
     unit = max(abs(p), OBJECTIVE_RESOLUTION * (_finite(scale) or 0.0))
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
+
+
+def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
+                dense: bool) -> bool:
+    """For a point whose violations are priced at ``worth`` > :data:`VIOLATION_WORTH`: its
+    repair's cost (``extra["repaired_worth"]``, :func:`repaired_factor_worth`, where
+    ``dense`` allows its eigendecomposition; not on a reduced basis, nor where an equality
+    row must hold: there the price alone judges it) and, where LOWRANK called it
+    ``optimal`` and the price also exceeds its certified gap, a message; True there (the
+    point is then ``optimal_inaccurate``, judged by rule 5 of :mod:`sdpembed.solve_status`).
+
+    A price within the certified gap :math:`g` keeps ``optimal``: at its multipliers the
+    optimum lies in :math:`[\\ell, p + W] \\subset [p - g, p + g]`, within the gap it
+    states (sign-aligned violations are priced at about the gap itself). A price above it
+    says the interval [bound, objective] may miss the optimum by up to the price."""
+    p = float(result.objective)
+    scale = _finite(extra.get("objective_scale"))
+    unit = max(abs(p), OBJECTIVE_RESOLUTION * (scale or 0.0))
+    repaired = (None if basis is not None or result.factor is None or not dense
+                else repaired_factor_worth(gp, result.factor, p, unit))
+    if repaired is not None:
+        extra["repaired_worth"] = repaired
+    gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None
+    if result.status != "optimal" or (gap is not None and worth <= gap):
+        return False
+    extra["message"] = (f"converged to its tolerances, but its rows' violations (within "
+                        f"feas_tol) are priced at {worth:.3g} of its objective at its own "
+                        f"multipliers, above {VIOLATION_WORTH:g} and its certified gap"
+                        + (f"; moved onto its rows it costs {repaired:.3g} more"
+                           if repaired is not None else "; no repair (an equality row)")
+                        + ": " + extra["advice"])
+    return True
 
 
 def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,

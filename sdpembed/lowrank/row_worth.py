@@ -23,7 +23,7 @@ from ..formulations.gram_problem import GramProblem
 from .penalty import DistancePenalty
 from .space import FactorSpace
 
-__all__ = ["row_price", "repaired_gram_objective", "centred_factors"]
+__all__ = ["row_price", "repaired_gram_objective", "centred_factors", "repaired_factor_worth"]
 
 
 def row_price(gp: GramProblem, F: np.ndarray, y: np.ndarray | None,
@@ -98,3 +98,17 @@ def repaired_gram_objective(gp: GramProblem, G: np.ndarray) -> float | None:
         value = float(np.sum(V * space.apply_C(V))) + pen.objective(gp.distances_of_factor(V))
         best = value if best is None else min(best, value)
     return best if best is not None and np.isfinite(best) else None
+
+
+def repaired_factor_worth(gp: GramProblem, F: np.ndarray, objective: float,
+                          unit: float) -> float | None:
+    """How far below the optimum LOWRANK's reported ``objective`` :math:`p` at the factor
+    ``F`` (the points, :math:`G = FF^T`) can lie, proven by :func:`repaired_gram_objective`
+    :math:`p_r \\ge p^\\star`: :math:`(p_r - p) / \\mathrm{unit}` (``unit`` the objective's,
+    :math:`\\max(|p|, 10^{-3} s)`). ``None`` where the point cannot be repaired (equality
+    rows) or ``unit`` is not positive."""
+    F = np.asarray(F, dtype=float)
+    if F.ndim != 2 or F.shape[0] != gp.n or not unit > 0:
+        return None
+    pr = repaired_gram_objective(gp, F @ F.T)
+    return None if pr is None else (pr - float(objective)) / unit
