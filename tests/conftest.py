@@ -104,3 +104,15 @@ def outer_loop():
         return loop, pen
 
     return make
+
+
+@pytest.fixture
+def no_paid_barrier(monkeypatch):
+    """LOWRANK without the cold dual barrier bought once the subproblems have done its
+    estimated work (``DualOptimum.paid_for``; docs/tuning.md, "The last rows over 10 s at
+    n <= 600"): on small interval problems it certifies at the first outer iteration, so a
+    test of a solve cut short by ``max_outer`` (or of the outer loop's later iterations)
+    switches it off to reach the state it is about. The barrier at its usual pass is kept."""
+    from sdpembed.lowrank.dual_barrier import DualOptimum
+
+    monkeypatch.setattr(DualOptimum, "paid_for", lambda self, work: False)

@@ -234,8 +234,11 @@ def test_a_mildly_infeasible_problem_stops_at_a_verified_ray_once_stalled(digits
 # reproducer's limit, is now enough for this 16-point problem on a fast machine (an
 # AVX-512 one at low load returned it optimal or within tol in three of five runs, rightly
 # as results, and far from optimal, refused, in two)
+# max_outer 2: with the barrier paid for by the subproblems' work this 16-point problem
+# certifies at outer 1 (docs/tuning.md, "The last rows over 10 s at n <= 600"): switched off
 @pytest.mark.parametrize("options", [{"max_outer": 2}, {"time_limit": 0.001}])
-def test_far_from_optimal_lowrank_is_an_error_carrying_point_and_bound(digits16, options):
+def test_far_from_optimal_lowrank_is_an_error_carrying_point_and_bound(digits16, options,
+                                                                        no_paid_barrier):
     f = _f(digits16)
     with pytest.raises(SolverFailedError) as info:
         solve(f, "LOWRANK", **options)
@@ -280,7 +283,7 @@ def test_check_result_rule():
     check_result("LOWRANK", edge.status, edge.objective, edge)
 
 
-def test_estimator_keeps_no_embedding_from_a_far_solve(digits16):
+def test_estimator_keeps_no_embedding_from_a_far_solve(digits16, no_paid_barrier):
     X, y, _ = digits16
     est = DVU(n_components=2, solver="LOWRANK", solver_options={"max_outer": 2},
               centroids="eliminated")

@@ -1076,7 +1076,7 @@ def test_kink_tolerance_must_be_a_finite_nonnegative_number(digits, kink_tol):
                                  kink_tol=kink_tol)
 
 
-def test_solve_without_certificate_attempt_returns_its_best_iterate():
+def test_solve_without_certificate_attempt_returns_its_best_iterate(no_paid_barrier):
     # stopped by max_outer before any certificate attempt (tol far below reach), the
     # solve still reports the lowest-objective iterate (every interval iterate is
     # feasible), certified by the last iterate's multipliers. On this instance the

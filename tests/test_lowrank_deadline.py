@@ -183,7 +183,7 @@ def test_a_solve_past_its_limit_is_a_typed_outcome(digits30, monkeypatch):
         assert bound_gap(exc.objective, exc.bound) > FAR_FROM_OPTIMAL
 
 
-def test_stop_reason_is_reported(digits30):
+def test_stop_reason_is_reported(digits30, no_paid_barrier):
     _, y, g = digits30
     f = dvu(g, y, centroids="eliminated")
     rep = solve(f, "LOWRANK", warm_start=None)

@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from scipy.sparse.linalg import LinearOperator
 
 #: steps between two convergence tests (one eigendecomposition of the m x m tridiagonal)
 _TEST_EVERY = 10
 
 
-def top_pairs(O, n: int, k: int, *, v0: np.ndarray, tol: float,
+def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
               max_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
     r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
     :math:`\mathbf 1^\perp`) of the symmetric operator ``O`` on :math:`\mathbf 1^\perp`
