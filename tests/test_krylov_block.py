@@ -9,11 +9,11 @@ import pytest
 import scipy.sparse.linalg as spla
 from sklearn.datasets import load_digits
 
+import sdpembed.lowrank as lowrank
 from sdpembed._arpack import eigsh
 from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
 from sdpembed.graphs import knn_graph
-import sdpembed.lowrank as lowrank
 from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.krylov_block import top_pairs
 

@@ -409,8 +409,10 @@ class DualOptimum:
         """The barrier's multipliers one pass of the refinement gate early: the cold run at
         the pass before ``_BARRIER_AFTER``, where the barrier fits and has not run; above
         the cold cap, the warm run (:meth:`_warm_run`) from the last pass's factor and
-        refined multipliers at the pass before ``barrier_start._WARM_AFTER``; else
-        ``None`` (also where the run's multipliers are not usable). The outer loop asks where the refined multipliers just taken did not close
+        refined multipliers at the pass before ``barrier_start._WARM_AFTER``; with ``paid``,
+        the cold run also at any pass where :meth:`paid_for` holds; else ``None`` (also
+        where the run's multipliers are not usable). The outer loop asks where the refined
+        multipliers just taken did not close
         ``tol`` (docs/tuning.md, "usps300-tangent-k5, swiss400-dvu-k6 and ionosphere"), and
         again at the end of a step that did not certify, so that the point of a run made
         there (:meth:`pair`) is certified in the same outer iteration (docs/tuning.md, "The

@@ -66,7 +66,8 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
         if m >= k and (exhausted or m % _TEST_EVERY == 0 or m == max_steps):
             theta, S = sla.eigh_tridiagonal(alpha[:m], beta[:m - 1])
             theta, S = theta[-k:], S[:, -k:]
-            if exhausted or np.all(beta[j] * np.abs(S[-1]) <= tol * np.maximum(eps23, np.abs(theta))):
+            limit = tol * np.maximum(eps23, np.abs(theta))
+            if exhausted or np.all(beta[j] * np.abs(S[-1]) <= limit):
                 return theta, Q[:, :m] @ S
         if exhausted:
             return None
