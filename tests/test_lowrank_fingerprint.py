@@ -64,7 +64,9 @@ def _run(cases, out: Path) -> dict:
     env.pop("SDPEMBED_FINGERPRINT_PINNED", None)
     proc = subprocess.run([sys.executable, "-m", "tests.record_fingerprints", "--out", str(out),
                            "--cases", *cases], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+                          text=True, timeout=3600)   # a hang's guard only: at load ~45 the
+    # fast cases took more than 600 s of wall (docs/tuning.md, "The first subproblem ended
+    # by its tail"); the recording's paths do not depend on the clock
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(out.read_text())
 
