@@ -242,8 +242,14 @@ def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None
     p = _finite(result.objective)
     if w is None or p is None:
         return None
-    unit = max(abs(p), OBJECTIVE_RESOLUTION * (_finite(scale) or 0.0))
+    unit = _objective_unit(p, scale)
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
+
+
+def _objective_unit(p: float, scale: float | None) -> float:
+    r""":math:`\max(|p|, 10^{-3} s)`: the unit a price and a repair's cost are stated in
+    (``scale`` :math:`s`, that of :func:`~sdpembed.solve_status.bound_gap`)."""
+    return max(abs(p), OBJECTIVE_RESOLUTION * (_finite(scale) or 0.0))
 
 
 def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
@@ -261,9 +267,8 @@ def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
     says the interval [bound, objective] may miss the optimum by up to the price."""
     p = float(result.objective)
     scale = _finite(extra.get("objective_scale"))
-    unit = max(abs(p), OBJECTIVE_RESOLUTION * (scale or 0.0))
     repaired = (None if basis is not None or result.factor is None or not dense
-                else repaired_factor_worth(gp, result.factor, p, unit))
+                else repaired_factor_worth(gp, result.factor, p, _objective_unit(p, scale)))
     if repaired is not None:
         extra["repaired_worth"] = repaired
     gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None

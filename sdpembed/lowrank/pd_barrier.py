@@ -202,9 +202,9 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
                 + float((q + a_p * dq_a) @ (l + a_d * dy_a))) / N
         sigma = min(1.0, (mu_a / mu) ** 3)
         # corrector: the second-order terms of the predictor
-        V = np.asarray(dM_a @ Minv)                 # dM_a M^{-1}
-        corr_X = 0.5 * ((dX_a @ V) + (dX_a @ V).T)  # sym(dX_a dM_a M^{-1})
-        c = np.einsum("ij,ij->i", np.asarray(E @ (dX_a @ V)), Ed) \
+        XV = dX_a @ np.asarray(dM_a @ Minv)        # dX_a dM_a M^{-1}, once
+        corr_X = 0.5 * (XV + XV.T)                 # its symmetric part
+        c = np.einsum("ij,ij->i", np.asarray(E @ XV), Ed) \
             + (dp_a / u + dq_a / l) * dy_a
         rhs = t - sigma * mu * (np.diag(P) - 1.0 / u + 1.0 / l) + c
         dy, dM, dX = _hkm_direction(cf, space, X, Minv, rhs, sigma * mu, corr_X)
