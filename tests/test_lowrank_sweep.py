@@ -37,9 +37,9 @@ def _formulations(instance):
 def test_a_warm_sweep_certifies_the_cold_optima(instance, no_paid_barrier):
     """A warm sweep (each solve from the previous factor and multipliers) certifies the cold
     optima in no more outer iterations. Without ``no_paid_barrier`` these 80-point solves
-    certify cold at outer 1 (the barrier paid for by the first subproblem's work) and warm
-    at outer 2 (a warm subproblem does too little work to pay for it at outer 1): at this
-    size the warm start saves nothing; the comparison is of the loop it is meant for."""
+    certify at outer 1 cold (the barrier paid for by the first subproblem's work) and warm
+    (paid for by the previous solve, the next test): the comparison here is of the loop
+    the warm start is meant for."""
     cold = solve_sweep(_formulations(instance), warm=False, tol=TOL)
     fs = _formulations(instance)
     warm = solve_sweep(fs, tol=TOL)
