@@ -15,7 +15,7 @@ from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
-from .sparse_slack import CertificateLate, FactorTimes
+from .sparse_slack import CertificateLate, EigensolveFailed, EigenStop, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
 from .verify import _U, SparseCheck, _verified_lambda_min
 
@@ -209,11 +209,11 @@ class CertificateCache:
         time limit, as :func:`certify`'s block: :meth:`late` asked before each factorisation
         and the solves (estimated from :meth:`factor_estimate`), every factorisation's
         seconds kept in ``factor_seconds``; ``None`` where a needed step would end past the
-        limit (``CertificateLate``)."""
+        limit (``CertificateLate``) or the eigensolve failed (``EigensolveFailed``)."""
         times = FactorTimes(first=self.factor_estimate())
         try:
             return _bottom(space, y, nu, k, late=self.late, times=times, **kwargs)
-        except CertificateLate:
+        except EigenStop:     # late, or a failed eigensolve: no pairs
             return None
         finally:
             self.factor_seconds.extend(times.factor)
@@ -320,9 +320,8 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
                              guess=cache.lambda_guess, late=cache.late, times=times)
         except CertificateLate as exc:
             return Certificate(None, None, "none", f"{BLOCK_STOPPED} ({exc})", y=y, nu=nu)
-        except spla.ArpackError as exc:   # e.g. error 3, no shifts, on a small slack
-            return Certificate(None, None, "none", f"shift-invert Lanczos failed ({exc})",
-                               y=y, nu=nu)
+        except EigensolveFailed as exc:   # e.g. ARPACK error 3, no shifts, on a small slack
+            return Certificate(None, None, "none", str(exc), y=y, nu=nu)
         finally:
             cache.factor_seconds.extend(times.factor)
         cache.lambda_guess = float(lam[0])
