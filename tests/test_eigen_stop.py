@@ -176,3 +176,30 @@ def test_a_solve_whose_eigensolves_fail_claims_no_false_bound(data, monkeypatch,
     assert max_outer == 4 and calls and rep.status == "optimal"
     assert "verified" in rep.extra["certificate"]
     assert rep.extra["lower_bound"] <= _CLARABEL + 1e-7 * abs(_CLARABEL) <= rep.objective + 1e-6
+
+
+def test_a_solve_whose_lanczos_runs_fail_is_typed(data, monkeypatch):
+    """Every Lanczos run of :mod:`~sdpembed.lowrank.spectrum` fails (ARPACK error 3), the
+    shift-invert blocks work: the unboundedness test at the coercive point, the
+    certificate's undeflated retry, ``mu0`` and the Farkas test each take it as "not
+    proved" (on main the first let SciPy's ``ArpackError`` out of ``solve``); the solve
+    ends in a typed error or a bound below CLARABEL's optimum."""
+    from sdpembed.lowrank import spectrum
+    from sdpembed.solvers import solve
+
+    X, y, graph = data
+    f = dvu(graph, y, centroids="eliminated")
+    calls = []
+
+    def eigsh(*args, **kw):
+        calls.append(1)
+        raise spla.ArpackError(3)
+    monkeypatch.setattr(spectrum, "eigsh", eigsh)
+    for max_outer in (2, 10):
+        try:
+            rep = solve(f, "LOWRANK", max_outer=max_outer,
+                        dense_limits=lowrank.DenseLimits(eig=10))
+        except SdpEmbedError:
+            continue
+        assert rep.extra["lower_bound"] <= _CLARABEL + 1e-7 * abs(_CLARABEL)
+    assert calls
