@@ -46,6 +46,10 @@ CASES = {
     "dvu_interval": {"builder": "dvu", "n": 320, "kw": {}, "options": {"tol": 1e-6}},
     "dvu_huber": {"builder": "dvu", "n": 200, "kw": {}, "slow": True,
                   "options": {"tol": 1e-6, "interval_envelope": "huber"}},
+    # the Huber envelope past its first outer iteration (dvu_huber certifies at outer 1):
+    # four outers, a rank growth on a stalled gap at outer 3, the certificate at outer 4
+    "dvu_huber_outers": {"builder": "dvu", "n": 300, "kw": {},
+                         "options": {"tol": 1e-6, "interval_envelope": "huber"}},
     "dvu_equality": {"builder": "dvu", "n": 200, "kw": {"distances": "equality"},
                      "options": {"tol": 1e-7}},
     "dvu_quadratic": {"builder": "dvu", "n": 200, "kw": {"distances": "quadratic"},

@@ -82,7 +82,7 @@ def test_lowrank_optimal_points_are_not_convicted_at_the_references_multipliers(
     for seed in (100013, 100050, 100296, 101300, 101301):
         f, _ = make_instance(seed, (12, 20)).build()
         _ = f.problem
-        low = _outcome(f, "LOWRANK", time_limit=60)
+        low = _outcome(f, "LOWRANK", max_outer=200)
         ref = _outcome(f, "CLARABEL")
         if low["kind"] != "result" or ref["kind"] != "result":
             continue

@@ -358,7 +358,7 @@ def test_infeasible_added_constraints_are_not_a_solution(data):
     with pytest.raises(InfeasibleError):
         solve(g, solver="CLARABEL")
     with pytest.raises((InfeasibleError, SolverFailedError)):
-        solve(g, solver="LOWRANK", time_limit=20)
+        solve(g, solver="LOWRANK", max_outer=50)
 
 
 def test_lowrank_verbose_prints_a_progress_table(data, capsys):

@@ -116,6 +116,11 @@ def test_every_case_is_recorded(recorded):
     # certifies at outer 1 (docs/tuning.md, "The last rows over 10 s at n <= 600"): the
     # Huber envelope's subproblem, the barrier and its pair
     assert "certified_gap" in recorded["cases"]["dvu_huber"]["history"][0]
+    # ... so the Huber envelope's later outer iterations are dvu_huber_outers' (300 digits,
+    # the same construction): a rank growth on the stalled gap, then the certificate
+    later = recorded["cases"]["dvu_huber_outers"]["history"]
+    assert len(later) >= 3 and "certified_gap" not in later[0]
+    assert any("grew_rank" in e for e in later[1:-1]) and "certified_gap" in later[-1]
     # the lift where the dual barrier does not apply (the SNR constraint), the barrier's
     # strictly feasible multipliers where it does (dvu_interval's last attempt)
     assert any("lifted_gap" in e for e in recorded["cases"]["dvu_snr"]["history"])

@@ -92,7 +92,7 @@ def test_a_shifted_interval_bound_moves_by_less_than_1e_10(monkeypatch):
     from sdpembed import solve
 
     f, _ = make_instance(99132).build()
-    rep = solve(f, solver="LOWRANK", time_limit=30.0)
+    rep = solve(f, solver="LOWRANK", max_outer=200)
     gp, _, _ = _formulation_problem(f)
     space, pen = FactorSpace(gp), DistancePenalty(gp)
     assert pen.mode == "interval"

@@ -90,7 +90,7 @@ def test_lowrank_reports_the_size_of_its_objective_terms():
     f, _ = make_instance(104, (12, 30)).build()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rep = solve(f, solver="LOWRANK", time_limit=20.0)
+        rep = solve(f, solver="LOWRANK", max_outer=20)
     gp = f.current_problem()
     G = f.factor @ f.factor.T
     C = gp.full_objective()
@@ -204,7 +204,7 @@ def test_the_outer_loop_stops_in_the_rules_unit(monkeypatch):
     f, _ = make_instance(104, (12, 30)).build()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rep = solve(f, solver="LOWRANK", time_limit=20.0)
+        rep = solve(f, solver="LOWRANK", max_outer=20)
     assert rep.status == "optimal" and calls
     assert calls[-1] == pytest.approx(rep.extra["objective_scale"], rel=1e-6)
     assert bound_gap(rep.objective, rep.bound, calls[-1]) >= -1e-5

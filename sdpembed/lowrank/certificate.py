@@ -15,7 +15,7 @@ from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
-from .sparse_slack import CertificateLate, FactorTimes
+from .sparse_slack import CertificateLate, EigensolveFailed, EigenStop, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
 from .verify import _U, SparseCheck, _verified_lambda_min
 
@@ -209,11 +209,11 @@ class CertificateCache:
         time limit, as :func:`certify`'s block: :meth:`late` asked before each factorisation
         and the solves (estimated from :meth:`factor_estimate`), every factorisation's
         seconds kept in ``factor_seconds``; ``None`` where a needed step would end past the
-        limit (``CertificateLate``)."""
+        limit (``CertificateLate``) or the eigensolve failed (``EigensolveFailed``)."""
         times = FactorTimes(first=self.factor_estimate())
         try:
             return _bottom(space, y, nu, k, late=self.late, times=times, **kwargs)
-        except CertificateLate:
+        except EigenStop:     # late, or a failed eigensolve: no pairs
             return None
         finally:
             self.factor_seconds.extend(times.factor)
@@ -320,9 +320,8 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
                              guess=cache.lambda_guess, late=cache.late, times=times)
         except CertificateLate as exc:
             return Certificate(None, None, "none", f"{BLOCK_STOPPED} ({exc})", y=y, nu=nu)
-        except spla.ArpackError as exc:   # e.g. error 3, no shifts, on a small slack
-            return Certificate(None, None, "none", f"shift-invert Lanczos failed ({exc})",
-                               y=y, nu=nu)
+        except EigensolveFailed as exc:   # e.g. ARPACK error 3, no shifts, on a small slack
+            return Certificate(None, None, "none", str(exc), y=y, nu=nu)
         finally:
             cache.factor_seconds.extend(times.factor)
         cache.lambda_guess = float(lam[0])
@@ -349,7 +348,7 @@ def certify(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float |
     try:
         # ncv 30: long restarts are wasted on the cluster at 0
         eig_f = _lambda_min(space, y, nu, tol=0.01 * eig_tol, start=eig.vector, ncv=30)
-    except spla.ArpackNoConvergence:
+    except spla.ArpackError:   # ArpackNoConvergence among them: the first certificate
         return cert
     if eig_f.value <= eig.value:
         return cert
@@ -456,7 +455,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     if cache.mu0 is None:
         try:
             cache.mu0 = _lambda_min(space, y0, nu0, tol=eig_tol).value
-        except spla.ArpackNoConvergence:
+        except spla.ArpackError:   # ArpackNoConvergence among them: no coercive anchor
             cache.mu0 = -np.inf
     mu0 = cache.mu0
     if check in (CHECK_SPARSE, CHECK_CHOLESKY) and np.isfinite(mu0) and mu0 > 0:
@@ -620,5 +619,8 @@ def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
         value = value + space.linear_offset(nu / norm)
     if not value < -1e-6 * np.linalg.norm(pen.t):
         return "optimal_inaccurate"
-    eig = _lambda_min(space.without_objective(), yh, nu / norm, tol=opts.eig_tol)
+    try:
+        eig = _lambda_min(space.without_objective(), yh, nu / norm, tol=opts.eig_tol)
+    except spla.ArpackError:   # no eigenvalue, no proof
+        return "optimal_inaccurate"
     return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

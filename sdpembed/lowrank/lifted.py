@@ -6,7 +6,7 @@ import numpy as np
 
 from .certificate import _LIFTED, CertificateCache, _certificate_from_eig, _lift_start, relative_gap
 from .repair import _past, lift_multipliers
-from .sparse_slack import CertificateLate, FactorTimes
+from .sparse_slack import EigenStop, FactorTimes
 
 #: the second, two-sided lift (``both_ways``) is made only where the first one's certified
 #: gap is at most this factor times ``tol``: it lowered that gap by 1-26 % where measured,
@@ -65,7 +65,7 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
                                         mu0=-np.inf if cache.mu0 is None else cache.mu0,
                                         deadline=deadline, both_ways=both_ways,
                                         late=cache.late, times=times)
-        except CertificateLate:     # its first block would end past the time limit
+        except EigenStop:     # its first block would end past the time limit, or failed
             break
         finally:
             cache.factor_seconds.extend(times.factor)

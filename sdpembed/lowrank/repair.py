@@ -18,7 +18,7 @@ from .lmi_lp import rank_one_lmi_lp
 from .options import _require_int, _require_kink_tol
 from .penalty import DistancePenalty
 from .space import FactorSpace
-from .sparse_slack import CertificateLate, FactorTimes
+from .sparse_slack import EigenStop, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin
 
 logger = logging.getLogger(__name__)
@@ -435,8 +435,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     it like any other dual point (and verifies it for n > ``DenseLimits.eig``).
     ``late``, ``times``: the time limit's test and the factorisations' seconds of each
     round's shift-invert block (``sparse_bottom``'s); where a round after the first must
-    stop before its block, the previous round's multipliers and eigenpair are returned,
-    where the first must, ``CertificateLate`` is raised.
+    stop before its block, or its eigensolve fails, the previous round's multipliers and
+    eigenpair are returned; where the first must, ``CertificateLate`` is raised (a failed
+    first eigensolve: ``EigensolveFailed``; both ``EigenStop``).
 
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
@@ -488,7 +489,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                 lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
                                  lower=float(lam[0]) if weyl else None,
                                  raise_shift=near_shifts, late=late, times=times)
-            except CertificateLate:
+            except EigenStop:   # late, or a failed eigensolve
                 if before is None:
                     raise
                 return before   # the last multipliers whose eigenpair is known

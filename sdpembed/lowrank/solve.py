@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ..backends import conic_alternatives
@@ -146,7 +147,10 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
         return None
     y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
     t0 = time.perf_counter()
-    eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+    try:
+        eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+    except spla.ArpackError:   # ArpackNoConvergence among them: unboundedness not proved
+        return None
     if cache is not None and pen.mode == "interval":
         cache.mu0, cache.eig_seconds = eig.value, time.perf_counter() - t0
     if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):

@@ -99,13 +99,14 @@ import scipy.sparse.linalg as spla
 from scipy.sparse.csgraph import breadth_first_order
 
 from .._arpack import eigsh
+from ..exceptions import SolverError
 from ..formulations.gram import DiagPlusLowRank
 from .krylov_block import top_pairs
 from .space import FactorSpace
 
 __all__ = ["SlackParts", "SparseCheck", "sparse_verify", "sparse_bottom", "factor_at_shift",
-           "full_coordinates", "default_delta", "FACTORISATION", "CertificateLate",
-           "FactorTimes"]
+           "full_coordinates", "default_delta", "FACTORISATION", "EigenStop",
+           "CertificateLate", "EigensolveFailed", "FactorTimes"]
 
 _U = 2.0 ** -53
 #: inflation of every computed sum of non-negative terms in the error bounds (their own
@@ -566,9 +567,20 @@ def factor_at_shift(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | 
     return solve, bool(np.all(fac.pivots() > 0))
 
 
-class CertificateLate(RuntimeError):
+class EigenStop(SolverError):
+    """:func:`sparse_bottom` gives no eigenpairs: every caller handles it (no bound, lift,
+    re-estimate or rank growth from them), none lets it reach the user of ``solve``."""
+
+
+class CertificateLate(EigenStop):
     """A factorisation or solve block of :func:`sparse_bottom` that its ``late`` says must
     not start (the solve's time limit): no eigenpairs."""
+
+
+class EigensolveFailed(EigenStop):
+    """ARPACK failed inside :func:`sparse_bottom` (``ArpackError``, its
+    ``ArpackNoConvergence`` among them; the original is the ``__cause__``), or no shift
+    below the spectrum was found: no eigenpairs."""
 
 
 @dataclass
@@ -715,7 +727,9 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     the Lanczos solves, with :class:`FactorTimes` estimates (``times``, filled in here:
     each later factorisation costs what the last one did, the Lanczos at least ``ncv``
     solves): a factorisation that only raises the shift is left out, one that is needed
-    (the first, a lower shift, the solves) raises :class:`CertificateLate`."""
+    (the first, a lower shift, the solves) raises :class:`CertificateLate`. A failed
+    ARPACK run, or no shift below the spectrum, raises :class:`EigensolveFailed`; both
+    are :class:`EigenStop`, which every caller handles."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     n = space.dim
     times = FactorTimes() if times is None else times
@@ -727,7 +741,7 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
             break
         sigma = 10.0 * sigma if sigma < 0 else -1e-12 - 10.0 * abs(sigma)
     else:
-        raise RuntimeError("no shift below the spectrum found")
+        raise EigensolveFailed("no shift below the spectrum found")
     steps = _RAISE_STEPS if raise_to is not None else 0
     if raise_to is not None:
         sigma_n, solve_n = _nearer_shift(space, y, nu, parts, solve, sigma, raise_to,
@@ -749,9 +763,12 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     ncv = min(n - 1, max(2 * k + 1, 20))
     if late is not None and late(times.estimate(0, ncv)):
         raise CertificateLate("the shift-invert solves would end past the time limit")
-    pairs = None if k < _LANCZOS_MIN_PAIRS else top_pairs(
-        O, n, k, v0=v0, tol=tol, max_steps=max(_LANCZOS_STEPS * k, ncv))
-    nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol) if pairs is None else pairs
+    try:
+        pairs = None if k < _LANCZOS_MIN_PAIRS else top_pairs(
+            O, n, k, v0=v0, tol=tol, max_steps=max(_LANCZOS_STEPS * k, ncv))
+        nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol) if pairs is None else pairs
+    except spla.ArpackError as exc:   # e.g. error 3, no shifts, on a small slack
+        raise EigensolveFailed(f"shift-invert Lanczos failed ({exc})") from exc
     X = X - X.mean(axis=0)
     X, _ = np.linalg.qr(X)
     SX = space.apply_S(X, y, space.duals(nu))

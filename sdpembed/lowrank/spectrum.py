@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 from .._arpack import eigsh
 from ..formulations.gram import DiagPlusLowRank, centering_basis
 from .space import FactorSpace
-from .sparse_slack import sparse_bottom
+from .sparse_slack import EigensolveFailed, sparse_bottom
 
 
 @dataclass
@@ -246,7 +246,8 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     (``sparse_bottom(raise_to=...)``; ``raise_shift=False`` keeps the first shift).
     Values are Rayleigh quotients (unverified above ``limits.eig``). ``late``, ``times``:
     the time limit's test and the factorisations' seconds, as in ``sparse_bottom``
-    (which raises ``CertificateLate``)."""
+    (which raises ``CertificateLate``). A failed ARPACK run (the coarse estimate's or
+    shift-invert's) raises ``EigensolveFailed``; both are ``EigenStop``."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
@@ -255,7 +256,10 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
         sigma = min(lower, 0.0) - max(_LOWER_MARGIN * abs(lower), floor)
     elif guess is None or not np.isfinite(guess):
         # Ritz value minus residual: below lambda_min unless Lanczos missed it
-        low = min(_lambda_min(space, y, nu, tol=1e-3).value, 0.0)
+        try:
+            low = min(_lambda_min(space, y, nu, tol=1e-3).value, 0.0)
+        except spla.ArpackError as exc:
+            raise EigensolveFailed(f"Lanczos failed ({exc})") from exc
         sigma = low - max(0.1 * abs(low), floor)
     else:
         sigma = min(guess, 0.0) - max(abs(guess), floor)

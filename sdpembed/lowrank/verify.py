@@ -13,6 +13,7 @@ from ..formulations import gram
 from .space import FactorSpace
 from .sparse_slack import (
     CertificateLate,
+    EigensolveFailed,
     SlackParts,
     SparseCheck,
     default_delta,
@@ -153,7 +154,8 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     eigenvalue (Lanczos can miss it) shows as a non-positive pivot: the estimate is then
     replaced by shift-invert's (:func:`~sdpembed.lowrank.sparse_slack.sparse_bottom`,
     where the constant vector is an eigenvector; elsewhere the tries go ever lower, factors
-    of 100) and checked again below it. Returns ``(mu or None, reason, checks)``; ``None``
+    of 100; also where shift-invert's ARPACK run fails, ``EigensolveFailed``) and checked
+    again below it. Returns ``(mu or None, reason, checks)``; ``None``
     when every try failed or the factorisation could not run (memory, terms that are not
     diagonal plus low rank). ``parts``: :class:`SlackParts` of ``(y, nu)`` if already built.
     No try starts once ``deadline`` (a :func:`time.perf_counter` value) has passed.
@@ -178,10 +180,14 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
             if chk.bound != np.inf and "pivot" not in chk.reason:
                 break  # the rounding bound, not the spectrum, failed: lower tries won't help
             if not re_estimated and full_coordinates(space, parts, est - step):
-                lam, _, _ = sparse_bottom(space, y, nu, 1, sigma=min(est, 0.0) - abs(est)
-                                          - margin, parts=parts,
-                                          late=lambda _seconds: _past(deadline))
-                est, re_estimated = min(est, float(lam[0])), True
+                re_estimated = True
+                try:
+                    lam, _, _ = sparse_bottom(space, y, nu, 1, sigma=min(est, 0.0) - abs(est)
+                                              - margin, parts=parts,
+                                              late=lambda _seconds: _past(deadline))
+                    est = min(est, float(lam[0]))
+                except EigensolveFailed:   # no estimate: the tries go lower instead
+                    step *= 100.0
             else:
                 step *= 100.0
     except MemoryError:
