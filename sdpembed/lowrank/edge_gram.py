@@ -5,7 +5,8 @@ A primal–dual step (:func:`~.pd_barrier.pd_path`) forms two m x m matrices,
 ``E @ (E @ A).T`` each is a fresh array, and the factorisation copies its input into
 Fortran order, a third: above the allocator's mapping threshold (32 MB, m > 2,000)
 every one is new memory from the kernel, page by page (docs/tuning.md, "The warm
-barrier's page faults"). :class:`EdgeGrams` forms them into two buffers allocated once,
+barrier's page faults; a sweep's barrier paid for"). :class:`EdgeGrams` forms them into
+two buffers allocated once,
 with the arithmetic of the sparse products (an incidence row :math:`e_i - e_j`, its
 first entry ``+1``, the second ``-1``: :math:`(EAE^T)_{ef} = B_{f,i_e} - B_{f,j_e}` with
 :math:`B = EA`), laid out so that the buffer's transpose is Fortran-ordered and LAPACK
