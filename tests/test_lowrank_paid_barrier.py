@@ -47,3 +47,17 @@ def test_swiss_roll_seed_2_certifies_at_the_barrier_point_before_the_gate():
     assert "barrier multipliers" in rep.extra["certificate"]
     first = rep.extra["history"][0]
     assert "refined_cheap_gap" not in first and first["barrier"]["status"] == "converged"
+
+
+def test_a_warm_started_solve_counts_its_barrier_as_paid():
+    # a solve from a previous solve's multipliers (a sweep) has its barrier paid for at
+    # work 0; without them the first subproblem's work is still short of barrier_work
+    gp, _, _ = _formulation_problem(_swiss120(2))
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    dual = DualOptimum(space, pen, 1e-4)
+    assert not dual.paid_for(0.0)
+    dual.prepaid = True
+    assert dual.paid_for(0.0)
+    got = dual.early(np.inf, 0.0, paid=True)
+    assert got is not None and dual.result.status == "converged"
+    assert not dual.paid_for(0.0)                # once

@@ -294,6 +294,9 @@ class DualOptimum:
         #: above the cold cap: the factor and refined multipliers of the last pass
         self._refined: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.adopted = self.paired = False
+        #: a solve from a previous solve's multipliers on the same graph (a sweep): its
+        #: barrier counts as paid for (:meth:`paid_for`) from its first step on
+        self.prepaid = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -400,9 +403,11 @@ class DualOptimum:
         exceeds its estimated cost (:func:`barrier_work`): it then runs at the end of the
         step (:meth:`early`, ``paid``) whatever the refinement gate, its point certified
         in that outer iteration (:meth:`pair`; docs/tuning.md, "The last rows over 10 s
-        at n <= 600")."""
+        at n <= 600"). A solve started from a previous solve's multipliers (``prepaid``, a
+        sweep) counts that solve's work: its run is paid for from its first step on
+        (docs/tuning.md, "The warm barrier's page faults; a sweep's barrier paid for")."""
         return (self.fits and self.result is None
-                and work >= barrier_work(self.space.dim, self.pen.t.size))
+                and (self.prepaid or work >= barrier_work(self.space.dim, self.pen.t.size)))
 
     def early(self, deadline: float, work: float = 0.0,
               paid: bool = False) -> tuple[np.ndarray, np.ndarray] | None:

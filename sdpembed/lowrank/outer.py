@@ -112,6 +112,7 @@ class _OuterLoop(StallGrowth):
         self.g_prev, self.mom, self.mom_gap, self.lbfgs_hard = None, 0, np.inf, False
         if opts.warm_multipliers is not None:
             self.y, self.nu = warm_multipliers(space, pen, opts.warm_multipliers)
+            self.dual.prepaid = True    # the previous solve's work pays for the barrier
         quad, _, _ = alm.objective_parts(W)
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
         self.envelope = None if pen.mode != "interval" else ("kink" if alm.on_kink else "huber")

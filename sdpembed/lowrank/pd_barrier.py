@@ -42,12 +42,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from .barrier_path import _cholesky_ridged
+from .edge_gram import EdgeGrams
 from .space import FactorSpace
 from .spectrum import _dense_shifted
 
@@ -88,6 +89,15 @@ def _step_to_psd(Li: np.ndarray, D: np.ndarray) -> float:
 def _step_to_box(v: np.ndarray, dv: np.ndarray) -> float:
     neg = dv < 0
     return float(np.min(-v[neg] / dv[neg])) if np.any(neg) else np.inf
+
+
+def _schur(grams: EdgeGrams, X: np.ndarray, P: np.ndarray, box: np.ndarray) -> np.ndarray:
+    r"""The Newton system's matrix :math:`(EXE^T)\circ P + \mathrm{diag}(box)` (``P`` =
+    :math:`EM^{-1}E^T`), formed in ``grams``' second buffer."""
+    H = grams.form(X, 1)
+    H *= P                                         # (EXE^T)∘(EM^{-1}E^T), in place
+    H[np.diag_indices(H.shape[0])] += box
+    return H
 
 
 def _hkm_direction(cf, space: FactorSpace, X: np.ndarray, Minv: np.ndarray, rhs: np.ndarray,
@@ -138,10 +148,6 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         except sla.LinAlgError:
             return Mv, None
 
-    def edge_gram(A):
-        """:math:`EAE^T` for a dense symmetric n x n ``A``."""
-        return np.asarray(E @ (E @ A).T)
-
     def primal_value(X):
         rows = X.mean(axis=0)
         Xc = X - rows[:, None] - rows[None, :] + rows.mean()
@@ -149,6 +155,7 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         return float(np.sum(M0 * Xc)) + float(w @ np.abs(r - t))
 
     Ed = E.toarray()
+    grams = EdgeGrams(E)
     Mv, L = slack(y)
     Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
     Minv = Li.T @ Li
@@ -174,11 +181,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
             status = "converged"
             break
         mu = (float(np.sum(X * Mv)) + float(p @ u + q @ l)) / N
-        P = edge_gram(Minv)
-        H = edge_gram(X)
-        H *= P                                     # (EXE^T)∘(EM^{-1}E^T), in place
-        H[np.diag_indices(m)] += p / u + q / l
-        cf = _cholesky_ridged(H)
+        P = grams.form(Minv, 0)
+        cf = grams.cho_factor(partial(_schur, grams, X, P, p / u + q / l))
         if cf is None:
             status = "numerical failure"
             break
