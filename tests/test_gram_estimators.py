@@ -122,13 +122,17 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert v["difference"] == pytest.approx(v["embedding_accuracy"] - v["input_accuracy"])
     assert 0.0 <= v["p_value"] < 0.01     # a loss of tens of points on 80 rows
     assert v["loss_bound"] >= 0.05 and v["loss_bound"] > -v["difference"]
+    # the decision is on the 20 unlabelled rows: the votes differ on d of them, a loss of
+    # 5 points (1 row) or more has probability p_loss >= 0.3 (WARN_PROBABILITY)
+    d = v["unlabelled_disagree"]
+    assert v["unlabelled"] == 20 and 0 < d <= 20 and v["loss_ceiling"] == d / 20
+    assert v["p_loss"] >= 0.3 and 0.05 <= v["expected_loss"] <= v["loss_ceiling"]
+    assert sum(f["votes_differ"] for f in v["folds"]) == v["votes_differ"] >= b + c
     message = str(caught[0].message)
     assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
-    assert f"as large as {100 * v['loss_bound']:.1f} points" in message
-    assert ("On 80 held-out labels the check warns on about 90% or more of fits whose "
-            "expected loss is 5 points or more, ") in message
-    assert ("but also on 10% or more of fits that do not lose at all" in message) == (
-        v["quiet_below"] <= 0)
+    assert "the 3-NN vote of the labelled rows in the embedding and in the inputs" in message
+    assert f"On the 20 unlabelled rows the two votes differ on {d}" in message
+    assert f"with probability {v['p_loss']:.0%} (the check warns from 30%)" in message
     assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
         "skipped": "validation_fraction=None"}
     few = np.full_like(y, -1)
@@ -156,7 +160,7 @@ def test_held_out_warning_on_a_given_graph_advises_the_graph_not_the_defaults():
         est = DVU(graph=graph, validation_splits=2, random_state=0).fit(X, yp)
     assert est.validation_["warned"]
     message = str(caught[0].message)
-    assert "the given graph may not follow the classes" in message
+    assert "The given graph may not follow the classes" in message
     assert "Try a graph that follows the classes better (graph=...)" in message
     assert "neighbours" not in message and "tangent" not in message
     assert _WHERE_DEFAULTS_LOSE not in message

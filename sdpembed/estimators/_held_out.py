@@ -1,0 +1,152 @@
+r"""DVU's held-out check: the verdict on the paired held-out counts and on the unlabelled rows.
+
+:func:`held_out_verdict` compares the two k-NN votes (embedding, input features) on the
+labels held out of the check's pre-fits: the expected difference, its bound and the sign
+test. :func:`unlabelled_loss` carries that comparison over to the fit's own unlabelled
+rows, where the user's transduction is made: the two votes are known there, and only the
+rows on which they differ can change the score, so their count bounds the loss and the
+held-out rows on which the votes differed say how those rows split.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln
+from scipy.stats import binom, norm
+
+__all__ = ["held_out_verdict", "unlabelled_loss"]
+
+#: the loss the check is about (a share of rows: 5 points)
+WARN_LOSS = 0.05
+#: one-sided level of the held-out bound (``held_out_verdict``)
+WARN_ALPHA = 0.1
+#: warn when the probability of a loss of ``WARN_LOSS`` or more on the unlabelled rows is
+#: this or more (``unlabelled_loss``; docs/tuning.md, "The held-out check", twenty-fourth
+#: round)
+WARN_PROBABILITY = 0.3
+#: beyond this many differing unlabelled rows the predictive is the normal approximation
+_EXACT_ROWS = 1500
+
+
+def held_out_verdict(b: int, c: int, m: int, *, loss: float = WARN_LOSS,
+                     alpha: float = WARN_ALPHA) -> dict[str, Any]:
+    r"""DVU's held-out check on pooled paired counts: estimate, bound, test, and whether to warn.
+
+    Of :math:`m` held-out rows, :math:`b` are classified right only on the inputs and
+    :math:`c` only on the embedding. The per-row differences :math:`d_i \in \{-1, 0, 1\}`
+    give :math:`\hat\Delta = (c - b)/m` (embedding minus inputs) with standard error
+    :math:`\hat s = \sqrt{((b + c + 1)/m - \hat\Delta^2)/m}` (the 1 keeps it positive when
+    the votes never disagree). The one-sided :math:`(1-\alpha)` upper bound of the loss is
+    :math:`-\hat\Delta + z_{1-\alpha}\hat s`; ``warned`` says the estimate is a loss
+    (:math:`\hat\Delta < 0`) and the bound reaches ``loss``: the rows cannot rule out an
+    *expected* loss of that size. (Without the first condition a handful of held-out rows
+    on which both votes are right would warn by the width of the bound alone.) DVU uses
+    this verdict when it has no unlabelled rows; with unlabelled rows it decides by
+    :func:`unlabelled_loss`. ``p_value`` is the exact one-sided sign test of
+    "the embedding is not worse", :math:`P(\mathrm{Bin}(b + c, 1/2) \ge b)`, reported.
+    ``quiet_below`` is the check's resolution, :math:`\ell - 2 z_{1-\alpha}\hat s`: an
+    expected loss of ``loss`` or more warns with probability about :math:`1-\alpha`, one
+    below ``quiet_below`` with at most about :math:`\alpha` (<= 0: it cannot tell ``loss``
+    from none).
+    """
+    diff = (c - b) / m if m else 0.0
+    se = float(np.sqrt(max((b + c + 1) / m - diff * diff, 0.0) / m)) if m else np.inf
+    z = float(norm.ppf(1.0 - alpha))
+    bound = -diff + z * se
+    p_value = float(binom.sf(b - 1, b + c, 0.5)) if b + c else 1.0
+    return {"difference": diff, "standard_error": se, "loss_bound": bound,
+            "p_value": p_value, "warned": bool(diff < 0 and bound >= loss),
+            "quiet_below": loss - 2.0 * z * se}
+
+
+def unlabelled_loss(b: int, c: int, disagree: int, d: int, h: int, *,
+                    loss: float = WARN_LOSS) -> dict[str, Any]:
+    r"""The loss on the fit's own unlabelled rows: its ceiling, expectation and probability.
+
+    On the :math:`h` unlabelled rows the embedding's k-NN vote (the transduction) and the
+    vote on the inputs are both known; they differ on :math:`d` rows. On the others both
+    are right or both wrong, so the loss (inputs' accuracy minus the embedding's, a share
+    of :math:`h`) is :math:`L = (n_+ - n_-)/h`, with :math:`n_+` the differing rows the
+    inputs get right and :math:`n_-` those the embedding gets right: at most :math:`d/h`
+    whatever the labels (``loss_ceiling``). How the :math:`d` rows split is read off the
+    held-out rows on which the two votes differed (``disagree`` of them; :math:`b` right
+    only on the inputs, :math:`c` only on the embedding, the rest on neither): the shares
+    :math:`(p_+, p_0, p_-)` get the posterior
+    :math:`\mathrm{Dirichlet}(b + \tfrac12, \mathrm{disagree} - b - c + \tfrac12,
+    c + \tfrac12)` (Jeffreys prior) and the :math:`d` rows a multinomial draw from them,
+    so :math:`(n_+, n_0, n_-)` is Dirichlet-multinomial. Returned: its expectation of
+    :math:`L` (``expected_loss``), :math:`P(L \ge` ``loss`` :math:`)` (``p_loss``; exact,
+    the normal approximation beyond 1,500 differing rows; a loss of ``loss`` counts
+    when :math:`n_+ - n_- \ge \lceil \mathrm{loss}\cdot h\rceil`), and its central 80 %
+    interval (``loss_interval``). The noise of :math:`L` is the labels' of the :math:`d`
+    rows: with :math:`d = 6` the loss moves in steps of :math:`1/h`, and no held-out
+    count narrows it.
+    """
+    if h <= 0:
+        raise ValueError("unlabelled_loss needs unlabelled rows (h > 0)")
+    a = np.array([b, disagree - b - c, c], dtype=float) + 0.5
+    A = a.sum()
+    mean = (a[0] - a[2]) / A
+    need = int(np.ceil(loss * h - 1e-9))
+    out = {"unlabelled": int(h), "unlabelled_disagree": int(d), "loss_ceiling": d / h,
+           "expected_loss": float(d * mean / h)}
+    if d == 0:
+        return {**out, "p_loss": float(need <= 0), "loss_interval": (0.0, 0.0)}
+    if d <= _EXACT_ROWS:
+        n_plus, n_minus = np.meshgrid(np.arange(d + 1), np.arange(d + 1), indexing="ij")
+        ok = n_plus + n_minus <= d
+        n = [n_plus[ok], (d - n_plus - n_minus)[ok], n_minus[ok]]
+        logp = (gammaln(d + 1.0) + gammaln(A) - gammaln(d + A)
+                + sum(gammaln(k + ai) - gammaln(ai) - gammaln(k + 1.0) for k, ai in zip(n, a)))
+        p = np.exp(logp - logp.max())
+        p /= p.sum()
+        diff = n[0] - n[2]
+        order = np.argsort(diff, kind="stable")
+        cdf = np.cumsum(p[order])
+        lo = diff[order][np.searchsorted(cdf, 0.1)]
+        hi = diff[order][min(np.searchsorted(cdf, 0.9), cdf.size - 1)]
+        p_loss = float(p[diff >= need].sum())
+    else:   # E and Var of n+ - n- under the Dirichlet-multinomial
+        ex2 = (a[0] + a[2]) / A
+        var_mu = ((a[0] + a[2]) / A - mean ** 2) / (A + 1.0)
+        var = d * (ex2 - mean ** 2 - var_mu) + d * d * var_mu
+        sd = float(np.sqrt(max(var, 1e-12)))
+        p_loss = float(norm.sf(need - 0.5, loc=d * mean, scale=sd))
+        lo, hi = d * mean - 1.2816 * sd, d * mean + 1.2816 * sd
+    return {**out, "p_loss": p_loss, "loss_interval": (float(lo) / h, float(hi) / h)}
+
+
+def warning_message(v: dict[str, Any], *, metric: str, context: str) -> str:
+    """The text of ``EmbeddingWorseThanInputWarning`` from DVU's ``validation_`` ``v``.
+
+    It says what was compared (the k-NN vote of the labelled rows in the embedding and in
+    the input features), on which rows (held-out labels; the fit's unlabelled rows) and how
+    sure the check is (the bound, or the probability of a loss of ``WARN_LOSS`` or more on
+    the unlabelled rows). ``context`` is the estimator's graph and advice."""
+    m, k, splits = v["held_out"], v["neighbors"], v["splits"]
+    loss = 100 * WARN_LOSS
+    text = (f"DVU: the embedding may classify the unlabelled points worse than the input "
+            f"features do. Compared: the {k}-NN vote of the labelled rows in the embedding "
+            f"and in the inputs (metric={metric!r}). On {m} labels held out of {splits} fits "
+            f"({splits} disjoint stratified folds of the labelled rows) the embedding's vote "
+            f"is right {v['embedding_accuracy']:.1%} of the time, the inputs' "
+            f"{v['input_accuracy']:.1%} (difference {100 * v['difference']:+.1f} ± "
+            f"{100 * v['standard_error']:.1f} points; one-sided sign test that the embedding "
+            f"is not worse: p = {v['p_value']:.2g}). ")
+    if "p_loss" in v:
+        lo, hi = v["loss_interval"]
+        text += (f"On the {v['unlabelled']} unlabelled rows the two votes differ on "
+                 f"{v['unlabelled_disagree']}, so at most {100 * v['loss_ceiling']:.1f} points "
+                 f"can be lost there. Split as the held-out rows on which the votes differed "
+                 f"split, the loss there is expected at {100 * v['expected_loss']:+.1f} points "
+                 f"(80 % interval {100 * lo:+.1f} to {100 * hi:+.1f}), and it is {loss:g} "
+                 f"points or more with probability {v['p_loss']:.0%} (the check warns from "
+                 f"{WARN_PROBABILITY:.0%}). ")
+    else:
+        text += (f"No row is unlabelled: at {1 - WARN_ALPHA:.0%} confidence the expected loss "
+                 f"may be as large as {100 * v['loss_bound']:.1f} points, so a loss of "
+                 f"{loss:g} points or more on new points is not ruled out. ")
+    return (text + context + " The check is validation_fraction / validation_splits "
+            "(validation_fraction=None: off); its numbers are in validation_.")
