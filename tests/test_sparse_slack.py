@@ -19,7 +19,7 @@ from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
 from sdpembed.formulations.mvu import mvu_problem
 from sdpembed.graphs import knn_graph
-from sdpembed.lowrank import sparse_slack, verify
+from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.sparse_slack import SlackParts, SparseCheck, sparse_bottom, sparse_verify
 from sdpembed.lowrank.verify import (
     _dense_verified_lambda_min,
@@ -194,18 +194,10 @@ def _dvu_at_bottom(data, target):
     """DVU multipliers whose S has its smallest eigenvalue on 1-perp at ``target`` (times
     a bound on ||S||) while 1 stays an eigenvector at 0: random multipliers plus t on every
     edge (a Laplacian, raising the bottom on 1-perp monotonically), t by bisection."""
-    return _at_bottom(data, "dvu", target)
-
-
-def _at_bottom(data, case, target):
-    """``case``'s multipliers plus t on every edge, t by bisection so that the bottom of S
-    on 1-perp sits at ``target`` times a bound on ||S|| (monotone in t)."""
-    gp, y, nu = _cases(data)[case]
+    gp, y, nu = _cases(data)["dvu"]
     space = _space(gp)
     norm = _exact(space, y, nu)[1]
     lo, hi = 0.0, 1.0
-    while _exact(space, y + lo, nu)[0][0] > target * norm:
-        lo, hi = 2.0 * lo - 1.0, lo
     while _exact(space, y + hi, nu)[0][0] < target * norm:
         lo, hi = hi, 2.0 * hi
     for _ in range(60):
@@ -245,46 +237,6 @@ def test_enough_is_not_proved_above_a_negative_bottom(data):
     mu, why, checks = _verified_lambda_min(space, y, nu, 1e-7 * norm, enough=0.0)
     tree = [c for c in checks if isinstance(c, SparseCheck)]
     assert len(tree) == 2 and tree[1].mu == 0.0 and not tree[1].verified
-    assert mu is None or mu <= lam
-
-
-@pytest.mark.skipif(sparse_slack.FACTORISATION != "cholmod",
-                    reason="cvxopt (CHOLMOD) not installed")
-@pytest.mark.parametrize("target, enough", [(-1e-7, 0.0), (-1e-12, 0.0), (1e-7, None)])
-def test_a_tiny_bottom_is_proved_a_few_margins_lower_on_the_tree_basis(data, target, enough):
-    """MVU (1 an eigenvector at -1: full coordinates refused) with the bottom on 1-perp a
-    tiny value and an exact estimate: the tree basis one first margin below it stops on a
-    pivot (its rounding amplified by the basis); ten margins lower the same proof serves,
-    before any dense factorisation, and what it proves is below the true bottom."""
-    space, y, nu, lam, norm = _at_bottom(data, "mvu", target)
-    parts = SlackParts.of(space, y, nu)
-    assert not sparse_slack.full_coordinates(space, parts, lam)
-    margin = verify._first_margin(parts, lam)
-    mu, why, checks = _verified_lambda_min(space, y, nu, lam, enough=enough)
-    assert all(isinstance(c, SparseCheck) and c.mode == "tree" for c in checks), why
-    assert [c.verified for c in checks] == [False, True]
-    assert "pivot" in checks[0].reason
-    assert mu == checks[1].mu == lam - verify._LOWER_TRIES[0] * margin
-    assert mu <= lam
-
-
-@pytest.mark.skipif(sparse_slack.FACTORISATION != "cholmod",
-                    reason="cvxopt (CHOLMOD) not installed")
-@pytest.mark.parametrize("enough", [None, 0.0])
-def test_lower_tries_are_not_proved_above_the_bottom(data, enough):
-    """An estimate above the bottom on 1-perp by more than the lower tries reach (a wrong
-    Lanczos value): every tree-basis try fails (each shift is above the bottom), the dense
-    proof follows, and whatever is verified is at or below the true bottom."""
-    space, y, nu, lam, norm = _at_bottom(data, "mvu", -1e-7)
-    parts = SlackParts.of(space, y, nu)
-    est = lam + 1e-8 * norm
-    margin = verify._first_margin(parts, est)
-    assert est - verify._LOWER_TRIES[-1] * margin > lam
-    mu, why, checks = _verified_lambda_min(space, y, nu, est, enough=enough)
-    tree = [c for c in checks if isinstance(c, SparseCheck)]
-    assert len(tree) == 1 + len(verify._LOWER_TRIES)
-    assert not any(c.verified for c in tree) and all(c.mu > lam for c in tree)
-    assert len(checks) > len(tree)                  # the dense proof ran
     assert mu is None or mu <= lam
 
 

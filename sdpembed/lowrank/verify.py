@@ -164,7 +164,7 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
         except TypeError as exc:
             return None, str(exc), []
     # the first try must sit below the estimate by more than the shift its proof adds
-    margin = _first_margin(parts, mu_est)
+    margin = max(_FIRST_MARGIN * parts.norm_bound, 2.0 * default_delta(parts, mu_est), 1e-300)
     checks: list[SparseCheck] = []
     est, step, re_estimated = float(mu_est), margin, False
     try:
@@ -191,55 +191,6 @@ def _sparse_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max
     last = checks[-1]
     return None, (f"sparse factorisation failed at {len(checks)} shift(s) down to "
                   f"{last.mu:.3g} ({last.reason})"), checks
-
-
-#: further tree-basis tries, in first margins below the estimate, before the dense proof
-_LOWER_TRIES = (10.0, 1000.0)
-
-
-def _first_margin(parts: SlackParts, mu_est: float) -> float:
-    """How far below ``mu_est`` the first sparse try sits: ``_FIRST_MARGIN`` times a bound on
-    :math:`\\|S\\|`, or twice the shift the proof adds, whichever is larger."""
-    return max(_FIRST_MARGIN * parts.norm_bound, 2.0 * default_delta(parts, mu_est), 1e-300)
-
-
-def _lower_tree_tries(space: FactorSpace, y, nu, mu_est: float, enough: float | None,
-                      parts: SlackParts, tried: list, deadline: float) -> float | None:
-    """Tree-basis proofs below a first try that stopped on a pivot; the value proved or None.
-
-    First at ``enough`` where the estimate is above it, then at :data:`_LOWER_TRIES` first
-    margins (:func:`_first_margin`) below the estimate: the tree basis' conditioning
-    amplifies the rounding of the factorisation past one margin where the bottom of
-    :math:`S` on :math:`\\mathbf 1^\\perp` is tiny (added rows that move the constant
-    vector, MVU), while a few margins lower the same proof serves at a sparse factorisation's
-    cost, before the dense :math:`O(n^3)` proof. Every try is
-    :func:`~sdpembed.lowrank.sparse_slack.sparse_verify` (rounding included) at a lower
-    shift: a success proves :math:`\\lambda_{\\min}(S)>` that shift on
-    :math:`\\mathbf 1^\\perp`, whatever the estimate, and if :math:`\\lambda_{\\min}(S)`
-    lies below a shift its proof must fail. A try at or above a shift that failed on a pivot
-    is skipped; a failure of the rounding bound (not a pivot) ends the tries. The checks are
-    appended to ``tried``.
-    """
-    shifts = [enough] if enough is not None and mu_est > enough else []
-    margin = _first_margin(parts, mu_est)
-    shifts += [mu_est - k * margin for k in _LOWER_TRIES]
-    failed = tried[-1].mu
-    for shift in shifts:
-        if shift >= failed:
-            continue
-        if _past(deadline):
-            return None
-        try:
-            chk = sparse_verify(space, y, nu, float(shift), parts=parts, mode="tree")
-        except MemoryError:
-            return None
-        tried.append(chk)
-        if chk.verified:
-            return chk.mu
-        if "pivot" not in chk.reason:
-            return None
-        failed = chk.mu
-    return None
 
 
 def _dense_verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, *, max_steps: int = 4,
@@ -341,9 +292,7 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: flo
     (:func:`~sdpembed.lowrank.sparse_slack.sparse_verify`, rounding included, on a basis
     of :math:`\\mathbf 1^\\perp`), only at a lower shift: a success proves
     :math:`\\lambda_{\\min}(S)>` ``enough`` on :math:`\\mathbf 1^\\perp` whatever the
-    estimate, and if :math:`\\lambda_{\\min}(S) <` ``enough`` it must fail. Where that does
-    not apply or fails, the tree basis is tried :data:`_LOWER_TRIES` first margins below the
-    estimate before the dense proof (:func:`_lower_tree_tries`).
+    estimate, and if :math:`\\lambda_{\\min}(S) <` ``enough`` it must fail.
     No factorisation starts once ``deadline`` (a :func:`time.perf_counter` value) has
     passed. Returns ``(mu or None, reason, checks)``.
     """
@@ -363,10 +312,16 @@ def _verified_lambda_min(space: FactorSpace, y, nu, mu_est: float, deadline: flo
                                                    parts=parts, deadline=deadline)
         if mu is not None:
             return mu, "", tried
-        if tried and "pivot" in tried[-1].reason:
-            mu = _lower_tree_tries(space, y, nu, float(mu_est), enough, parts, tried, deadline)
-            if mu is not None:
-                return mu, "", tried
+        if enough is not None and float(mu_est) > enough and tried \
+                and "pivot" in tried[-1].reason and not _past(deadline):
+            try:
+                chk = sparse_verify(space, y, nu, float(enough), parts=parts, mode="tree")
+            except MemoryError:
+                chk = None
+            if chk is not None:
+                tried.append(chk)
+                if chk.verified:
+                    return chk.mu, "", tried
     if _past(deadline):
         return None, _late_reason(tried), tried
     mu, why, checks = _dense_verified_lambda_min(space, y, nu, mu_est, deadline=deadline)
