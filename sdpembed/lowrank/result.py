@@ -147,3 +147,4 @@ class _SolveState:
     certificates: CertificateCache = field(default_factory=CertificateCache)
     warm_start: dict[str, float] | None = None
     reduced_solver: dict[str, Any] | None = None
+    start_scale: float | None = None
