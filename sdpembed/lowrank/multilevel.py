@@ -94,14 +94,15 @@ def multilevel_fits(gp: GramProblem, basis, min_points: int) -> bool:
 
 
 def multilevel_factor(gp: GramProblem, k: int, opts, rng, *, min_points: int,
-                      coarse_gtol: float, max_inner: int, limits) -> tuple[np.ndarray, dict]:
+                      coarse_gtol: float, max_inner: int, limits, initial
+                      ) -> tuple[np.ndarray, dict]:
     """The first factor (n x k) of ``gp`` from its coarsened problem, and a record
-    (points per level, L-BFGS iterations per level)."""
+    (points per level, L-BFGS iterations per level); ``initial(space, k, rng)`` is the
+    coarsest level's start."""
     from .alm import _ALM
     from .outer import _OuterLoop
     from .penalty import DistancePenalty
     from .result import _SolveState
-    from .solve import _initial_factor
     from .space import FactorSpace
 
     coarse, agg = coarsen(gp)
@@ -110,12 +111,12 @@ def multilevel_factor(gp: GramProblem, k: int, opts, rng, *, min_points: int,
     if coarse.n > 2 * min_points and coarse.n < gp.n:
         Wc, sub = multilevel_factor(coarse, k, opts, rng, min_points=min_points,
                                     coarse_gtol=coarse_gtol, max_inner=max_inner,
-                                    limits=limits)
+                                    limits=limits, initial=initial)
         Wc = space_c.project(Wc)
         record["points"] += sub["points"]
         record["iterations"] += sub["iterations"]
     else:
-        Wc = _initial_factor(space_c, k, rng)
+        Wc = initial(space_c, k, rng)
     pen_c = DistancePenalty(coarse)
     alm_c = _ALM(space_c, pen_c, opts)
     loop = _OuterLoop(space_c, pen_c, alm_c, opts, _SolveState(), 0.0, Wc)

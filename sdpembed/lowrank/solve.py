@@ -168,7 +168,8 @@ MULTILEVEL_MAX_INNER = 150
 
 def _multilevel_wanted(space: FactorSpace, opts: LowRankOptions) -> bool:
     gp = space.gp
-    if opts.start == "random" or not multilevel_fits(gp, space.Q, MULTILEVEL_MIN_POINTS):
+    if opts.start == "random" or opts.warm_multipliers is not None \
+            or not multilevel_fits(gp, space.Q, MULTILEVEL_MIN_POINTS):
         return False
     return opts.start == "multilevel" or gp.n >= MULTILEVEL_MIN_N
 
@@ -207,7 +208,7 @@ def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveStat
             W, record = multilevel_factor(gp, k0, opts, rng, min_points=MULTILEVEL_MIN_POINTS,
                                           coarse_gtol=MULTILEVEL_COARSE_GTOL,
                                           max_inner=MULTILEVEL_MAX_INNER,
-                                          limits=opts.dense_limits)
+                                          limits=opts.dense_limits, initial=_initial_factor)
             W = space.project(W)
             state.start_scale = abs(quad)
             state.warm_start = {"seconds": time.process_time() - t_ml,
