@@ -104,13 +104,6 @@ class LowRankOptions:
         its solution; an (n, k) array: start from that factor. ``None`` is the
         default because the reduced optima can be far from the full one (a smooth
         basis cannot hold the local distances; ``docs/tuning.md``).
-    start : {"auto", "random", "multilevel"}
-        The first factor where ``warm_start`` is ``None`` (full space, no added
-        constraints). ``"random"``: random, scaled to the targets. ``"multilevel"``: the
-        first subproblem solved on the problem coarsened by edge matching (recursively),
-        its factor extended to every point (:mod:`sdpembed.lowrank.multilevel`); the
-        tolerances stay those of the random start. ``"auto"`` (default): ``"multilevel"``
-        from ``MULTILEVEL_MIN_N`` points, else ``"random"``.
     warm_multipliers : tuple of ndarray, optional
         ``(y, nu)``: the multipliers of a solve of a problem on the same graph (its
         ``SolveReport.extra["multipliers"]``, or ``LowRankResult.y, .nu``), which the
@@ -194,7 +187,6 @@ class LowRankOptions:
     max_rank: int = 200
     warm_start: Any = None
     warm_basis_rank: int = 30
-    start: str = "auto"
     warm_multipliers: Any = None
     max_outer: int = 200
     max_inner: int | None = None
@@ -259,8 +251,6 @@ class LowRankOptions:
                                  "arrays of finite numbers")
         if not (self.time_limit > 0):
             raise InputError("LOWRANK time_limit must be positive (seconds)")
-        if self.start not in STARTS:
-            raise InputError(f"LOWRANK start must be one of {STARTS}; got {self.start!r}")
         if self.reduced_solver not in REDUCED_SOLVERS:
             raise InputError(f"LOWRANK reduced_solver must be one of {REDUCED_SOLVERS}; "
                              f"got {self.reduced_solver!r}")
@@ -271,9 +261,6 @@ class LowRankOptions:
 
 #: subproblem solvers of :class:`LowRankOptions` ``inner``
 INNER_SOLVERS = ("auto", "lbfgs", "plbfgs", "newton")
-
-#: first factors without ``warm_start``, :class:`LowRankOptions` ``start``
-STARTS = ("auto", "random", "multilevel")
 
 #: solvers on a reduced basis, :class:`LowRankOptions` ``reduced_solver``
 REDUCED_SOLVERS = ("auto", "ipm", "alm")

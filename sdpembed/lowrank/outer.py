@@ -116,10 +116,7 @@ class _OuterLoop(StallGrowth):
         # LowRankResult.interval_envelope: which augmented Lagrangian ran (None: not "interval")
         self.envelope = None if pen.mode != "interval" else ("kink" if alm.on_kink else "huber")
         self._start_penalty()
-        # a start other than the random one keeps the random start's scale (state.start_scale),
-        # so that the tolerances do not move with the start
-        self.obj_scale = max(abs(quad) if state.start_scale is None else state.start_scale,
-                             1e-12)
+        self.obj_scale = max(abs(quad), 1e-12)
         self.sigma_h = self.sigma_h0 = 10.0 / self.obj_scale
         self.prev_h = np.inf
         # the added rows' penalties: the distance penalty's stiffness in units of each

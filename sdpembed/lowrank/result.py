@@ -147,4 +147,3 @@ class _SolveState:
     certificates: CertificateCache = field(default_factory=CertificateCache)
     warm_start: dict[str, float] | None = None
     reduced_solver: dict[str, Any] | None = None
-    start_scale: float | None = None

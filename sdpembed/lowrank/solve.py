@@ -11,7 +11,6 @@ from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, laplacian_basis
 from .alm import _ALM
-from .multilevel import multilevel_factor, multilevel_fits
 from .certificate import CertificateCache
 from .options import LowRankOptions, loop_deadline
 from .outer import _OuterLoop
@@ -155,25 +154,6 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
     return None
 
 
-#: ``start="auto"`` takes the multilevel start from this many points (docs/tuning.md, "A
-#: multilevel first point")
-MULTILEVEL_MIN_N = 2000
-#: the coarsest level's points: coarsening stops once a level has at most twice this many
-MULTILEVEL_MIN_POINTS = 300
-#: the coarse subproblems' tolerance relative to the outer loop's first one
-MULTILEVEL_COARSE_GTOL = 100.0
-#: at most this many L-BFGS iterations per coarse level
-MULTILEVEL_MAX_INNER = 150
-
-
-def _multilevel_wanted(space: FactorSpace, opts: LowRankOptions) -> bool:
-    gp = space.gp
-    if opts.start == "random" or opts.warm_multipliers is not None \
-            or not multilevel_fits(gp, space.Q, MULTILEVEL_MIN_POINTS):
-        return False
-    return opts.start == "multilevel" or gp.n >= MULTILEVEL_MIN_N
-
-
 def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveState
                      ) -> np.ndarray:
     """The first factor: ``warm_start`` (a factor, or the reduced-basis solution), else random;
@@ -200,22 +180,7 @@ def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveStat
             W = space.project(sub.factor)
             state.warm_start = {"seconds": sub.seconds, "objective": sub.objective}
     if W is None:
-        W = _initial_factor(space, k0, rng)
-        if warm is None and _multilevel_wanted(space, opts):
-            t_ml = time.process_time()
-            # the random start's objective keeps setting the tolerances (state.start_scale)
-            quad = float(np.sum(W * space.apply_C(W)))
-            W, record = multilevel_factor(gp, k0, opts, rng, min_points=MULTILEVEL_MIN_POINTS,
-                                          coarse_gtol=MULTILEVEL_COARSE_GTOL,
-                                          max_inner=MULTILEVEL_MAX_INNER,
-                                          limits=opts.dense_limits, initial=_initial_factor)
-            W = space.project(W)
-            state.start_scale = abs(quad)
-            state.warm_start = {"seconds": time.process_time() - t_ml,
-                                "coarse_points": float(record["points"][0]),
-                                "levels": float(len(record["points"])),
-                                "coarse_iterations": float(sum(record["iterations"]))}
-        return W
+        return _initial_factor(space, k0, rng)
     if W.shape[1] < k0:
         W = np.c_[W, 1e-3 * np.sqrt(np.mean(W * W)) * space.project(
             rng.standard_normal((space.dim, k0 - W.shape[1])))]
