@@ -103,7 +103,7 @@ def test_interior_point_entries_state_no_accuracy():
 
 
 def test_lowrank_105002_cut_point_is_refused_truly():
-    # differential seed 105002 (equality DVU with cannot/must links, 31 points): cut by
+    # differential seed 105002 (equality DVU with a cannot-link and a must-link): cut by
     # max_outer=8 (the point the 30-s wall limit cut in the twenty-third round), LOWRANK's
     # point lies *below* its certified bound by 1.24e-5 and is priced a hair above that
     # (1.24060e-5 against 1.24045e-5): it is 1.35e-5 below the optimum, outside the gap it
