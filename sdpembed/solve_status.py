@@ -26,7 +26,10 @@ duality gap, residuals and a bound. The point is a *result* only if
    unless the point moved onto its rows proves it within that of the optimum
    (``repaired_worth`` at most :data:`VIOLATION_WORTH`, below). LOWRANK reports a point
    that converged to its tolerances but is priced above the limit and above its own
-   certified gap ``optimal_inaccurate``, so this rule judges it too (below).
+   certified gap ``optimal_inaccurate``, so this rule judges it too (below), and so does
+   :func:`sdpembed.solvers.solve` an SCS point that converged to its tolerances but is
+   priced above the limit and above the accuracy its ``eps_abs``/``eps_rel`` state
+   (``stated_accuracy``, below).
 
 Anything else raises :class:`~sdpembed.exceptions.SolverFailedError` carrying the
 objective, the bound, the gap and the point (:func:`check_result`); certified or not.
@@ -127,11 +130,21 @@ priced at 1.85e-3: the interval [bound, objective] it stated missed the optimum.
 point, priced above the limit and above its certified gap :math:`g`, is reported
 ``optimal_inaccurate`` and judged here (docs/tuning.md, "LOWRANK's optimal points
 priced; 1,000 fresh instances"); a price :math:`W \\le g` keeps ``optimal``, the optimum
-lying in :math:`[\\ell, p + W] \\subset [p - g, p + g]` (violations of one sign are
-priced at about the gap itself). Equality rows (equality distances, added ``==``
-rows) have no repair, so a point violating them is judged by its price alone. Rows only: a
-violation of a cone (SDPA's and CSDP's points often meet their rows exactly and are priced
-at 0) is left to the backend's residuals.
+lying in :math:`[\\ell, p + W] \\subset [p - g, p + g]` (violations of one sign are priced
+at about the gap itself). SCS's ``optimal`` is first-order convergence to its ``eps``: its
+gap test :math:`|x^TPx + c^Tx + b^Ty| \\le \\epsilon_{abs} + \\epsilon_{rel} \\max(|x^TPx|,
+|c^Tx|, |b^Ty|)` states the objective to that accuracy (in the objective's unit:
+``extra["stated_accuracy"]``, its entry's ``stated_accuracy``), but its residual tests
+bound each row's violation, not what the violations buy summed at its multipliers: on
+differential seed 104113 (interval DVU, three added rows) it converged at its default
+``eps`` 1e-6 (stated 2.0e-6, gap 5.5e-7) to an objective 1.0e-5 from the optimum, priced at
+6.3e-4. An SCS ``optimal`` point priced above :data:`VIOLATION_WORTH`, its stated accuracy
+and its gap is reported ``optimal_inaccurate`` and judged here; a loose ``eps`` states a
+loose accuracy, so a point priced within it stays ``optimal`` (docs/tuning.md, "SCS's
+optimal points priced; 105002 and 103458 explained"). Equality rows (equality distances,
+added ``==`` rows) have no repair, so a point violating them is judged by its price alone.
+Rows only: a violation of a cone (SDPA's and CSDP's points often meet their rows exactly
+and are priced at 0) is left to the backend's residuals.
 
 **A conic iterate cut by a limit is not a result.** An iterate stopped by an iteration or
 time limit is neither primal nor dual feasible, so nothing it reports bounds its error:
@@ -408,10 +421,14 @@ def check_result(solver: str, status: str, objective: float | None,
             objective, stats, point)
     bought = _reported(stats, "violation_worth")
     repaired = _reported(stats, "repaired_worth")
+    stated = _reported(stats, "stated_accuracy")
     if (status == "optimal_inaccurate" and bought is not None and bought > VIOLATION_WORTH
             and not (repaired is not None and repaired <= VIOLATION_WORTH)):
         raise _fail(
-            f"{name}{on} stopped ({status}) at a point whose constraint violations, priced at "
+            (f"{name}{on} converged to its tolerances, which state its objective to within "
+             f"{stated:.3g} (relative), and is reported {status}: its point's"
+             if stated is not None else f"{name}{on} stopped ({status}) at a point whose")
+            + " constraint violations, priced at "
             f"its own multipliers, can buy {bought:.3g} of its objective (relative), above "
             f"{VIOLATION_WORTH:g}: the objective {p:.6g} may owe that much to the violations, "
             "so the point is not a solution (its residuals may look small: a row with a small "
@@ -422,8 +439,8 @@ def check_result(solver: str, status: str, objective: float | None,
                "; no repair of it proves it (none is made where an equality row must hold), "
                "so its price alone judges it")
             + ". Tighten the backend's tolerances or "
-            + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend."),
-            objective, stats, point, violation_worth=bought)
+            + (f"{advice}." if (advice := _said(stats, "advice")) else "try another backend.")
+            + rigid, objective, stats, point, violation_worth=bought)
     bound = _get(stats, "bound")
     signed = bound_gap(p, bound, reported_objective_scale(stats))
     if signed is not None and signed < -BOUND_TOLERANCE:

@@ -396,6 +396,7 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
             entry, effective, iterations, solve_s):
         if status in (cp.OPTIMAL_INACCURATE, cp.USER_LIMIT):
             extra["stopped_by_limit"] = True   # its last iterate, cut: refused below
+    terms = None
     if extra.get("gap_terms") is not None:
         terms = extra.pop("gap_terms")
         if extra.get("absolute_gap") is not None:
@@ -413,6 +414,8 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         worth = violation_worth(formulation, problem.value, tolerance=VIOLATION_WORTH)
         if worth is not None:
             extra["violation_worth"] = worth
+            if status == cp.OPTIMAL and entry.stated_accuracy is not None and terms is not None:
+                status = _priced_beyond_stated(entry, effective, problem.value, terms, extra)
             if worth > VIOLATION_WORTH and status == cp.OPTIMAL_INACCURATE:
                 # what the point's repair onto its rows proves (rule 5 keeps it on that)
                 repaired = repaired_worth(formulation, problem.value)
@@ -447,6 +450,30 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         said = extra.get("message")
         _warn_inaccurate(name, formulation.method + (f" ({said})" if said else ""), advice)
     return report
+
+
+def _priced_beyond_stated(entry, options: Mapping[str, Any], objective: float, terms: float,
+                          extra: dict[str, Any]) -> str:
+    """The status of an ``optimal`` point of a backend whose tolerances state an accuracy of
+    the objective (its entry's ``stated_accuracy``, recorded in ``extra``): ``optimal``
+    unless its price (``extra["violation_worth"]``) exceeds that accuracy, its own gap and
+    :data:`~sdpembed.solve_status.VIOLATION_WORTH`; then ``optimal_inaccurate``, its gap no
+    claim (``solver_gap``) and ``extra["message"]`` saying why (rule 5 judges it)."""
+    stated = gap_in_objective_unit(entry.stated_accuracy(options, terms), objective, terms)
+    if stated is None:
+        return cp.OPTIMAL
+    extra["stated_accuracy"] = stated
+    worth, gap = extra["violation_worth"], extra.get("gap") or 0.0
+    if worth <= max(VIOLATION_WORTH, stated, gap):
+        return cp.OPTIMAL
+    if extra.get("gap") is not None:
+        extra["solver_gap"] = extra.pop("gap")
+    extra["message"] = (
+        f"{extra.get('message') or 'converged'}; but its constraint violations, priced at its "
+        f"own multipliers, can buy {worth:.3g} of its objective (relative), above the "
+        f"{stated:.3g} its tolerances ({', '.join(entry.tolerance_options)}) state: "
+        "optimal_inaccurate")
+    return cp.OPTIMAL_INACCURATE
 
 
 def _used_up_limits(entry, options: Mapping[str, Any], iterations: int | None,

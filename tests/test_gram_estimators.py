@@ -57,10 +57,14 @@ def test_mvu_unfolds_a_curve():
 
 
 def _cheap(est):
-    # SCS at loose tolerance: the checks fit up to ~150 random points many times;
-    # they test the API, not accuracy (accuracy is tested above and in test_dvu.py)
-    return est.set_params(n_components=2, solver="SCS", random_state=0,
-                          solver_options={"eps_abs": 1e-3, "eps_rel": 1e-3, "max_iters": 20000})
+    # LOWRANK: the checks fit up to ~150 random points many times; they test the API, not
+    # accuracy (accuracy is tested above and in test_dvu.py). They ran SCS at eps 1e-3,
+    # which said "optimal" at points whose violations, priced at its own multipliers,
+    # bought up to 4 times what that eps states (0.16 against 0.04 of the objective): such
+    # points are refused since SCS's optimal points are priced (solve_status, rule 5), and
+    # at eps 1e-6 some still are (up to 5 times). LOWRANK certifies its points and solves
+    # these checks in 0.1-7 CPU s each (docs/tuning.md, "SCS's optimal points priced").
+    return est.set_params(n_components=2, solver="LOWRANK", random_state=0)
 
 
 @parametrize_with_checks(

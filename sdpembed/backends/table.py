@@ -114,6 +114,16 @@ class ConicBackend:
         :mod:`sdpembed.solve_status`).
     limit_options : str
         The options that raise those limits, for the messages.
+    stated_accuracy : callable, optional
+        The absolute accuracy of the objective that its stopping tolerances state for a
+        solve with the given options, at a point whose objective's terms have the given
+        size (SCS: its gap test, ``eps_abs + eps_rel`` times that size). An ``optimal``
+        point whose rows' violations, priced at its own multipliers, buy more of its
+        objective than that (in the objective's unit) and more than
+        :data:`~sdpembed.solve_status.VIOLATION_WORTH` did not reach what its tolerances
+        promise: :func:`sdpembed.solvers.solve` reports it ``optimal_inaccurate`` and rule
+        5 of :mod:`sdpembed.solve_status` judges it. ``None``: its ``optimal`` points are
+        not judged by their price (interior-point backends, see that module).
     """
 
     name: str
@@ -137,6 +147,7 @@ class ConicBackend:
     inaccurate_advice: str | None = None
     limits: Callable[[Mapping[str, Any]], tuple[float | None, float | None]] | None = None
     limit_options: str = ""
+    stated_accuracy: Callable[[Mapping[str, Any], float], float] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or self.name != self.name.upper():
@@ -190,6 +201,13 @@ def _limits(iterations: str, default: int, seconds: str | None = None,
     return limits
 
 
+def _scs_stated_accuracy(options: Mapping[str, Any], terms: float) -> float:
+    """SCS's gap test at convergence: :math:`|x^TPx + c^Tx + b^Ty| \\le` ``eps_abs`` +
+    ``eps_rel`` :math:`\\max(|x^TPx|, |c^Tx|, |b^Ty|)` (``terms``), its defaults where the
+    options do not set them."""
+    return float(options.get("eps_abs", 1e-4)) + float(options.get("eps_rel", 1e-4)) * terms
+
+
 def _cvxopt_limits(options: Mapping[str, Any]) -> tuple[float | None, float | None]:
     """CVXOPT's ``maxiters`` (cvxpy's ``max_iters`` sets it; default 100); no time limit."""
     return float(options.get("maxiters", options.get("max_iters", 100))), None
@@ -233,7 +251,7 @@ _BUILT_IN = (
         time_limit_option="time_limit_secs", tolerance_options=("eps_abs", "eps_rel"),
         inaccurate_advice="raise max_iters or use an interior-point backend (CLARABEL, CSDP)",
         limits=_limits("max_iters", 50_000, "time_limit_secs"),
-        limit_options="max_iters, time_limit_secs"),
+        limit_options="max_iters, time_limit_secs", stated_accuracy=_scs_stated_accuracy),
     ConicBackend(
         "MOSEK", "MOSEK", {**_S.CVXPY_SETTINGS, **_S._MOSEK}, 1e-6,
         "pip install 'sdpembed[mosek]' and put a licence file in ~/mosek/mosek.lic",
