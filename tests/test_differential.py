@@ -20,6 +20,8 @@ something untrue.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -200,11 +202,20 @@ def test_judge_agreement_where_both_return_a_result():
     assert v["outside_gap"] == v["disagree"] == 1
 
 
-def test_fast_slice_reports_nothing_untrue():
+def test_fast_slice_reports_nothing_untrue(monkeypatch):
+    """Twenty small instances, LOWRANK cut at 3 s and 30 outer iterations. LOWRANK reads
+    ``time_limit`` on :func:`time.perf_counter`; here it reads the process's CPU time
+    instead (as tests/test_face.py's seed 90381 does), so that the cut, and with it the
+    number of instances that reach a result, does not depend on the machine's load: at
+    load 28 each instance took 0.03-0.3 s of CPU but up to 4 s of wall clock, and a 3 s
+    wall cut turned two of 17 agreements into typed errors. Cut by CPU time all 17 results
+    agree with CLARABEL; the count is asserted near it, so a solver that stops reaching
+    results on these instances fails here."""
+    monkeypatch.setattr(time, "perf_counter", time.process_time)
     total, bad = _run(range(100, 120), (12, 14), time_limit=3.0, max_outer=30)
     assert bad == [], bad
     assert all(total.get(k, 0) == 0 for k in UNTRUE), total
-    assert total["agree"] >= 5, total      # the comparison is not vacuous
+    assert total["agree"] >= 15, total     # the comparison is not vacuous (17 agree)
 
 
 @pytest.mark.slow
