@@ -335,10 +335,9 @@ class DVU(_GramEmbedding):
         votes are known there and differ on :math:`d` rows, the only rows on which the two
         can score differently, so at most :math:`d/h` can be lost. The held-out rows on
         which the votes differed say how such rows split (right only on the inputs, only on
-        the embedding, on neither); carried over to the :math:`d` rows
-        (``sdpembed.estimators._held_out.unlabelled_loss``, a Dirichlet-multinomial
-        predictive) they give the expected loss there and the probability ``p_loss`` that
-        it is 5 points or more. It warns
+        the embedding, on neither); carried over to the :math:`d` rows (a
+        Dirichlet-multinomial predictive) they give the expected loss there and the
+        probability ``p_loss`` that it is 5 points or more. It warns
         (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`) when ``p_loss`` is
         30 % or more (the threshold that best separated, recall minus false alarms, 20
         draws of 200 USPS and scikit-learn digits rows; ``docs/tuning.md``, "The held-out

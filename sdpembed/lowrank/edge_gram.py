@@ -15,6 +15,8 @@ factors it in place.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -63,7 +65,9 @@ class EdgeGrams:
             np.subtract(Gc, S, out=Gc)
         return G.T
 
-    def cho_factor(self, form):
+    def cho_factor(
+        self, form: Callable[[], np.ndarray]
+    ) -> tuple[np.ndarray, bool] | None:
         """``cho_factor`` of ``form()`` (a matrix from :meth:`form`), with a ridge of
         1e-14, then 1e-12 times its largest diagonal entry where rounding made it
         indefinite, ``form`` called again for each try (the failed factorisation
