@@ -116,3 +116,43 @@ def no_paid_barrier(monkeypatch):
     from sdpembed.lowrank.dual_barrier import DualOptimum
 
     monkeypatch.setattr(DualOptimum, "paid_for", lambda self, work: False)
+
+
+@pytest.fixture(scope="session")
+def digits90():
+    """90 of scikit-learn's digits (seed 0), about 30 % unlabelled (``-1``), and their
+    3-neighbour graph with one random partner: ``(X, y, graph)``."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.graphs import knn_graph
+
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.default_rng(0)
+    idx = rng.permutation(y.size)[:90]
+    X, y = X[idx].astype(float), y[idx].copy()
+    y[rng.random(idx.size) > 0.7] = -1
+    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+
+
+@pytest.fixture
+def differential_formulation():
+    """The formulation of a differential instance: ``f = differential_formulation(seed)``
+    (``problems.differential.make_instance(seed).build()``)."""
+    from problems.differential import make_instance
+
+    return lambda seed: make_instance(seed).build()[0]
+
+
+@pytest.fixture
+def quiet_solve():
+    """:func:`sdpembed.solve` with its warnings silenced: ``quiet_solve(f, solver, **options)``."""
+    import warnings
+
+    from sdpembed import solve
+
+    def run(f, solver, **options):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return solve(f, solver, **options)
+
+    return run

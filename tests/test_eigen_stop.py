@@ -12,14 +12,12 @@ references are dense eigenvalues of the slack matrix and CLARABEL's optimum.
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
-from sklearn.datasets import load_digits
 
 import sdpembed.lowrank as lowrank
 from sdpembed.exceptions import SdpEmbedError
 from sdpembed.formulations import dvu
 from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import certificate as cmod
 from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.escape import escape_directions
@@ -28,13 +26,8 @@ from sdpembed.lowrank.verify import _sparse_verified_lambda_min
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = load_digits(return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:90]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+def data(digits90):
+    return digits90
 
 
 @pytest.fixture()

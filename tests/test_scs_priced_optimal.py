@@ -11,11 +11,8 @@ multipliers. A point priced above that accuracy (and above ``VIOLATION_WORTH``) 
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from sdpembed import solve
 from sdpembed.backends import CONIC_BACKENDS
 from sdpembed.exceptions import SolverFailedError
 from sdpembed.lowrank.backend import _solve_backend
@@ -25,29 +22,17 @@ from sdpembed.solvers import _priced_beyond_stated, available_solvers
 needs_scs = pytest.mark.skipif("SCS" not in available_solvers(), reason="SCS not installed")
 
 
-def _seed(seed: int):
-    from problems.differential import make_instance
-
-    f, _ = make_instance(seed).build()
-    return f
-
-
-def _quiet(f, solver, **options):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return solve(f, solver, **options)
-
-
 @needs_scs
-def test_scs_optimal_point_priced_beyond_its_eps_is_refused_and_was_untrue():
+def test_scs_optimal_point_priced_beyond_its_eps_is_refused_and_was_untrue(
+        differential_formulation, quiet_solve):
     # differential seed 104113 (interval DVU, 44 points, three added rows): SCS at its
     # default eps 1e-6 stops "solved" after 475 iterations, gap 5.5e-7, its eps stating the
     # objective to 2.0e-6; its rows' violations are priced at 6.3e-4 at its own multipliers,
     # and its objective lies 1.0e-5 from the optimum. main returned it as "optimal".
-    f = _seed(104113)
-    optimum = _quiet(f, "CLARABEL").objective
+    f = differential_formulation(104113)
+    optimum = quiet_solve(f, "CLARABEL").objective
     with pytest.raises(SolverFailedError, match="converged to its tolerances, which state") as err:
-        _quiet(f, "SCS")
+        quiet_solve(f, "SCS")
     exc = err.value
     assert exc.violation_worth > 10 * VIOLATION_WORTH
     assert "Tighten the backend's tolerances or raise max_iters" in str(exc)
@@ -57,10 +42,11 @@ def test_scs_optimal_point_priced_beyond_its_eps_is_refused_and_was_untrue():
 
 
 @needs_scs
-def test_scs_at_tight_eps_keeps_optimal_and_states_its_accuracy():
-    f = _seed(104113)
-    optimum = _quiet(f, "CLARABEL").objective
-    report = _quiet(f, "SCS", eps_abs=1e-8, eps_rel=1e-8)
+def test_scs_at_tight_eps_keeps_optimal_and_states_its_accuracy(
+        differential_formulation, quiet_solve):
+    f = differential_formulation(104113)
+    optimum = quiet_solve(f, "CLARABEL").objective
+    report = quiet_solve(f, "SCS", eps_abs=1e-8, eps_rel=1e-8)
     assert report.status == "optimal"
     assert report.extra["violation_worth"] <= VIOLATION_WORTH
     assert 0 < report.extra["stated_accuracy"] < 1e-6
@@ -102,14 +88,14 @@ def test_interior_point_entries_state_no_accuracy():
         assert (entry.stated_accuracy is not None) == (name == "SCS")
 
 
-def test_lowrank_105002_cut_point_is_refused_truly():
+def test_lowrank_105002_cut_point_is_refused_truly(differential_formulation, quiet_solve):
     # differential seed 105002 (equality DVU with a cannot-link and a must-link): cut by
     # max_outer=8 (the point the 30-s wall limit cut in the twenty-third round), LOWRANK's
     # point lies *below* its certified bound by 1.24e-5 and is priced a hair above that
     # (1.24060e-5 against 1.24045e-5): it is 1.35e-5 below the optimum, outside the gap it
     # states. Rules 5 and 3 each refuse it; unlimited it is optimal at the optimum.
-    f = _seed(105002)
-    optimum = _quiet(f, "CLARABEL").objective
+    f = differential_formulation(105002)
+    optimum = quiet_solve(f, "CLARABEL").objective
     report = _solve_backend(f, max_outer=8, time_limit=1e5)
     assert report.status == "optimal_inaccurate"
     signed = bound_gap(report.objective, report.bound, report.extra["objective_scale"])
@@ -118,18 +104,19 @@ def test_lowrank_105002_cut_point_is_refused_truly():
     assert (optimum - report.objective) / abs(optimum) > report.certified_gap
     assert report.bound <= optimum
     with pytest.raises(SolverFailedError, match="price alone judges it"):
-        _quiet(f, "LOWRANK", max_outer=8, time_limit=1e5)
-    full = _quiet(f, "LOWRANK", time_limit=1e5)
+        quiet_solve(f, "LOWRANK", max_outer=8, time_limit=1e5)
+    full = quiet_solve(f, "LOWRANK", time_limit=1e5)
     assert full.status == "optimal"
     assert abs(full.objective - optimum) <= 1e-5 * abs(optimum)
 
 
-def test_lowrank_103458_nearly_rigid_point_refused_with_the_rigidity_note():
+def test_lowrank_103458_nearly_rigid_point_refused_with_the_rigidity_note(
+        differential_formulation, quiet_solve):
     # differential seed 103458 (equality DVU, 15 points): the largest lambda_min of a
     # feasible Gram matrix is 2e-6 against a largest eigenvalue of 10: no strictly feasible
     # point to working precision, so the augmented Lagrangian creeps up to the optimum from
     # below (1e-4 below it after 15 to 200 outer iterations); the refusal says why
-    f = _seed(103458)
+    f = differential_formulation(103458)
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
-        _quiet(f, "LOWRANK", max_outer=15, time_limit=1e5)
+        quiet_solve(f, "LOWRANK", max_outer=15, time_limit=1e5)
     assert err.value.violation_worth > 10 * VIOLATION_WORTH

@@ -11,14 +11,12 @@ import time
 import cvxpy as cp
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 import sdpembed.lowrank as lowrank
 from sdpembed.formulations import dvu
 from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
 from sdpembed.formulations.mvu import mvu_problem
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.sparse_slack import SlackParts, SparseCheck, sparse_bottom, sparse_verify
 from sdpembed.lowrank.verify import (
@@ -34,13 +32,8 @@ METHODS = [pytest.param("cholmod", marks=pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = load_digits(return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:90]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+def data(digits90):
+    return digits90
 
 
 def _dense_S(space, y, nu):
