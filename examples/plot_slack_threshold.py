@@ -41,7 +41,7 @@ from sdpembed.formulations.dvu import min_bounded_slack_weight
 RELATIVE_WEIGHTS = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0)
 
 
-def run(solver="SCS", n_samples=60, relative_weights=RELATIVE_WEIGHTS, quiet=True):
+def run(solver="CLARABEL", n_samples=60, relative_weights=RELATIVE_WEIGHTS, quiet=True):
     """The threshold, the error below it and the optimal values above it.
 
     Returns a dict: ``threshold``, ``message`` (of the :class:`UnboundedError`
