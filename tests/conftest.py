@@ -118,20 +118,34 @@ def no_paid_barrier(monkeypatch):
     monkeypatch.setattr(DualOptimum, "paid_for", lambda self, work: False)
 
 
-@pytest.fixture(scope="session")
-def digits90():
-    """90 of scikit-learn's digits (seed 0), about 30 % unlabelled (``-1``), and their
-    3-neighbour graph with one random partner: ``(X, y, graph)``."""
+def _partial_digits(n, n_class=10):
+    """``n`` of scikit-learn's digits (of the first ``n_class`` classes; seed 0), about 30 %
+    unlabelled (``-1``), their 3-neighbour graph with one random partner, and the generator
+    after its draws: ``(X, y, graph, rng)``."""
     from sklearn.datasets import load_digits
 
     from sdpembed.graphs import knn_graph
 
-    X, y = load_digits(return_X_y=True)
+    X, y = load_digits(n_class=n_class, return_X_y=True)
     rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:90]
+    idx = rng.permutation(y.size)[:n]
     X, y = X[idx].astype(float), y[idx].copy()
     y[rng.random(idx.size) > 0.7] = -1
-    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0), rng
+
+
+@pytest.fixture(scope="session")
+def partial_digits():
+    """``partial_digits(n, n_class=10)``: ``(X, y, graph, rng)``, ``n`` partially labelled
+    digits, their graph and the generator after its draws (:func:`_partial_digits`)."""
+    return _partial_digits
+
+
+@pytest.fixture(scope="session")
+def digits90():
+    """90 of scikit-learn's digits, about 30 % unlabelled, and their graph:
+    ``(X, y, graph)`` (:func:`_partial_digits`)."""
+    return _partial_digits(90)[:3]
 
 
 @pytest.fixture
@@ -156,3 +170,22 @@ def quiet_solve():
             return solve(f, solver, **options)
 
     return run
+
+
+@pytest.fixture
+def returns_of(monkeypatch):
+    """``outs = returns_of(owner, "name")``: ``owner.name`` wrapped for the test, each call's
+    return value appended to ``outs`` (the call itself unchanged)."""
+
+    def watch(owner, name):
+        outs, real = [], getattr(owner, name)
+
+        def wrapped(*args, **kwargs):
+            out = real(*args, **kwargs)
+            outs.append(out)
+            return out
+
+        monkeypatch.setattr(owner, name, wrapped)
+        return outs
+
+    return watch

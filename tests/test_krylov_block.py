@@ -7,13 +7,11 @@ restarts."""
 import numpy as np
 import pytest
 import scipy.sparse.linalg as spla
-from sklearn.datasets import load_digits
 
 import sdpembed.lowrank as lowrank
 from sdpembed._arpack import eigsh
 from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import centering_basis
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import sparse_slack
 from sdpembed.lowrank.krylov_block import top_pairs
 
@@ -77,13 +75,9 @@ def test_an_invariant_subspace_ends_the_run_exactly():
 
 
 @pytest.fixture(scope="module")
-def data_space():
-    X, y = load_digits(return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:90]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    gp = dvu_problem(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y)
+def data_space(partial_digits):
+    X, y, graph, rng = partial_digits(90)
+    gp = dvu_problem(graph, y)
     space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10))
     # multipliers spread, so that S has no repeated eigenvalue (a single-vector Krylov
     # space ends at the number of distinct ones)
@@ -107,18 +101,11 @@ def test_sparse_bottom_falls_back_to_arpack(data_space, monkeypatch):
     np.testing.assert_allclose(lam, w[:6], atol=1e-10 * norm)
 
 
-def test_sparse_bottom_takes_a_large_block_from_the_unrestarted_run(data_space, monkeypatch):
+def test_sparse_bottom_takes_a_large_block_from_the_unrestarted_run(data_space, returns_of):
     space, ym, w, norm = data_space
-    used = []
-    real = sparse_slack.top_pairs
-
-    def spy(*a, **kw):
-        out = real(*a, **kw)
-        used.append(out is not None)
-        return out
-    monkeypatch.setattr(sparse_slack, "top_pairs", spy)
+    outs = returns_of(sparse_slack, "top_pairs")
     k = sparse_slack._LANCZOS_MIN_PAIRS
     lam, X, _ = sparse_slack.sparse_bottom(space, ym, 0.0, k, sigma=w[0] - 0.1 * norm)
-    assert used == [True]
+    assert [out is not None for out in outs] == [True]
     np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
     np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)

@@ -59,24 +59,17 @@ def test_rows_blocks_are_the_hessian_diagonal_blocks(seed):
 
 
 @pytest.fixture(scope="module")
-def linked():
+def linked(partial_digits):
     """DVU on 40 digits with two must-link rows, a cannot-link row and an equality, its space
     and ALM."""
-    from sklearn.datasets import load_digits
-
     from sdpembed.formulations import dvu
-    from sdpembed.graphs import knn_graph
     from sdpembed.lowrank import FactorSpace
     from sdpembed.lowrank.alm import _ALM
     from sdpembed.lowrank.options import LowRankOptions
     from sdpembed.lowrank.penalty import DistancePenalty
 
-    X, y = load_digits(n_class=3, return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:40]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    f = dvu(knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y, centroids="eliminated")
+    X, y, graph, _ = partial_digits(40, n_class=3)
+    f = dvu(graph, y, centroids="eliminated")
     G = f.expressions["gram"]
 
     def sq(a, b):

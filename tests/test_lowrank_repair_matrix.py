@@ -11,27 +11,20 @@ relative leaves room for the sums' length.
 import cvxpy as cp
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 import sdpembed.lowrank as lowrank
 from sdpembed.formulations import dvu
 from sdpembed.formulations.dvu import dvu_problem
 from sdpembed.formulations.gram import laplacian_basis
 from sdpembed.formulations.mvu import mvu_problem
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import repair
 
 REL = 1e-12
 
 
 @pytest.fixture(scope="module")
-def data():
-    X, y = load_digits(n_class=3, return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:40]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0)
+def data(partial_digits):
+    return partial_digits(40, n_class=3)[:3]
 
 
 def _problems(data):

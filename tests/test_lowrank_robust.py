@@ -158,7 +158,7 @@ def test_raw_unscaled_breast_cancer_certifies():
 
 
 
-def test_restoration_on_raw_features_reaches_its_tolerance(monkeypatch):
+def test_restoration_on_raw_features_reaches_its_tolerance(returns_of):
     # raw breast-cancer features: squared edge lengths over six orders of magnitude, so the
     # Jacobian's rows (norm ~ 2 sqrt(2 Dbar_e)) spread over three. With its rows
     # equilibrated, two Gauss-Newton steps from 1e-6 off the constraints reach 1e-13 in
@@ -168,14 +168,7 @@ def test_restoration_on_raw_features_reaches_its_tolerance(monkeypatch):
     from sdpembed.formulations.mvu import mvu
     from sdpembed.lowrank import repair
 
-    iterations = []
-    lsmr = repair.spla.lsmr
-
-    def counted(*args, **kwargs):
-        out = lsmr(*args, **kwargs)
-        iterations.append(out[2])
-        return out
-    monkeypatch.setattr(repair.spla, "lsmr", counted)
+    outs = returns_of(repair.spla, "lsmr")
     X, _ = load_breast_cancer(return_X_y=True)
     X = X[np.sort(np.random.default_rng(0).permutation(X.shape[0])[:300])]
     gp = mvu(knn_graph(X, n_neighbors=2, n_random=1, random_state=0)).meta["gram_problem"]
@@ -193,6 +186,7 @@ def test_restoration_on_raw_features_reaches_its_tolerance(monkeypatch):
     assert r == pytest.approx(
         np.linalg.norm(np.einsum("ij,ij->i", Z, Z) - pen.t) / np.linalg.norm(pen.t))
     assert r <= 1e-13
+    iterations = [out[2] for out in outs]
     assert len(iterations) == 2 and sum(iterations) <= 600, iterations
     # the least-norm steps move the factor no further than the feasible point it came from
     assert np.linalg.norm(W_r - W) <= 1.01 * np.linalg.norm(W - F)

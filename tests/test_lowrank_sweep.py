@@ -8,11 +8,9 @@ warm start must follow a changed optimum, not just restate the previous one.
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 from sdpembed.exceptions import InputError
 from sdpembed.formulations import dvu
-from sdpembed.graphs import knn_graph
 from sdpembed.solvers import solve, solve_sweep
 
 LAMS = [0.1, 0.05, 0.02]
@@ -20,13 +18,9 @@ TOL = 1e-5
 
 
 @pytest.fixture(scope="module")
-def instance():
-    X, y = load_digits(return_X_y=True)
-    rng = np.random.default_rng(0)
-    idx = rng.permutation(y.size)[:80]
-    X, y = X[idx].astype(float), y[idx].copy()
-    y[rng.random(idx.size) > 0.7] = -1
-    return knn_graph(X, n_neighbors=3, n_random=1, random_state=0), y
+def instance(partial_digits):
+    X, y, graph, _ = partial_digits(80)
+    return graph, y
 
 
 def _formulations(instance):

@@ -254,7 +254,7 @@ def test_shift_invert_solves_agree(data, method):
 
 @pytest.mark.parametrize("case", ["dvu", "dvu snr"])
 def test_raised_shift_sits_just_below_the_bottom_in_one_factorisation(data, case,
-                                                                      monkeypatch):
+                                                                      returns_of):
     """Given ``raise_to``, a shift far below the spectrum is raised once, to
     ``_NEAR_MARGIN`` below the shift-invert estimate of lambda_min (two factorisations in
     all, not the halvings'), still below the dense lambda_min; the pairs are the dense
@@ -262,17 +262,10 @@ def test_raised_shift_sits_just_below_the_bottom_in_one_factorisation(data, case
     gp, y, nu = _cases(data)[case]
     space = _space(gp)
     w, norm = _exact(space, y, nu)
-    count = []
-    factor = sparse_slack.factor_at_shift
-
-    def counted(*args, **kw):
-        out = factor(*args, **kw)
-        count.append(out[1])
-        return out
-    monkeypatch.setattr(sparse_slack, "factor_at_shift", counted)
+    outs = returns_of(sparse_slack, "factor_at_shift")
     sigma0 = w[0] - 100.0 * abs(w[0]) - 1e-9 * norm
     lam, X, sigma = sparse_bottom(space, y, nu, 12, sigma=sigma0, raise_to=-1e-9 * norm)
-    assert count == [True, True]
+    assert [out[1] for out in outs] == [True, True]
     assert sigma < w[0]
     assert sigma >= min(w[0] - 2.0 * sparse_slack._NEAR_MARGIN * abs(w[0]), -1e-9 * norm)
     np.testing.assert_allclose(lam, w[:12], atol=1e-10 * norm)
