@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["SolveReport", "Backend", "bound_gap", "OBJECTIVE_RESOLUTION"]
+__all__ = ["SolveReport", "Backend", "bound_gap", "OBJECTIVE_RESOLUTION", "objective_unit"]
 
 #: The share of the objective's size (its terms' magnitudes summed at the point) below
 #: which an objective counts as zero in :func:`bound_gap` (the rule:
@@ -28,6 +28,14 @@ def _finite(value) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
+
+
+def objective_unit(objective: float, scale: float | None) -> float:
+    r""":math:`\max(|p|, u)`, :math:`u` = :data:`OBJECTIVE_RESOLUTION` times ``scale``, the
+    size of the objective's terms at the point (no floor without one): the unit in which a
+    price, a repair's cost or an absolute gap is made relative to the objective
+    :math:`p` (that of :func:`bound_gap` where objective and bound agree)."""
+    return max(abs(objective), OBJECTIVE_RESOLUTION * abs(_finite(scale) or 0.0))
 
 
 def bound_gap(objective: float | None, bound: float | None,

@@ -174,7 +174,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backends.table import CONIC_BACKENDS, EntryView
 from .exceptions import SolverFailedError, SolverLimitError
-from .report import OBJECTIVE_RESOLUTION, _finite, bound_gap
+from .report import OBJECTIVE_RESOLUTION, _finite, bound_gap, objective_unit
 
 if TYPE_CHECKING:
     from .report import SolveReport
@@ -242,7 +242,7 @@ def gap_in_objective_unit(gap: float, objective: float | None, terms: float) -> 
     p, g = _finite(objective), _finite(gap)
     if p is None or g is None:
         return None
-    unit = max(abs(p), OBJECTIVE_RESOLUTION * abs(_finite(terms) or 0.0))
+    unit = objective_unit(p, terms)
     return abs(g) / unit if unit > 0 else (0.0 if g == 0 else float("inf"))
 
 

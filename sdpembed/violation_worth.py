@@ -33,7 +33,7 @@ import cvxpy as cp
 import numpy as np
 from cvxpy.constraints import Equality, Inequality, NonNeg, Zero
 
-from .report import OBJECTIVE_RESOLUTION, _finite
+from .report import _finite, objective_unit
 
 __all__ = ["priced_violation", "repaired_objective", "repaired_worth", "violation_worth"]
 
@@ -96,7 +96,7 @@ def violation_worth(formulation: Any, objective: float | None, *,
     unit = abs(p)
     if w > tolerance * unit:
         s = _objective_scale(formulation)
-        unit = max(unit, OBJECTIVE_RESOLUTION * (s or 0.0))
+        unit = objective_unit(p, s)
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
 
 
@@ -128,5 +128,5 @@ def repaired_worth(formulation: Any, objective: float | None) -> float | None:
     pr = repaired_objective(formulation)
     if pr is None:
         return None
-    unit = max(abs(p), OBJECTIVE_RESOLUTION * (_objective_scale(formulation) or 0.0))
+    unit = objective_unit(p, _objective_scale(formulation))
     return (pr - p) / unit if unit > 0 else (0.0 if pr == p else float("inf"))

@@ -17,7 +17,7 @@ from ..formulations.blank import distance_rows_as_edges
 from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..formulations.gram_problem import rigidity_note
-from ..report import OBJECTIVE_RESOLUTION, Backend, SolveReport, _finite
+from ..report import Backend, SolveReport, _finite, objective_unit
 from ..solve_status import FAR_FROM_OPTIMAL, FEASIBILITY_TOLERANCE, VIOLATION_WORTH, bound_gap
 from .certificate import relative_gap
 from .face import (
@@ -242,14 +242,8 @@ def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None
     p = _finite(result.objective)
     if w is None or p is None:
         return None
-    unit = _objective_unit(p, scale)
+    unit = objective_unit(p, scale)
     return w / unit if unit > 0 else (0.0 if w == 0 else float("inf"))
-
-
-def _objective_unit(p: float, scale: float | None) -> float:
-    r""":math:`\max(|p|, 10^{-3} s)`: the unit a price and a repair's cost are stated in
-    (``scale`` :math:`s`, that of :func:`~sdpembed.solve_status.bound_gap`)."""
-    return max(abs(p), OBJECTIVE_RESOLUTION * (_finite(scale) or 0.0))
 
 
 def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
@@ -268,7 +262,7 @@ def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
     p = float(result.objective)
     scale = _finite(extra.get("objective_scale"))
     repaired = (None if basis is not None or result.factor is None or not dense
-                else repaired_factor_worth(gp, result.factor, p, _objective_unit(p, scale)))
+                else repaired_factor_worth(gp, result.factor, p, objective_unit(p, scale)))
     if repaired is not None:
         extra["repaired_worth"] = repaired
     gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None
