@@ -21,6 +21,8 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from .barrier_path import _cholesky_ridged
+
 __all__ = ["EdgeGrams"]
 
 #: rows of :math:`EA` gathered at a time (a scratch of this many rows by m)
@@ -32,9 +34,9 @@ class EdgeGrams:
 
     :meth:`form` returns the matrix as the transpose of a C-ordered buffer (a
     Fortran-ordered view, equal entry for entry to ``E @ (E @ A).T``); :meth:`cho_factor`
-    factors such a view in place as :func:`~.barrier_path._cholesky_ridged` does the
-    array. ``E`` of another form (not two entries per row, ``+1`` then ``-1``): the
-    sparse products, into fresh arrays."""
+    factors such a view in place with :func:`~.barrier_path._cholesky_ridged`'s ridges.
+    ``E`` of another form (not two entries per row, ``+1`` then ``-1``): the sparse
+    products, into fresh arrays."""
 
     def __init__(self, E: sp.csr_matrix):
         self.E = E
@@ -70,17 +72,17 @@ class EdgeGrams:
     ) -> tuple[np.ndarray, bool] | None:
         """``cho_factor`` of ``form()`` (a matrix from :meth:`form`), with a ridge of
         1e-14, then 1e-12 times its largest diagonal entry where rounding made it
-        indefinite, ``form`` called again for each try (the failed factorisation
-        overwrote the buffer); ``None`` if that fails too."""
+        indefinite, in the kept buffer (``form`` called again for each try: the failed
+        factorisation overwrote it); ``None`` if that fails too. Without kept buffers:
+        :func:`~.barrier_path._cholesky_ridged` of one ``form()``."""
+        if not self.kept:
+            return _cholesky_ridged(form())
         for ridge in (0.0, 1e-14, 1e-12):
             H = form()
             if ridge:
-                if self.kept:
-                    H[np.diag_indices(H.shape[0])] += ridge * float(np.max(np.diag(H)))
-                else:
-                    H = H + ridge * float(np.max(np.diag(H))) * np.eye(H.shape[0])
+                H[np.diag_indices(H.shape[0])] += ridge * float(np.max(np.diag(H)))
             try:
-                return sla.cho_factor(H, overwrite_a=self.kept, check_finite=False)
+                return sla.cho_factor(H, overwrite_a=True, check_finite=False)
             except sla.LinAlgError:
                 continue
         return None
