@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from problems.tuning import add_tuning_argument, command_line, write_section
-from sdpembed.estimators.gram import _WARN_ALPHA, _WARN_LOSS, held_out_verdict
+from sdpembed.estimators._held_out import WARN_ALPHA, WARN_LOSS, held_out_verdict
 
 #: a fit "loses" when its hidden-label 3-NN accuracy is this many points below the inputs'
 LOSS_POINTS = 5.0
@@ -166,7 +166,7 @@ def chosen_on_half(rows: list[dict], splits: int, rules=HALF_RULES) -> list[dict
                     "on_own_half": score(fit_on, splits, chosen),
                     "on_other_half": score(score_on, splits, chosen),
                     "code_on_other_half": score(score_on, splits,
-                                                ("bound", _WARN_LOSS, _WARN_ALPHA))})
+                                                ("bound", WARN_LOSS, WARN_ALPHA))})
     return out
 
 
@@ -213,7 +213,7 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
     for r in rows:
         if len(r["folds"]) < splits:
             continue
-        _, d = decide(r["folds"], splits, ("bound", _WARN_LOSS, _WARN_ALPHA))
+        _, d = decide(r["folds"], splits, ("bound", WARN_LOSS, WARN_ALPHA))
         est.append(-100.0 * d["diff"])
         s_c.append(100.0 * d["se"])
     s_t = float(np.median([r["loss_se"] for r in rows]))
@@ -249,8 +249,8 @@ def main(argv=None) -> int:
     ap.add_argument("folders", nargs="+")
     ap.add_argument("--splits", type=int, default=5,
                     help="folds the per-fit tables use (the estimator's validation_splits)")
-    ap.add_argument("--loss", type=float, default=_WARN_LOSS)
-    ap.add_argument("--alpha", type=float, default=_WARN_ALPHA)
+    ap.add_argument("--loss", type=float, default=WARN_LOSS)
+    ap.add_argument("--alpha", type=float, default=WARN_ALPHA)
     ap.add_argument("--grid", action="store_true")
     ap.add_argument("--halves", action="store_true",
                     help="choose a rule on half of the fits, score it on the other half")

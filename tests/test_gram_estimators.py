@@ -200,7 +200,7 @@ def test_held_out_verdict_bounds_the_loss_and_warns_unless_it_is_ruled_out():
     the exact sign test; it warns exactly when the bound reaches the loss."""
     from scipy.stats import binom, norm
 
-    from sdpembed.estimators.gram import held_out_verdict
+    from sdpembed.estimators._held_out import held_out_verdict
 
     v = held_out_verdict(30, 10, 160)                    # the inputs win 30 rows, lose 10
     assert v["difference"] == pytest.approx(-20 / 160)
@@ -233,7 +233,7 @@ def test_held_out_verdict_resolution_holds_on_simulated_paired_rows():
     approximation adds about 2)."""
     from scipy.stats import norm
 
-    from sdpembed.estimators.gram import held_out_verdict
+    from sdpembed.estimators._held_out import held_out_verdict
 
     m, r = 800, 0.12
     se = np.sqrt((r - 0.05 ** 2) / m)

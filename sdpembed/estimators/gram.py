@@ -40,8 +40,6 @@ from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import refuse_options_under_auto, solve
 from ._held_out import (
-    WARN_ALPHA,
-    WARN_LOSS,
     WARN_PROBABILITY,
     held_out_verdict,
     unlabelled_loss,
@@ -55,9 +53,6 @@ logger = logging.getLogger(__name__)
 
 #: fewest held-out labels for DVU's validation (below, ``validation_`` says it was skipped)
 _MIN_HELD_OUT = 5
-#: DVU's held-out check (:mod:`sdpembed.estimators._held_out`): the loss it is about and
-#: the one-sided level of its held-out bound
-_WARN_LOSS, _WARN_ALPHA = WARN_LOSS, WARN_ALPHA
 #: where the defaults were measured to lose to the inputs (dvu_defaults, bench_dvu_defaults)
 _WHERE_DEFAULTS_LOSE = (
     "(DVU's default Euclidean graph was measured to lose to 3-NN on the inputs on digit "
