@@ -109,6 +109,7 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     from sklearn.datasets import load_digits
 
     from sdpembed.datasets import partial_labels
+    from sdpembed.estimators.gram import _WHERE_DEFAULTS_LOSE
     from sdpembed.exceptions import EmbeddingWorseThanInputWarning
 
     X, y = load_digits(return_X_y=True)
@@ -136,6 +137,9 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
     assert "the 3-NN vote of the labelled rows in the embedding and in the inputs" in message
     assert f"On the 20 unlabelled rows the two votes differ on {d}" in message
+    # the default (Euclidean) graph's advice: the measured losses, tangent with its shape first
+    assert "metric='tangent' for images (metric_params={'shape': (height, width)})" in message
+    assert _WHERE_DEFAULTS_LOSE in message
     assert f"with probability {v['p_loss']:.0%} (the check warns from 30%)" in message
     assert DVU(validation_fraction=None, random_state=0).fit(X, yp).validation_ == {
         "skipped": "validation_fraction=None"}

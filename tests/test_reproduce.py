@@ -178,3 +178,19 @@ def test_the_committed_summary_is_narrow():
     rows = [line for line in summary.splitlines() if line.startswith("|")]
     assert rows and max(len(r) for r in rows) <= 100
     assert all(r.count("|") == 7 for r in rows)       # six columns
+
+
+def test_the_dvu_defaults_table_is_in_the_note_and_on_the_page():
+    """Issue 42's first goal: the remeasured table is part of the DVU section's note (so a
+    regenerated page keeps it) and of the committed page; every row has the header's 8
+    columns and its loss is inputs minus DVU (the two accuracy columns)."""
+    dvu = next(s for s in reproduce.SECTIONS if s.key == "dvu")
+    assert dvu.note.endswith(reproduce.DVU_DEFAULTS_TABLE)
+    page = (Path(reproduce.__file__).resolve().parents[1] / "docs" / "reproductions.md")
+    assert reproduce.DVU_DEFAULTS_TABLE in page.read_text()
+    header, rule, *rows = reproduce._DVU_DEFAULTS_ROWS
+    assert len(header) == len(rule) == 8 and rows
+    for row in rows:
+        assert len(row) == 8
+        raw, dvu_acc, loss = (float(c.split()[0]) for c in row[1:4])
+        assert loss == pytest.approx(raw - dvu_acc, abs=0.011)
