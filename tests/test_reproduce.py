@@ -188,6 +188,9 @@ def test_the_dvu_defaults_table_is_in_the_note_and_on_the_page():
     assert dvu.note.endswith(reproduce.DVU_DEFAULTS_TABLE)
     page = (Path(reproduce.__file__).resolve().parents[1] / "docs" / "reproductions.md")
     assert reproduce.DVU_DEFAULTS_TABLE in page.read_text()
+    # the whole note, not only its table: a page regenerated from the code says what the
+    # committed page says
+    assert dvu.note in page.read_text()
     header, rule, *rows = reproduce._DVU_DEFAULTS_ROWS
     assert len(header) == len(rule) == 8 and rows
     for row in rows:
