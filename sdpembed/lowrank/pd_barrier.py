@@ -56,6 +56,10 @@ __all__ = ["PDPath", "pd_path"]
 
 #: the share of the step to the boundary of the cones and boxes taken
 _STEP_SHARE = 0.95
+#: a warm path (``X0`` given) takes, after its first step, the share
+#: ``_ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)`` of the previous step's lengths
+#: (SDPT3's adaptive step share; docs/tuning.md "The warm barrier's step share")
+_ADAPT_SHARE = (0.9, 0.09)
 #: a path whose primal or dual step is below this share of the full step twice in a row
 #: has stalled (rounding in the Newton system near the end, docs/tuning.md "The dual
 #: barrier's step count"): the caller finishes with the dual barrier's own path
@@ -168,6 +172,7 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     status, it = "max_iter", 0
     N = n + 2 * m
     short = 0
+    share = _STEP_SHARE
     while it < max_iter:
         if time.perf_counter() >= deadline:
             status = "deadline"
@@ -215,9 +220,9 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         dp = (sigma * mu - p * u + p * dy + dp_a * dy_a) / u
         dq = (sigma * mu - q * l - q * dy - dq_a * dy_a) / l
         lims = (_step_to_psd(LiX, dX), _step_to_box(p, dp), _step_to_box(q, dq))
-        s_p = min(1.0, _STEP_SHARE * min(lims))
-        s_d = min(1.0, _STEP_SHARE * min(_step_to_psd(Li, dM.toarray()), _step_to_box(u, -dy),
-                                         _step_to_box(l, dy)))
+        s_p = min(1.0, share * min(lims))
+        s_d = min(1.0, share * min(_step_to_psd(Li, dM.toarray()), _step_to_box(u, -dy),
+                                   _step_to_box(l, dy)))
         y_new = y + s_d * dy
         Mn, Ln = slack(y_new)
         while Ln is None and s_d > 1e-12:          # rounding at the boundary
@@ -234,6 +239,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         u, l = w - y, w + y
         Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
         Minv = Li.T @ Li
+        if X0 is not None:
+            share = _ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)
         if log is not None:
             log.append((it, mu, sigma, a_p, a_d, s_p, s_d, (best - dual) / abs(dual),
                         int(np.argmin(lims))))
