@@ -56,9 +56,9 @@ __all__ = ["PDPath", "pd_path"]
 
 #: the share of the step to the boundary of the cones and boxes taken
 _STEP_SHARE = 0.95
-#: a warm path (``X0`` given) takes, after its first step, the share
-#: ``_ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)`` of the previous step's lengths
-#: (SDPT3's adaptive step share; docs/tuning.md "The warm barrier's step share")
+#: a warm path (``X0`` given), after its first step: the share ``a + b * min(s_p, s_d)``
+#: of the previous step's lengths (SDPT3's adaptive share; docs/tuning.md, "The warm
+#: barrier's step share")
 _ADAPT_SHARE = (0.9, 0.09)
 #: a path whose primal or dual step is below this share of the full step twice in a row
 #: has stalled (rounding in the Newton system near the end, docs/tuning.md "The dual
@@ -136,9 +136,12 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     ``_STALL_STEP``; ``"stalled"``), or a Schur complement or primal matrix that rounding
     made indefinite (``"numerical failure"``). ``log``: a list that receives, per step,
     :math:`\\mu`, :math:`\\sigma`, the predictor's primal and dual steps to the boundary,
-    the steps taken, the relative gap and which primal bound limited the step. ``X0``: a
-    positive definite primal matrix to start from instead of :math:`\\mu M^{-1}` (a warm
-    start's iterate; ``p``, ``q`` as there)."""
+    the steps taken, the relative gap, which primal bound limited the step and the share
+    of the step to the boundary taken (``_STEP_SHARE``). ``X0``: a positive definite
+    primal matrix to start from instead of :math:`\\mu M^{-1}` (a warm start's iterate;
+    ``p``, ``q`` as there); such a path takes, after its first step, the share
+    ``_ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)`` of the previous step's lengths
+    (SDPT3's adaptive share) instead."""
     n, m = space.dim, t.size
     E, ET = space.E, space.ET
     M0, _ = _dense_shifted(space, np.zeros(m), nu0, scale)
@@ -239,11 +242,11 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         u, l = w - y, w + y
         Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
         Minv = Li.T @ Li
-        if X0 is not None:
-            share = _ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)
         if log is not None:
             log.append((it, mu, sigma, a_p, a_d, s_p, s_d, (best - dual) / abs(dual),
-                        int(np.argmin(lims))))
+                        int(np.argmin(lims)), share))
+        if X0 is not None:
+            share = _ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)
         short = short + 1 if min(s_p, s_d) < _STALL_STEP else 0
         if short >= 2:
             status = "stalled"
