@@ -71,3 +71,32 @@ def test_a_stalled_primal_dual_path_hands_over_to_the_dual_path(moons40, monkeyp
     assert res.gap <= 1e-6 * abs(res.bound)
     assert res.bound == pytest.approx(optimum, rel=2e-5)
     assert res.primal is not None        # the best primal point of either path
+
+
+def test_a_warm_path_takes_the_adaptive_step_share(moons40):
+    # a path given its primal start (X0: the warm run's) takes, after its first step,
+    # SDPT3's share 0.9 + 0.09 min(s_p, s_d) of the previous step's lengths; a cold path
+    # the fixed 0.95 (docs/tuning.md, "The warm barrier's step share")
+    f, optimum, space, pen = moons40
+    nu0, scale, y0, mu0 = _cold_start(space, pen)
+    cold_log, warm_log = [], []
+    cold = pd_path(space, pen.t, pen.w, nu0, scale, y0, mu0, rel_gap=1e-5,
+                   t0=time.perf_counter(), log=cold_log)
+    X0 = mu0 * np.linalg.inv(_dense_point(space, y0, nu0, scale))
+    warm = pd_path(space, pen.t, pen.w, nu0, scale, y0, mu0, rel_gap=1e-5,
+                   t0=time.perf_counter(), log=warm_log, X0=0.5 * (X0 + X0.T))
+    assert cold.status == warm.status == "converged"
+    assert len(warm_log) >= 3
+    assert all(entry[-1] == 0.95 for entry in cold_log)
+    assert warm_log[0][-1] == 0.95
+    for prev, entry in zip(warm_log, warm_log[1:]):
+        assert entry[-1] == pytest.approx(0.9 + 0.09 * min(prev[5], prev[6]), abs=1e-15)
+        assert 0.9 <= entry[-1] <= 0.99
+    assert any(entry[-1] > 0.95 for entry in warm_log)
+    # each path's bound is below the other's primal value (weak duality), both within
+    # the gap asked for, at CSDP's optimum (rounded)
+    for path, other in ((cold, warm), (warm, cold)):
+        bound = -float(pen.t @ path.y)
+        assert bound <= other.upper and bound <= path.upper
+        assert path.upper - bound <= 1e-5 * abs(bound)
+        assert bound == pytest.approx(optimum, rel=2e-5)

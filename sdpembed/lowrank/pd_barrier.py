@@ -56,6 +56,10 @@ __all__ = ["PDPath", "pd_path"]
 
 #: the share of the step to the boundary of the cones and boxes taken
 _STEP_SHARE = 0.95
+#: a warm path (``X0`` given), after its first step: the share ``a + b * min(s_p, s_d)``
+#: of the previous step's lengths (SDPT3's adaptive share; docs/tuning.md, "The warm
+#: barrier's step share")
+_ADAPT_SHARE = (0.9, 0.09)
 #: a path whose primal or dual step is below this share of the full step twice in a row
 #: has stalled (rounding in the Newton system near the end, docs/tuning.md "The dual
 #: barrier's step count"): the caller finishes with the dual barrier's own path
@@ -132,9 +136,12 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     ``_STALL_STEP``; ``"stalled"``), or a Schur complement or primal matrix that rounding
     made indefinite (``"numerical failure"``). ``log``: a list that receives, per step,
     :math:`\\mu`, :math:`\\sigma`, the predictor's primal and dual steps to the boundary,
-    the steps taken, the relative gap and which primal bound limited the step. ``X0``: a
-    positive definite primal matrix to start from instead of :math:`\\mu M^{-1}` (a warm
-    start's iterate; ``p``, ``q`` as there)."""
+    the steps taken, the relative gap, which primal bound limited the step and the share
+    of the step to the boundary taken (``_STEP_SHARE``). ``X0``: a positive definite
+    primal matrix to start from instead of :math:`\\mu M^{-1}` (a warm start's iterate;
+    ``p``, ``q`` as there); such a path takes, after its first step, the share
+    ``_ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)`` of the previous step's lengths
+    (SDPT3's adaptive share) instead."""
     n, m = space.dim, t.size
     E, ET = space.E, space.ET
     M0, _ = _dense_shifted(space, np.zeros(m), nu0, scale)
@@ -168,6 +175,7 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     status, it = "max_iter", 0
     N = n + 2 * m
     short = 0
+    share = _STEP_SHARE
     while it < max_iter:
         if time.perf_counter() >= deadline:
             status = "deadline"
@@ -215,9 +223,9 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         dp = (sigma * mu - p * u + p * dy + dp_a * dy_a) / u
         dq = (sigma * mu - q * l - q * dy - dq_a * dy_a) / l
         lims = (_step_to_psd(LiX, dX), _step_to_box(p, dp), _step_to_box(q, dq))
-        s_p = min(1.0, _STEP_SHARE * min(lims))
-        s_d = min(1.0, _STEP_SHARE * min(_step_to_psd(Li, dM.toarray()), _step_to_box(u, -dy),
-                                         _step_to_box(l, dy)))
+        s_p = min(1.0, share * min(lims))
+        s_d = min(1.0, share * min(_step_to_psd(Li, dM.toarray()), _step_to_box(u, -dy),
+                                   _step_to_box(l, dy)))
         y_new = y + s_d * dy
         Mn, Ln = slack(y_new)
         while Ln is None and s_d > 1e-12:          # rounding at the boundary
@@ -236,7 +244,9 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
         Minv = Li.T @ Li
         if log is not None:
             log.append((it, mu, sigma, a_p, a_d, s_p, s_d, (best - dual) / abs(dual),
-                        int(np.argmin(lims))))
+                        int(np.argmin(lims)), share))
+        if X0 is not None:
+            share = _ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)
         short = short + 1 if min(s_p, s_d) < _STALL_STEP else 0
         if short >= 2:
             status = "stalled"
