@@ -39,11 +39,12 @@ that matters only for objectives near 0. Counted (``summary``):
   ``disagree_inaccurate`` what is left: a result outside ``AGREE`` of an optimum that is
   itself only ``optimal_inaccurate``, its own interval not contradicted (nothing is known
   to ``AGREE``). The optimum is the references' feasible result, an ``optimal`` one
-  before an ``optimal_inaccurate`` one and, of one status, the one nearest optimality by
-  the larger of its constraint violation and its own relative gap: CLARABEL's unless
-  CLARABEL stopped ``optimal_inaccurate`` and the second reference solved to
-  ``optimal``, or both stopped ``optimal_inaccurate`` and the second's point is nearer
-  optimality;
+  before an ``optimal_inaccurate`` one and, of one status, one that no subject's feasible
+  objective lies more than ``AGREE`` below, then the one nearest optimality by the larger
+  of its constraint violation and its own relative gap
+  (:mod:`problems.differential_reference`): CLARABEL's unless CLARABEL stopped
+  ``optimal_inaccurate`` and the second reference solved to ``optimal``, or both stopped
+  ``optimal_inaccurate`` and the second's point is the one preferred;
 * ``reference_inaccurate``: LOWRANK agrees with that second reference where CLARABEL's
   ``optimal_inaccurate`` objective is more than ``AGREE`` from it (not an untruth of
   LOWRANK's; counted to show how often CLARABEL's stopped point decided nothing);
@@ -98,6 +99,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
+from problems import differential_reference as reference
 from problems import differential_rows as rows
 from problems.differential_repair import repaired_objective
 from sdpembed import knn_graph, solve
@@ -433,7 +435,8 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
         if name is not None:
             second = _outcome(f, name, anchor=anchor)
             rec[name] = second
-    rows.weigh((low,), (_optimum(ref, second), ref, second), _unit(low, ref, second))
+    rows.weigh((low,), (_optimum(ref, second, witnesses=(low,)), ref, second),
+               _unit(low, ref, second))
     rec["verdict"] = _judge(low, ref, second)
     tight = None
     if _needs_tight(low, rec["verdict"]):
@@ -441,7 +444,7 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
         if tight is not None:
             rows.weigh((tight,), (tight,), _unit(low, ref, second, tight))
             rec["verdict"] = _judge(low, ref, second, tight=tight)
-    rec["settled_by"] = _settled_by(ref, second, tight)
+    rec["settled_by"] = _settled_by(ref, second, tight, (low,))
     return rec
 
 
@@ -485,26 +488,17 @@ def _tight_outcome(f, anchor: np.ndarray | None = None
     return None, attempts
 
 
-def _optimum(ref, second, tight=None) -> dict[str, Any] | None:
+def _optimum(ref, second, tight=None, witnesses=()) -> dict[str, Any] | None:
     """The references' outcome whose objective is the optimum (``None``: none gives
-    one): a settling tight re-solve (:func:`_settles`) first; else the feasible results
-    of ``ref`` and ``second``, an ``optimal`` one before an ``optimal_inaccurate`` one and,
-    of one status, the one nearer optimality by the larger of its violation and its own
-    relative gap."""
+    one): a settling tight re-solve (:func:`_settles`) first; else, of the feasible
+    results of ``ref`` and ``second``, an ``optimal`` one first, then one that no feasible
+    objective of ``witnesses`` (the subjects) contradicts, then the one nearer optimality
+    by the larger of its violation and its own relative gap
+    (:func:`problems.differential_reference.optimum`, the reasons there)."""
     if _settles(tight):
         return tight
-    refs = [o for o in (ref, second) if o is not None]
-    feasible = [o for o in refs if o["kind"] == "result" and o["violation"] <= FEAS]
-    # an 'optimal' reference before an 'optimal_inaccurate' one (CLARABEL's AlmostSolved
-    # can be 0.7 % off where CSDP solves); of one status, the point nearer optimality by
-    # the larger of its violation and its own relative gap: an inaccurate point's small
-    # violation can buy an objective below the optimum (seed 50024), and on a problem
-    # without a strictly feasible point a violation of 2e-10 bought CSDP's point an
-    # objective 0.1 % below the optimum, which its real gap of -9e-5 (primal below dual
-    # objective) showed (seed 383)
-    feasible.sort(key=lambda o: (o["status"] != "optimal", max(
-        o["violation"], abs(o.get("gap") or o.get("solver_gap") or 0.0))))
-    return feasible[0] if feasible else None
+    return reference.optimum((ref, second), witnesses, feas=FEAS, agree=AGREE,
+                             unit=_unit(ref, second, *witnesses))
 
 
 def _optimal(o: dict[str, Any], tight: dict[str, Any] | None) -> bool:
@@ -514,23 +508,25 @@ def _optimal(o: dict[str, Any], tight: dict[str, Any] | None) -> bool:
     return o["status"] == "optimal" or (o is tight and _settles(o))
 
 
-def _settled_by(ref, second, tight=None) -> str | None:
+def _settled_by(ref, second, tight=None, witnesses=()) -> str | None:
     """The name of the reference whose objective the judge took as the optimum
     (``"<backend>:tight"`` for a tight re-solve; ``None``: no reference gave one)."""
-    best = _optimum(ref, second, tight)
+    best = _optimum(ref, second, tight, witnesses)
     if best is None:
         return None
     return f"{best['solver']}:tight" if best.get("tight") else best["solver"]
 
 
 def _judge(low, ref, second, *, references: bool = True,
-           tight: dict[str, Any] | None = None) -> dict[str, int]:
+           tight: dict[str, Any] | None = None, witnesses=None) -> dict[str, int]:
     """The counts of one instance (see the module docstring): ``low``'s outcome judged
     against the references ``ref`` (CLARABEL) and ``second``, and ``tight``, a re-solve at
     tight tolerances (:func:`_tight_outcome`) that, where it settles (:func:`_settles`),
     is the optimum. ``references=False``: the references' own untruths (untyped, wrong
     point, far) are not counted (they are, once, in the verdict of another subject of the
-    same instance)."""
+    same instance). ``witnesses``: the subjects whose feasible objectives may contradict a
+    reference (:func:`_optimum`; default ``low``)."""
+    witnesses = (low,) if witnesses is None else witnesses
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
          "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
@@ -555,12 +551,12 @@ def _judge(low, ref, second, *, references: bool = True,
         v["lowrank_error"] = 1
     # the optimum, where the references give one (_optimum)
     refs = [o for o in (ref, second) if o is not None]
-    best = _optimum(ref, second, tight)
+    best = _optimum(ref, second, tight, witnesses)
     v["tight_reference"] = int(best is not None and best is tight)
     if _below_proven_bound(low, best, unit):   # infeasible: it contradicts nothing
         v["reference_repaired"] = 1
         ref_, second, tight = (None if o is best else o for o in (ref, second, tight))
-        best = _optimum(ref_, second, tight)
+        best = _optimum(ref_, second, tight, witnesses)
         v["tight_reference"] = int(best is not None and best is tight)
     optimum = None if best is None else best["objective"]
     proven = next((o["error"] for o in refs if o["kind"] == "error"
@@ -715,17 +711,19 @@ def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, A
         if name is not None:
             second = _outcome(f, name, anchor=anchor)
             rec[name] = second
-    rows.weigh(subjects.values(), (_optimum(ref, second), ref, second), _unit(ref, second))
-    verdicts = {name: _judge(o, ref, second, references=(k == 0))
+    ws = list(subjects.values())
+    rows.weigh(ws, (_optimum(ref, second, witnesses=ws), ref, second), _unit(ref, second))
+    verdicts = {name: _judge(o, ref, second, references=(k == 0), witnesses=ws)
                 for k, (name, o) in enumerate(subjects.items())}
     tight = None
     if any(_needs_tight(subjects[name], verdicts[name])
            for name in ("LOWRANK", "DVU.fit") if name in subjects):
         tight, rec["tight"] = _tight_outcome(f, anchor)
         if tight is not None:
-            verdicts = {name: _judge(o, ref, second, references=(k == 0), tight=tight)
+            verdicts = {name: _judge(o, ref, second, references=(k == 0), tight=tight,
+                                     witnesses=ws)
                         for k, (name, o) in enumerate(subjects.items())}
-    rec["settled_by"] = _settled_by(ref, second, tight)
+    rec["settled_by"] = _settled_by(ref, second, tight, ws)
     rec["verdicts"] = verdicts
     total: dict[str, int] = {}
     for name, v in verdicts.items():

@@ -182,7 +182,7 @@ if TYPE_CHECKING:
 __all__ = ["FAR_FROM_OPTIMAL", "NEAR_OPTIMAL", "BOUND_TOLERANCE", "FEASIBILITY_TOLERANCE",
            "OBJECTIVE_RESOLUTION", "relative_gap", "bound_gap", "reported_objective_scale",
            "distance_from_optimal", "check_result", "gap_in_objective_unit", "check_inaccurate",
-           "INFEASIBILITY_PROVERS", "VIOLATION_WORTH"]
+           "INFEASIBILITY_PROVERS", "VIOLATION_WORTH", "priced_beyond"]
 
 #: Relative gap, residual or infeasibility above which a solve is an error: its objective
 #: may be more than about 1 % from the optimum.
@@ -209,6 +209,27 @@ BOUND_TOLERANCE = 1e-5
 #: violations may buy, priced at the backend's own multipliers (rule 5,
 #: ``violation_worth``), above which it is no result.
 VIOLATION_WORTH = 1e-5
+
+
+def priced_beyond(worth: float, allowances: Mapping[str, float | None]) -> str | None:
+    """Rule 5's demotion of a point its backend called ``optimal``, one rule for LOWRANK
+    (:mod:`sdpembed.lowrank.backend`) and the conic backends that state an accuracy
+    (:func:`sdpembed.solvers.solve`, SCS): where its violations, priced at its own
+    multipliers (``worth``, relative in the objective's unit), exceed
+    :data:`VIOLATION_WORTH` and every allowance its backend states (``allowances``: a
+    phrase with ``{}`` where the value goes, to the value or ``None`` where not stated:
+    LOWRANK's certified gap; SCS's stated accuracy and its own gap), the clause saying so
+    (the point is then ``optimal_inaccurate``, and this rule judges it); ``None`` where the
+    price lies within them (the point stays ``optimal``). A price within a gap the backend
+    states says the optimum lies within that gap at its multipliers; within its stated
+    accuracy, that it bought no more than its tolerances allowed."""
+    stated = {k: float(v) for k, v in allowances.items() if v is not None}
+    if worth <= max([VIOLATION_WORTH, *stated.values()]):
+        return None
+    said = [k.format(f"{v:.3g}") for k, v in stated.items()] + [f"the limit {VIOLATION_WORTH:g}"]
+    above = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+    return (f"its constraint violations, priced at its own multipliers, can buy {worth:.3g} "
+            f"of its objective (relative), above {above}")
 
 
 #: The backends that prove infeasibility (an interior-point method's certificate), named

@@ -46,7 +46,7 @@ from .formulations.gram_problem import rigidity_note
 from .lowrank.backend import BACKEND as _LOWRANK
 from .relaxations import MAX_INTERIOR_POINT_DIM
 from .report import Backend, SolveReport
-from .solve_status import VIOLATION_WORTH, check_result, gap_in_objective_unit
+from .solve_status import VIOLATION_WORTH, check_result, gap_in_objective_unit, priced_beyond
 from .violation_worth import repaired_worth, violation_worth
 
 __all__ = ["SolveReport", "solve", "solve_sweep", "available_solvers", "register_backend",
@@ -457,22 +457,21 @@ def _priced_beyond_stated(entry, options: Mapping[str, Any], objective: float, t
     """The status of an ``optimal`` point of a backend whose tolerances state an accuracy of
     the objective (its entry's ``stated_accuracy``, recorded in ``extra``): ``optimal``
     unless its price (``extra["violation_worth"]``) exceeds that accuracy, its own gap and
-    :data:`~sdpembed.solve_status.VIOLATION_WORTH`; then ``optimal_inaccurate``, its gap no
-    claim (``solver_gap``) and ``extra["message"]`` saying why (rule 5 judges it)."""
+    :data:`~sdpembed.solve_status.VIOLATION_WORTH` (:func:`~sdpembed.solve_status.priced_beyond`,
+    the rule LOWRANK shares); then ``optimal_inaccurate``, its gap no claim (``solver_gap``)
+    and ``extra["message"]`` saying why (rule 5 judges it)."""
     stated = gap_in_objective_unit(entry.stated_accuracy(options, terms), objective, terms)
     if stated is None:
         return cp.OPTIMAL
     extra["stated_accuracy"] = stated
-    worth, gap = extra["violation_worth"], extra.get("gap") or 0.0
-    if worth <= max(VIOLATION_WORTH, stated, gap):
+    said = priced_beyond(extra["violation_worth"], {
+        f"the {{}} its tolerances ({', '.join(entry.tolerance_options)}) state": stated,
+        "its own gap {}": extra.get("gap")})
+    if said is None:
         return cp.OPTIMAL
     if extra.get("gap") is not None:
         extra["solver_gap"] = extra.pop("gap")
-    extra["message"] = (
-        f"{extra.get('message') or 'converged'}; but its constraint violations, priced at its "
-        f"own multipliers, can buy {worth:.3g} of its objective (relative), above the "
-        f"{stated:.3g} its tolerances ({', '.join(entry.tolerance_options)}) state: "
-        "optimal_inaccurate")
+    extra["message"] = f"{extra.get('message') or 'converged'}; but {said}: optimal_inaccurate"
     return cp.OPTIMAL_INACCURATE
 
 

@@ -91,8 +91,10 @@ def test_judge_takes_an_optimal_reference_over_an_inaccurate_one():
     """Seed 60092 of the 1,000-instance run: CLARABEL stopped 'optimal_inaccurate' at
     0.0157115, 0.65 % above the optimum, while LOWRANK ('optimal', certified gap 1.1e-5)
     and CSDP ('optimal') agree at 0.0156093 to 6e-10. CSDP's optimal point decides: LOWRANK
-    agrees, and nothing is counted against it. Were CSDP inaccurate too, CLARABEL's point
-    would stay the reference and the same LOWRANK result would be outside its gap."""
+    agrees, and nothing is counted against it. Were CSDP inaccurate too, CSDP's point would
+    still decide, as LOWRANK's feasible objective lies 0.65 % below CLARABEL's
+    (:mod:`problems.differential_reference`); without that witness CLARABEL's point would
+    be the reference and the same LOWRANK result outside its gap."""
     low = _result(0.015609298737, status="optimal", bound=0.015609123091)
     clarabel = _result(0.015711528937)                    # optimal_inaccurate
     csdp = _result(0.015609308974, status="optimal")
@@ -100,6 +102,8 @@ def test_judge_takes_an_optimal_reference_over_an_inaccurate_one():
     assert v["agree"] == 1 and v["reference_inaccurate"] == 1
     assert v["disagree"] == v["outside_gap"] == v["far"] == 0
     v = _judge(low, clarabel, _result(0.015609308974))    # both references inaccurate
+    assert v["agree"] == 1 and v["disagree"] == v["outside_gap"] == 0
+    v = _judge(low, clarabel, _result(0.015609308974), witnesses=())
     assert v["agree"] == 0 and v["disagree"] == 1 and v["outside_gap"] == 1
     # an optimal CLARABEL stays the reference, whatever the second says
     v = _judge(low, _result(0.015609308974, status="optimal"), _result(0.0157))

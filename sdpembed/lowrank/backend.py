@@ -18,7 +18,13 @@ from ..formulations.dvu import explicit_centroid_factor
 from ..formulations.gram import GramFormulation, GramProblem
 from ..formulations.gram_problem import rigidity_note
 from ..report import Backend, SolveReport, _finite, objective_unit
-from ..solve_status import FAR_FROM_OPTIMAL, FEASIBILITY_TOLERANCE, VIOLATION_WORTH, bound_gap
+from ..solve_status import (
+    FAR_FROM_OPTIMAL,
+    FEASIBILITY_TOLERANCE,
+    VIOLATION_WORTH,
+    bound_gap,
+    priced_beyond,
+)
 from .certificate import relative_gap
 from .face import (
     DENSE_JACOBIAN,
@@ -252,8 +258,10 @@ def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
     repair's cost (``extra["repaired_worth"]``, :func:`repaired_factor_worth`, where
     ``dense`` allows its eigendecomposition; not on a reduced basis, nor where an equality
     row must hold: there the price alone judges it) and, where LOWRANK called it
-    ``optimal`` and the price also exceeds its certified gap, a message; True there (the
-    point is then ``optimal_inaccurate``, judged by rule 5 of :mod:`sdpembed.solve_status`).
+    ``optimal`` and the price also exceeds its certified gap
+    (:func:`~sdpembed.solve_status.priced_beyond`, the rule SCS shares), a message; True
+    there (the point is then ``optimal_inaccurate``, judged by rule 5 of
+    :mod:`sdpembed.solve_status`).
 
     A price within the certified gap :math:`g` keeps ``optimal``: at its multipliers the
     optimum lies in :math:`[\\ell, p + W] \\subset [p - g, p + g]`, within the gap it
@@ -266,11 +274,10 @@ def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
     if repaired is not None:
         extra["repaired_worth"] = repaired
     gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None
-    if result.status != "optimal" or (gap is not None and worth <= gap):
+    said = priced_beyond(worth, {"its certified gap {}": gap})
+    if result.status != "optimal" or said is None:
         return False
-    extra["message"] = (f"converged to its tolerances, but its rows' violations (within "
-                        f"feas_tol) are priced at {worth:.3g} of its objective at its own "
-                        f"multipliers, above {VIOLATION_WORTH:g} and its certified gap"
+    extra["message"] = (f"converged to its tolerances (feas_tol), but {said}"
                         + (f"; moved onto its rows it costs {repaired:.3g} more"
                            if repaired is not None else "; no repair (an equality row)")
                         + ": " + extra["advice"])

@@ -437,13 +437,17 @@ class _OuterLoop(StallGrowth):
     def _onto_constraints(self, W, quad: float, feas_target: float):
         """``(W_r, p_r, r_r)``: ``"equality"`` iterate ``W`` moved onto its constraints
         (:func:`restore_feasibility`) when that reaches ``feas_target`` and keeps the SNR
-        constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term; else ``None``."""
+        constraint within ``feas_tol`` of ``quad``, the iterate's quadratic term, and the
+        added rows within ``feas_tol`` (the move may break them); else ``None``. ``r_r``:
+        the larger of the distance rows' and the added rows' violations."""
         space, pen, opts = self.space, self.pen, self.opts
         W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target,
                                        deadline=self.deadline)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-        if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol:
-            return W_r, quad_r + pen.objective(D_r), r_r
+        k_r = 0.0 if space.K is None else space.K_violation(space.K_values(W_r))
+        if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol \
+                and k_r <= opts.feas_tol:
+            return W_r, quad_r + pen.objective(D_r), max(r_r, k_r)
         return None
 
     def _infeasibility(self, W, quad: float, D: np.ndarray, h) -> float:
