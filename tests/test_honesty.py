@@ -266,6 +266,8 @@ def test_check_result_rule():
     check_result("LOWRANK", ok.status, ok.objective, ok)
     for bad, words in [
         (report(gap=1.3, certified_gap=1.3, bound=-5.0), "signed relative gap"),
+        # a far bound does not make the point far: the message says what is proven
+        (report(gap=1.3, certified_gap=1.3, bound=-5.0), "optimum lies between the two"),
         (report(gap=1e-3, certified_gap=1e-3, bound=-0.99), "below its own certified"),
         (report(gap=1e-5, certified_gap=1e-5, bound=-1.0, primal_infeasibility=0.05),
          "may be infeasible"),
