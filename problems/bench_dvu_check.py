@@ -97,7 +97,7 @@ def load(folders: list[str]) -> list[dict]:
                     # are -1, 0, 1, nonzero on a share `disagree` of the rows (the held-out
                     # rows' share stands in for the hidden rows', which are not kept)
                     "loss_se": 100.0 * float(np.sqrt(disagree / hidden)),
-                    "folds": folds, "unlabelled": unl,
+                    "folds": folds, "unlabelled": unl, "recorded_warned": v.get("warned"),
                     "unlabelled_disagree": v.get("unlabelled_disagree")})
     return out
 
@@ -296,6 +296,11 @@ def main(argv=None) -> int:
     rows = load(args.folders)
     rule = ("code", args.loss, args.probability)
     old = sum(r["unlabelled"] is None for r in rows)
+    # the estimator's own verdict (all its folds), recorded by the runner, against the rule
+    # recomputed here
+    kept = [r for r in rows if r["unlabelled"] is not None
+            and r.get("recorded_warned") is not None]
+    same = sum(decide(r, len(r["folds"]), CODE_RULE)[0] == r["recorded_warned"] for r in kept)
     k = args.splits
     out: list[str] = []
     say = out.append
@@ -309,6 +314,8 @@ def main(argv=None) -> int:
         "measured against a noisy truth."
         + (f" {old} fits were recorded before the runner kept the unlabelled rows' counts: "
            "the code's rule is the held-out bound on them ('p_loss' blank)." if old else "")
+        + (f" The code's rule recomputed here agrees with the fit's own recorded verdict on "
+           f"{same} of {len(kept)} fits." if kept else "")
         + "\n")
     say(f"| dataset | n | method | params | fits | raw | DVU | loss (points) | held-out diff, "
         f"{k} folds | warns |")
