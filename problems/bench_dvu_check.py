@@ -16,9 +16,12 @@ Run::
 DVU row is paired with the ``raw`` row of the same dataset and seed (3-NN on the input
 features, the same hidden labels): its *loss* is raw minus DVU accuracy on the hidden
 labels, in points. Each DVU row keeps its held-out check whole (``validation``: every
-fold's counts), so the check's rule — warn when the one-sided ``1 - alpha`` upper bound of
-the loss reaches ``loss`` (``sdpembed.estimators.gram.held_out_verdict``) — is scored for
-the first 1, 2, ... folds of one run:
+fold's counts, and the unlabelled rows' ``unlabelled`` / ``unlabelled_disagree``), so the
+check's rule as the estimator applies it — with unlabelled rows, warn when a loss of 5
+points or more on them has probability ``WARN_PROBABILITY`` or more; without, when the
+held-out rows cannot rule out an expected loss of 5 points
+(``sdpembed.estimators._held_out.check_verdict``) — is scored for the first 1, 2, ...
+folds of one run:
 
 * *recall*: the share of fits losing >= 5 points on which it warns (goal >= 90 %), and of
   those whose loss is also beyond the hidden set's own noise (>= 1.28 standard errors of
@@ -28,8 +31,9 @@ the first 1, 2, ... folds of one run:
 
 Then the per-setting agreement of the held-out estimate with the hidden-label loss, and a
 ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach against
-hidden labels as noisy as these. ``--grid`` also scores the previous rule (difference at
-most -3 points or sign test p < 0.1) and other (loss, alpha): a calibration aid — rules
+hidden labels as noisy as these. ``--grid`` also scores the previous rules (the held-out
+bound; difference at most -3 points or sign test p < 0.1), other (loss, alpha) and the
+code's form at other probabilities: a calibration aid — rules
 chosen on these rows are scored on the same rows, so their rates are optimistic.
 ``--halves`` scores a rule honestly: the fits of every setting are dealt alternately (by
 seed) into two halves, the grid's rule that best meets the goal on one half is scored on
@@ -46,10 +50,18 @@ from pathlib import Path
 import numpy as np
 
 from problems.tuning import add_tuning_argument, command_line, write_section
-from sdpembed.estimators._held_out import WARN_ALPHA, WARN_LOSS, held_out_verdict
+from sdpembed.estimators._held_out import (
+    WARN_ALPHA,
+    WARN_LOSS,
+    WARN_PROBABILITY,
+    check_verdict,
+    held_out_verdict,
+)
 
 #: a fit "loses" when its hidden-label 3-NN accuracy is this many points below the inputs'
 LOSS_POINTS = 5.0
+#: the estimator's rule (:func:`sdpembed.estimators._held_out.check_verdict`)
+CODE_RULE = ("code", WARN_LOSS, WARN_PROBABILITY)
 
 
 def load(folders: list[str]) -> list[dict]:
@@ -73,6 +85,8 @@ def load(folders: list[str]) -> list[dict]:
         m = sum(f["held_out"] for f in folds)
         disagree = sum(f["input_only"] + f["embedding_only"] for f in folds) / max(m, 1)
         hidden = r["n_samples"] - r["n_labeled"]
+        # the unlabelled rows' counts of the code's rule (rows recorded before it lack them)
+        unl = v.get("unlabelled", 0 if hidden == 0 else None)
         out.append({"spec": r["spec"], "dataset": r["dataset"], "seed": r["seed"],
                     "n": r["n_samples"], "method": r["method"], "params": r["params"],
                     "dvu": r["knn3"], "raw": partner,
@@ -83,31 +97,49 @@ def load(folders: list[str]) -> list[dict]:
                     # are -1, 0, 1, nonzero on a share `disagree` of the rows (the held-out
                     # rows' share stands in for the hidden rows', which are not kept)
                     "loss_se": 100.0 * float(np.sqrt(disagree / hidden)),
-                    "folds": folds})
+                    "folds": folds, "unlabelled": unl, "recorded_warned": v.get("warned"),
+                    "unlabelled_disagree": v.get("unlabelled_disagree")})
     return out
 
 
-def decide(folds: list[dict], splits: int, rule: tuple) -> tuple[bool, dict]:
-    """A rule on the first ``splits`` folds: ``("bound", loss, alpha)`` is the estimator's
-    (:func:`sdpembed.estimators.gram.held_out_verdict`: warn unless the rows rule out a loss
-    of ``loss`` at level ``alpha``); ``("sign", margin, alpha)`` the previous one (warn when
-    the pooled difference is at most ``-margin`` or the sign test gives ``p < alpha``)."""
+def decide(row: dict, splits: int, rule: tuple) -> tuple[bool, dict]:
+    """A rule on the first ``splits`` folds of a fit (a :func:`load` row).
+
+    ``("code", loss, probability)`` is the estimator's
+    (:func:`sdpembed.estimators._held_out.check_verdict`: with unlabelled rows, warn when
+    a loss of ``loss`` or more on them has probability ``probability`` or more; without,
+    the held-out bound); a row recorded before the estimator kept its unlabelled rows'
+    counts is judged by the bound (``p_loss`` NaN). ``("bound", loss, alpha)``: warn unless
+    the held-out rows rule out an expected loss of ``loss`` at level ``alpha``
+    (:func:`~sdpembed.estimators._held_out.held_out_verdict`; the rule before the
+    twenty-fourth round); ``("sign", margin, alpha)`` the one before (warn when the pooled
+    difference is at most ``-margin`` or the sign test gives ``p < alpha``)."""
+    folds = row["folds"]
     use = folds[:splits]
     m = sum(f["held_out"] for f in use)
     b = sum(f["input_only"] for f in use)
     c = sum(f["embedding_only"] for f in use)
     kind, level, alpha = rule
-    v = held_out_verdict(b, c, m, loss=level, alpha=alpha) if kind == "bound" \
-        else held_out_verdict(b, c, m)
-    warned = v["warned"] if kind == "bound" \
-        else bool(v["difference"] <= -level or v["p_value"] < alpha)
+    if kind == "code" and row.get("unlabelled") is not None:
+        v = check_verdict(use, row.get("unlabelled_disagree"), row["unlabelled"], loss=level,
+                          probability=alpha)
+        warned = v["warned"]
+    elif kind == "sign":
+        v = held_out_verdict(b, c, m)
+        warned = bool(v["difference"] <= -level or v["p_value"] < alpha)
+    else:
+        v = held_out_verdict(b, c, m, loss=level, alpha=alpha if kind == "bound" else WARN_ALPHA)
+        warned = v["warned"]
     return warned, {"m": m, "diff": v["difference"], "p": v["p_value"],
-                    "se": v["standard_error"],
-                    "bound": v["loss_bound"] if kind == "bound" else np.nan}
+                    "se": v["standard_error"], "p_loss": v.get("p_loss", np.nan),
+                    "bound": v["loss_bound"] if kind != "sign" else np.nan}
 
 
 def rule_name(rule: tuple) -> str:
     kind, level, alpha = rule
+    if kind == "code":
+        return (f"P(loss >= {100 * level:g} on the unlabelled rows) >= {alpha:g} (the code's "
+                "form; without unlabelled rows the held-out bound)")
     if kind == "bound":
         return f"loss >= {100 * level:g} not ruled out at {alpha:g}"
     return f"diff <= -{100 * level:g} or sign p < {alpha:g}"
@@ -123,7 +155,7 @@ def score(rows: list[dict], splits: int, rule: tuple) -> dict:
 
     def rate(group):
         group = [r for r in group if r in usable]
-        hits = [decide(r["folds"], splits, rule)[0] for r in group]
+        hits = [decide(r, splits, rule)[0] for r in group]
         return (sum(hits), len(hits))
 
     return {"splits": splits, "rule": list(rule), "recall": rate(losing),
@@ -133,8 +165,9 @@ def score(rows: list[dict], splits: int, rule: tuple) -> dict:
 
 #: rules :func:`chosen_on_half` chooses among: the bound at losses of 3-5 points and levels
 #: from 90 % to the point estimate (alpha 0.5: warn when the estimated loss reaches it)
-HALF_RULES = [("bound", loss, alpha) for loss in (0.03, 0.04, 0.05)
-              for alpha in (0.1, 0.2, 0.3, 0.5)]
+HALF_RULES = ([("bound", loss, alpha) for loss in (0.03, 0.04, 0.05)
+               for alpha in (0.1, 0.2, 0.3, 0.5)]
+              + [("code", WARN_LOSS, p) for p in (0.2, 0.3, 0.4, 0.5)])
 
 
 def _shortfall(s: dict) -> tuple:
@@ -165,8 +198,7 @@ def chosen_on_half(rows: list[dict], splits: int, rules=HALF_RULES) -> list[dict
         out.append({"chosen_on": name, "rule": chosen,
                     "on_own_half": score(fit_on, splits, chosen),
                     "on_other_half": score(score_on, splits, chosen),
-                    "code_on_other_half": score(score_on, splits,
-                                                ("bound", WARN_LOSS, WARN_ALPHA))})
+                    "code_on_other_half": score(score_on, splits, CODE_RULE)})
     return out
 
 
@@ -178,7 +210,7 @@ def by_size(rows: list[dict], splits: int, rule: tuple) -> list[dict]:
     out = []
     for n in sorted({r["n"] for r in rows}):
         sub = [r for r in rows if r["n"] == n]
-        d = [decide(r["folds"], splits, rule)[1] for r in sub]
+        d = [decide(r, splits, rule)[1] for r in sub]
         est = np.array([-100.0 * x["diff"] for x in d])
         se_check = np.array([100.0 * x["se"] for x in d])
         loss = np.array([r["loss"] for r in sub])
@@ -213,7 +245,7 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
     for r in rows:
         if len(r["folds"]) < splits:
             continue
-        _, d = decide(r["folds"], splits, ("bound", WARN_LOSS, WARN_ALPHA))
+        _, d = decide(r, splits, ("bound", WARN_LOSS, WARN_ALPHA))
         est.append(-100.0 * d["diff"])
         s_c.append(100.0 * d["se"])
     s_t = float(np.median([r["loss_se"] for r in rows]))
@@ -250,7 +282,10 @@ def main(argv=None) -> int:
     ap.add_argument("--splits", type=int, default=5,
                     help="folds the per-fit tables use (the estimator's validation_splits)")
     ap.add_argument("--loss", type=float, default=WARN_LOSS)
-    ap.add_argument("--alpha", type=float, default=WARN_ALPHA)
+    ap.add_argument("--alpha", type=float, default=WARN_ALPHA,
+                    help="level of the held-out bound (--grid's 'bound' rules)")
+    ap.add_argument("--probability", type=float, default=WARN_PROBABILITY,
+                    help="the code's rule warns when P(loss >= --loss) reaches this")
     ap.add_argument("--grid", action="store_true")
     ap.add_argument("--halves", action="store_true",
                     help="choose a rule on half of the fits, score it on the other half")
@@ -259,7 +294,13 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", help="with --tuning: write section bench_dvu_check:TAG")
     args = ap.parse_args(argv)
     rows = load(args.folders)
-    rule = ("bound", args.loss, args.alpha)
+    rule = ("code", args.loss, args.probability)
+    old = sum(r["unlabelled"] is None for r in rows)
+    # the estimator's own verdict (all its folds), recorded by the runner, against the rule
+    # recomputed here
+    kept = [r for r in rows if r["unlabelled"] is not None
+            and r.get("recorded_warned") is not None]
+    same = sum(decide(r, len(r["folds"]), CODE_RULE)[0] == r["recorded_warned"] for r in kept)
     k = args.splits
     out: list[str] = []
     say = out.append
@@ -270,7 +311,12 @@ def main(argv=None) -> int:
         f"(median {int(np.median([r['hidden'] for r in rows]))}), whose own standard error "
         f"(column 'its s.e.', median {np.median([r['loss_se'] for r in rows]):.1f} points) "
         "is of the size of the 5-point threshold: per-fit recall and false alarms are "
-        "measured against a noisy truth.\n")
+        "measured against a noisy truth."
+        + (f" {old} fits were recorded before the runner kept the unlabelled rows' counts: "
+           "the code's rule is the held-out bound on them ('p_loss' blank)." if old else "")
+        + (f" The code's rule recomputed here agrees with the fit's own recorded verdict on "
+           f"{same} of {len(kept)} fits." if kept else "")
+        + "\n")
     say(f"| dataset | n | method | params | fits | raw | DVU | loss (points) | held-out diff, "
         f"{k} folds | warns |")
     say("|---|---|---|---|---|---|---|---|---|---|")
@@ -284,14 +330,14 @@ def main(argv=None) -> int:
     for key, group in sorted(groups.items()):
         raw = 100 * np.array([r["raw"] for r in group])
         dvu = 100 * np.array([r["dvu"] for r in group])
-        decisions = [decide(r["folds"], k, rule) for r in group]
+        decisions = [decide(r, k, rule) for r in group]
         diffs = [100 * d["diff"] for _, d in decisions]
         say(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {len(group)} | "
             f"{raw.mean():.1f} ± {sd(raw):.1f} | {dvu.mean():.1f} ± {sd(dvu):.1f} | "
             f"{(raw - dvu).mean():+.1f} ± {sd(raw - dvu):.1f} | {np.mean(diffs):+.1f} | "
             f"{sum(w for w, _ in decisions)}/{len(group)} |")
     means = np.array([[np.mean([r["loss"] for r in g]),
-                       -100.0 * np.mean([decide(r["folds"], k, rule)[1]["diff"] for r in g])]
+                       -100.0 * np.mean([decide(r, k, rule)[1]["diff"] for r in g])]
                       for g in groups.values() if len(g) > 1])
     if len(means) > 2:
         per = sorted({len(g) for g in groups.values() if len(g) > 1})
@@ -302,22 +348,28 @@ def main(argv=None) -> int:
             f"correlate at r = {np.corrcoef(means.T)[0, 1]:.2f}, mean |difference| "
             f"{np.mean(np.abs(means[:, 0] - means[:, 1])):.1f} points.")
     say("\n| dataset | n | method | params | seed | raw | DVU | loss (points) | its s.e. | "
-        f"held-out diff, {k} folds | loss bound | sign p | warns |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        f"held-out diff, {k} folds | loss bound | sign p | unlabelled rows differing | p_loss | "
+        "warns |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: (r["dataset"], r["n"], r["method"], r["params"],
                                          r["seed"])):
-        w, d = decide(r["folds"], k, rule)
+        w, d = decide(r, k, rule)
         say(f"| {r['dataset']} | {r['n']} | {r['method']} | {r['params']} | {r['seed']} | "
             f"{100 * r['raw']:.1f} | {100 * r['dvu']:.1f} | {r['loss']:+.1f} | "
             f"{r['loss_se']:.1f} | {100 * d['diff']:+.1f} (m={d['m']}) | "
-            f"{100 * d['bound']:.1f} | {d['p']:.2g} | {'yes' if w else 'no'} |")
+            f"{100 * d['bound']:.1f} | {d['p']:.2g} | "
+            + (f"{r['unlabelled_disagree']} of {r['unlabelled']} | {d['p_loss']:.2f}"
+               if r["unlabelled"] else " | ")
+            + f" | {'yes' if w else 'no'} |")
     say("\n| folds | rule | warns on fits losing >= 5 | ... and beyond the hidden set's noise | "
         "warns on fits losing < 5 | warns on fits not losing |")
     say("|---|---|---|---|---|---|")
     rules = [rule]
     if args.grid:
-        rules = [("sign", 0.03, 0.1)] + [("bound", loss, alpha) for loss in (0.03, 0.05)
-                                         for alpha in (0.1, 0.2, 0.3)]
+        rules = ([("sign", 0.03, 0.1)] + [("bound", loss, alpha) for loss in (0.03, 0.05)
+                                          for alpha in (0.1, 0.2, 0.3)]
+                 + [("code", WARN_LOSS, p) for p in (0.2, 0.3, 0.4, 0.5) if p != rule[2]]
+                 + [rule])
     results = []
     for r_ in rules:
         for splits in range(1, 6):

@@ -6,14 +6,18 @@ import pytest
 bench = pytest.importorskip("problems.bench_dvu_check")
 
 
-def _fit(seed, loss, b, c, *, n=1000, method="default"):
+def _fit(seed, loss, b, c, *, n=1000, method="default", d=None, h=None):
     """A fit losing ``loss`` points on its hidden labels whose 5 folds pool to ``b`` rows
-    right only on the inputs and ``c`` only on the embedding, of 800 held out."""
+    right only on the inputs and ``c`` only on the embedding, of 800 held out (the votes
+    differ on those rows only); ``d`` of its ``h`` unlabelled rows differ (``None``: a row
+    recorded without them)."""
     folds = [{"held_out": 160, "input_only": b // 5 + (i < b % 5),
               "embedding_only": c // 5 + (i < c % 5)} for i in range(5)]
+    for f in folds:
+        f["votes_differ"] = f["input_only"] + f["embedding_only"]
     return {"spec": "s", "dataset": "d", "seed": seed, "n": n, "method": method,
             "params": "{}", "dvu": 0.9, "raw": 0.9, "loss": loss, "hidden": 200,
-            "loss_se": 2.0, "folds": folds}
+            "loss_se": 2.0, "folds": folds, "unlabelled": h, "unlabelled_disagree": d}
 
 
 def test_the_code_rule_warns_exactly_where_its_bound_reaches_five_points():
@@ -44,9 +48,34 @@ def test_a_rule_chosen_on_one_half_is_scored_on_the_other():
     for h, own, other in ((out[0], half_a, half_b), (out[1], half_b, half_a)):
         assert h["on_own_half"] == bench.score(own, 5, h["rule"])
         assert h["on_other_half"] == bench.score(other, 5, h["rule"])
-        assert h["code_on_other_half"] == bench.score(other, 5, ("bound", 0.05, 0.1))
-        # 45 vs 10 of 800 (a 4.4-point loss, bound 5.6 points) warns under the code's
-        # rule, 30 vs 20 (1.25 points, bound 2.4) under none of the grid: rules that meet
+        # rows without the unlabelled rows' counts: the code's rule is the held-out bound
+        code = bench.score(other, 5, bench.CODE_RULE)
+        assert h["code_on_other_half"] == code
+        bound = bench.score(other, 5, ("bound", 0.05, 0.1))
+        assert {k: code[k] for k in code if k != "rule"} == \
+            {k: bound[k] for k in bound if k != "rule"}
+        # 45 vs 10 of 800 (a 4.4-point loss, bound 5.6 points) warns under the bound,
+        # 30 vs 20 (1.25 points, bound 2.4) under none of the grid: rules that meet
         # the goal on each half exist, so the chosen one does
         assert h["on_own_half"]["recall"] == (2, 2)
         assert h["on_own_half"]["false_alarm"] == (0, 2)
+
+
+def test_the_code_rule_is_the_estimators_on_the_unlabelled_rows():
+    """With the unlabelled rows' counts the bench scores ``check_verdict``, the estimator's
+    own decision: 60 vs 10 of 800 held out warns by the bound, but with no unlabelled row
+    differing no loss is possible there (silent); with 40 of 200 differing, split 6 to 1
+    for the inputs, a loss of 5 points is near certain (warns)."""
+    from sdpembed.estimators._held_out import check_verdict
+
+    quiet, loud = _fit(0, 1.0, 60, 10, d=0, h=200), _fit(1, 9.0, 60, 10, d=40, h=200)
+    assert bench.decide(quiet, 5, ("bound", 0.05, 0.1))[0]
+    w, v = bench.decide(quiet, 5, bench.CODE_RULE)
+    assert not w and v["p_loss"] == 0.0
+    w, v = bench.decide(loud, 5, bench.CODE_RULE)
+    assert w and v["p_loss"] == check_verdict(loud["folds"], 40, 200)["p_loss"] > 0.9
+    s = bench.score([quiet, loud], 5, bench.CODE_RULE)
+    assert s["recall"] == (1, 1) and s["false_alarm"] == (0, 1)
+    # the first 2 folds only: the verdict of those folds' counts
+    assert bench.decide(loud, 2, bench.CODE_RULE)[1]["p_loss"] == pytest.approx(
+        check_verdict(loud["folds"][:2], 40, 200)["p_loss"])

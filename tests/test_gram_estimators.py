@@ -133,6 +133,10 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert v["unlabelled"] == 20 and 0 < d <= 20 and v["loss_ceiling"] == d / 20
     assert v["p_loss"] >= 0.3 and 0.05 <= v["expected_loss"] <= v["loss_ceiling"]
     assert sum(f["votes_differ"] for f in v["folds"]) == v["votes_differ"] >= b + c
+    # the decision is check_verdict's on the recorded counts (what bench_dvu_check scores)
+    from sdpembed.estimators._held_out import check_verdict
+    again = check_verdict(v["folds"], d, v["unlabelled"])
+    assert again["p_loss"] == v["p_loss"] and again["warned"] is v["warned"]
     message = str(caught[0].message)
     assert f"p = {v['p_value']:.2g}" in message and "graph=" in message
     assert "the 3-NN vote of the labelled rows in the embedding and in the inputs" in message

@@ -95,3 +95,23 @@ def test_the_check_is_quiet_when_the_votes_agree_on_the_unlabelled_rows():
     v = est.validation_
     assert v["unlabelled"] == 12 and v["unlabelled_disagree"] == 0
     assert v["loss_ceiling"] == 0.0 and v["p_loss"] == 0.0 and not v["warned"]
+
+
+def test_check_verdict_is_the_unlabelled_predictive_or_the_held_out_bound():
+    """``check_verdict`` pools the folds' counts (skipped folds ignored): with unlabelled
+    rows it is ``unlabelled_loss`` with ``warned`` at ``WARN_PROBABILITY``; without, the
+    held-out bound; ``d`` is required with unlabelled rows."""
+    folds = [{"held_out": 40, "input_only": 6, "embedding_only": 1, "votes_differ": 9},
+             {"skipped": "SolverFailedError: ..."},
+             {"held_out": 40, "input_only": 4, "embedding_only": 2, "votes_differ": 8}]
+    v = _held_out.check_verdict(folds, 6, 40)
+    u = unlabelled_loss(10, 3, 17, 6, 40)
+    assert v["p_loss"] == u["p_loss"] and v["warned"] == (u["p_loss"] >= WARN_PROBABILITY)
+    assert v["difference"] == pytest.approx((3 - 10) / 80)
+    assert not _held_out.check_verdict(folds, 0, 40)["warned"]     # nothing can be lost
+    assert _held_out.check_verdict(folds, 6, 40, probability=0.0)["warned"]
+    bound = _held_out.check_verdict(folds)
+    assert "p_loss" not in bound
+    assert bound["warned"] == _held_out.held_out_verdict(10, 3, 80)["warned"]
+    with pytest.raises(ValueError, match="need d"):
+        _held_out.check_verdict(folds, None, 40)

@@ -16,7 +16,7 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import binom, norm
 
-__all__ = ["held_out_verdict", "unlabelled_loss"]
+__all__ = ["check_verdict", "held_out_verdict", "unlabelled_loss"]
 
 #: the loss the check is about (a share of rows: 5 points)
 WARN_LOSS = 0.05
@@ -116,6 +116,31 @@ def unlabelled_loss(b: int, c: int, disagree: int, d: int, h: int, *,
         p_loss = float(norm.sf(need - 0.5, loc=d * mean, scale=sd))
         lo, hi = d * mean - 1.2816 * sd, d * mean + 1.2816 * sd
     return {**out, "p_loss": p_loss, "loss_interval": (float(lo) / h, float(hi) / h)}
+
+
+def check_verdict(folds: list[dict], d: int | None = None, h: int = 0, *,
+                  loss: float = WARN_LOSS, probability: float = WARN_PROBABILITY
+                  ) -> dict[str, Any]:
+    """DVU's decision from its per-fold held-out counts, as ``validation_`` records them.
+
+    ``folds`` are ``validation_["folds"]`` entries (``held_out``, ``input_only``,
+    ``embedding_only``, ``votes_differ``; skipped folds are ignored); ``d`` and ``h`` are
+    the differing and all unlabelled rows (``unlabelled_disagree``, ``unlabelled``). With
+    ``h > 0``: :func:`unlabelled_loss` of the pooled counts, ``warned`` when its ``p_loss``
+    (of a loss of ``loss`` or more) is ``probability`` or more; with ``h == 0``:
+    :func:`held_out_verdict` (at ``loss``). The
+    estimator decides by this function, and ``problems/bench_dvu_check.py`` scores it on
+    the runner's recorded fits."""
+    folds = [f for f in folds if "held_out" in f]
+    b = sum(f["input_only"] for f in folds)
+    c = sum(f["embedding_only"] for f in folds)
+    v = held_out_verdict(b, c, sum(f["held_out"] for f in folds), loss=loss)
+    if h > 0:
+        if d is None:
+            raise ValueError("check_verdict: unlabelled rows (h > 0) need d")
+        v.update(unlabelled_loss(b, c, sum(f["votes_differ"] for f in folds), d, h, loss=loss))
+        v["warned"] = bool(v["p_loss"] >= probability)
+    return v
 
 
 def warning_message(v: dict[str, Any], *, metric: str, context: str) -> str:

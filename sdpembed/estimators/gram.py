@@ -39,12 +39,7 @@ from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import refuse_options_under_auto, solve
-from ._held_out import (
-    WARN_PROBABILITY,
-    held_out_verdict,
-    unlabelled_loss,
-    warning_message,
-)
+from ._held_out import check_verdict, held_out_verdict, warning_message
 from ._validation import TypedParameterValidation
 
 __all__ = ["DVU", "MVU"]
@@ -532,19 +527,15 @@ class DVU(_GramEmbedding):
     def _judge_unlabelled(self, X, y_int, labeled, codes) -> None:
         """The check's decision (see ``validation_fraction``), on the unlabelled rows if any.
 
-        With unlabelled rows, ``unlabelled_loss`` of the held-out counts and of the rows on
-        which the transduction and the inputs' vote differ; warns when a loss of 5 points
-        or more there has probability ``WARN_PROBABILITY`` or more. Without, the held-out
-        bound (``held_out_verdict``)."""
+        With unlabelled rows, ``check_verdict`` (``unlabelled_loss`` of the held-out counts
+        and of the rows on which the transduction and the inputs' vote differ; warns when a
+        loss of 5 points or more there has probability ``WARN_PROBABILITY`` or more).
+        Without, the held-out bound (``held_out_verdict``)."""
         v = self.validation_
         if (~labeled).any():
             k = min(self.transductive_neighbors, int(labeled.sum()))
             d = int(np.sum(self._input_vote(X, y_int, labeled, ~labeled, k) != codes[~labeled]))
-            folds = [f for f in v["folds"] if "held_out" in f]
-            v.update(unlabelled_loss(sum(f["input_only"] for f in folds),
-                                     sum(f["embedding_only"] for f in folds),
-                                     v["votes_differ"], d, int((~labeled).sum())))
-            v["warned"] = bool(v["p_loss"] >= WARN_PROBABILITY)
+            v.update(check_verdict(v["folds"], d, int((~labeled).sum())))
         if not v["warned"]:
             return
         if self.graph is not None:
