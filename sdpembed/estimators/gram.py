@@ -344,7 +344,9 @@ class DVU(_GramEmbedding):
         28 others (the held-out bound alone: 21 of 27 and 10 of 28).
         At 40 unlabelled rows 5 points are 2 rows, and which way a handful of differing rows
         go is the labels' noise: no check calls every fit right, and ``p_loss`` (in the
-        warning) says how sure it is. The numbers are in ``validation_``.
+        warning) says how sure it is. The numbers are in ``validation_``. The check is about
+        the transduction (the unlabelled rows of ``X``), not about :meth:`predict` on new
+        points, which places them by their neighbours in the inputs.
         Scoring the labelled rows of
         the final embedding instead would cost nothing but cannot work: their labels shaped
         it (DVU contracts each class), so they look right whatever the unlabelled rows do.
