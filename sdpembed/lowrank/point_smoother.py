@@ -17,15 +17,21 @@ objective's own quadratic for a single point, the other terms to first order. In
 :math:`r` variables (the rank) it is minimised by a few damped Newton steps, all chosen
 points at once: the Hessian
 :math:`2(\tilde c_{ii} + \sum_e g_e)I + 4\sum_e\psi_e''u_eu_e^T`
-(:math:`u_e = z_e + s_e\delta`, :math:`g_e = \psi_e'`), its eigenvalues floored, and a
+(:math:`u_e = z_e + s_e\delta`, :math:`g_e = \psi_e'`) with its isotropic part floored at
+a thousandth of its mean (as the block-Jacobi preconditioner does; the Gauss–Newton part
+is positive semidefinite, so the step is a descent direction of :math:`\phi_i`), and a
 backtracking step per point on :math:`\phi_i` itself.
 
 *Which points*: the weakly held ones, where the gradient's row is large against the
-point's isotropic curvature :math:`2(\tilde c_{ii} + \sum_e g_e)`
-(the predicted decrease :math:`\|G_i\|^2/\kappa_i`), the largest first, taken greedily
-into an *independent set* (no two chosen points share an edge), so that the edge terms of
-the chosen blocks are disjoint and :math:`\sum_i\phi_i` is the exact change of the edge
-part of :math:`f` for the joint move.
+point's isotropic curvature :math:`\kappa_i = 2(\tilde c_{ii} + \sum_e g_e)`
+(the predicted decrease :math:`\|G_i\|^2/\kappa_i`): those whose predicted decrease is
+strictly the largest among their neighbours' (one round of Luby's rule, so no two chosen
+points share an edge), the largest ``share`` of the points among them. The edge terms of
+the chosen blocks are then disjoint and :math:`\sum_i\phi_i` is the exact change of the
+edge part of :math:`f` for the joint move.
+
+*When*: inside L-BFGS (``_lbfgs``'s ``hook``), at iteration ``start`` and every ``every``
+iterations after; the L-BFGS pairs are kept (:meth:`~.inner._Pairs.moved`).
 
 *Why it decreases f*: the joint move :math:`\Delta` (the chosen rows) is accepted only if
 the subproblem's own value falls, :math:`f(W + \Delta) < f(W)`, evaluated by the
