@@ -159,7 +159,8 @@ class PointSmoother:
             Du = np.einsum("pdk,pdk->pd", U, U)
             v, ge, d2 = _edge_terms(pen, Ef, Du.ravel(), yE.ravel(), self.sigma, self.kind)
             v, ge, d2 = (q.reshape(E.shape) * mask for q in (v, ge, d2))
-            val = v.sum(axis=1) + np.einsum("pk,pk->p", a, delta) + c * np.einsum("pk,pk->p", delta, delta)
+            val = v.sum(axis=1) + np.einsum("pk,pk->p", a, delta) \
+                + c * np.einsum("pk,pk->p", delta, delta)
             return val, U, ge, d2
 
         delta = np.zeros((P.size, k))
