@@ -8,7 +8,6 @@ from .gn_precond import _GN_MAX_DIM, gn_fits, gn_preconditioner, scalar_fill
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
 from .penalty import DistancePenalty
-from .point_smoother import PointSmoother
 from .space import FactorSpace
 
 
@@ -234,7 +233,7 @@ class _ALM:
                     return apply
             return block_jacobi(W, Z, g, d2)
 
-        def run(W0, gtol, maxiter, precond, window=(0, 0.0), smoother=None):
+        def run(W0, gtol, maxiter, precond, window=(0, 0.0)):
             nonlocal shape
             shape = W0.shape
             deadline = self.deadline
@@ -250,11 +249,8 @@ class _ALM:
                     r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
                     res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
             elif precond is None:
-                hook = None
-                if smoother is not None:
-                    hook = PointSmoother(sp_, pen, y, sigma, kind, **smoother).hook(fun)
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
-                             deadline=deadline, window=window, hook=hook)
+                             deadline=deadline, window=window)
             else:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, precond=pc,
                              memory=10, stop_norm=2, ftol=0.0, deadline=deadline)

@@ -210,17 +210,6 @@ class _Pairs:
         self.head = (h + 1) % m
         self.owed = True
 
-    def moved(self, g: np.ndarray, g_new: np.ndarray) -> None:
-        """The iterate was replaced outside the line search (gradient ``g`` -> ``g_new``):
-        the newest pair's products are settled at ``g`` and the next pair's ``y`` is taken
-        from ``g_new``."""
-        k = self.used
-        if not k:
-            return
-        if self.owed:
-            self.direction(g, g, 1.0)
-        self.w[:2 * k] = (self.P[:2 * k] @ g_new.astype(np.float32)).astype(float)
-
     def direction(self, g: np.ndarray, Mg: np.ndarray, gamma: float) -> np.ndarray:
         r""":math:`-H_k g` (``Mg`` is :math:`M^{-1}g`)."""
         k, m = self.used, self.memory
@@ -257,7 +246,7 @@ def _norm(g: np.ndarray, order: float) -> float:
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
            stop_norm: float = np.inf, deadline: float = np.inf,
-           window: tuple[int, float] = (0, 0.0), hook=None) -> _LBFGSResult:
+           window: tuple[int, float] = (0, 0.0)) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k`, the BFGS matrix of the
@@ -272,9 +261,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
     ``20 * maxiter + 100``), at the ``deadline`` (a :func:`time.perf_counter` value), or,
     with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
-    :math:`f` by at most ``delta`` (an absolute test of the tail). ``hook(it, x, f, g)``,
-    if given, is called after every iteration and may return a better point ``(x, f, g)``
-    (:mod:`.point_smoother`), whose step is stored as a pair like the line search's.
+    :math:`f` by at most ``delta`` (an absolute test of the tail).
 
     The pairs live in one single-precision array, applied in the compact form
     (:class:`_Pairs`: two matrix-vector products per direction); faster
@@ -326,11 +313,6 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
             break
-        if hook is not None:
-            better = hook(it, x, f, g)
-            if better is not None:
-                pairs.moved(g, better[2])
-                x, f, g = better
         if k_win > 0:
             if it > k_win and f_hist[it % k_win] - f <= delta:
                 break

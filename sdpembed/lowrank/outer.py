@@ -29,7 +29,6 @@ from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
-from .point_smoother import smoother_settings
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
@@ -257,8 +256,7 @@ class _OuterLoop(StallGrowth):
             inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
-                     tail_window(self.space, self.cheap_prev, self.history),
-                     smoother_settings(self.space, self.it, inner))
+                     tail_window(self.space, self.cheap_prev, self.history))
         self.last_inner = "newton" if newton else self._lbfgs_end(res)
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
