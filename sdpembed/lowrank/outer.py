@@ -523,6 +523,8 @@ class _OuterLoop(StallGrowth):
         (status ``"optimal"``) once the best pair proves ``tol``, else grow the rank along the
         negative eigenvector where that eigenvalue keeps the gap open."""
         space, pen, opts, cache = self.space, self.pen, self.opts, self.cache
+        if self._best_understated(entry):
+            return
         p_best = self.best_primal[0]
         certificate = _best_certificate(
             space, pen, self.W, candidates, opts, cache, target=p_best - opts.tol * abs(p_best),
@@ -576,6 +578,19 @@ class _OuterLoop(StallGrowth):
             self._grow(escape_directions(self.space, self.cache, certificate,
                                          self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _best_understated(self, entry: dict) -> bool:
+        """Whether the best point's infeasibility, measured here in full (distance rows, SNR
+        constraint, added rows), exceeds what any path may record, ``max(feas_tol,
+        1e-2 tol)``: a path that recorded it from part of its rows. Such a point is dropped
+        (never certified, never reported) and ``entry["best_dropped"]`` says by how much."""
+        W_b, stated = self.best_primal[1], self.best_primal[2]
+        real = self._infeasibility(W_b, *self.alm.objective_parts(W_b))
+        if real <= max(self.opts.feas_tol, 1e-2 * self.opts.tol):
+            return False
+        entry["best_dropped"] = {"stated": stated, "infeasibility": real}
+        self.best_primal = None
+        return True
 
     def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
         """Add one factor column along each of ``vectors`` (:func:`~.escape.grow`) and record it."""
