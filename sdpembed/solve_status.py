@@ -480,8 +480,8 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{bound:.6g}: signed relative gap {signed:.3g}, above {FAR_FROM_OPTIMAL:g}. The "
             "bound is proven and the optimum lies between the two, but nothing proves the "
             "point within that of the optimum (it may be nearer; its own bound is what is "
-            "far), so it is not a solution. Raise the time or iteration limit (LOWRANK time_limit/max_outer) or use an "
-            "interior-point backend.", objective, stats, point)
+            "far), so it is not a solution. Raise the time or iteration limit (LOWRANK "
+            "time_limit/max_outer) or use an interior-point backend.", objective, stats, point)
     if status != "optimal_inaccurate":
         return
     limit = NEAR_OPTIMAL.get(name, FAR_FROM_OPTIMAL)
