@@ -29,6 +29,7 @@ from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
+from .rank_precond import rank_preconditioner
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
@@ -253,7 +254,9 @@ class _OuterLoop(StallGrowth):
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
             inner = self.space.preconditioner(om)
         else:
-            inner = "newton" if newton else None
+            inner = "newton" if newton else (
+                rank_preconditioner(W, self.rnorm, self.alm, self.y, self.sigma)
+                if opts.inner == "auto" else None)
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
                      tail_window(self.space, self.cheap_prev, self.history))
