@@ -256,7 +256,7 @@ class _OuterLoop(StallGrowth):
         else:
             inner = "newton" if newton else (
                 rank_preconditioner(W, self.rnorm, self.alm, self.y, self.sigma)
-                if opts.inner == "auto" else None)
+                if opts.inner == "auto" and self.space.dim > self.space.limits.eig else None)
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
                      tail_window(self.space, self.cheap_prev, self.history))
