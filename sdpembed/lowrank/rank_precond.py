@@ -34,12 +34,15 @@ Hessian :math:`H_0 = \gamma M^{-1}`, :math:`M^{-1} = I_n \otimes P^{-1}` acting 
 * right multiplication commutes with the centring :math:`W \mapsto W - \mathbf{1}\bar w^T`
   of the full space, so preconditioned steps stay centred.
 
-:math:`\eta`'s rule (PrecGD ties it to the residual, :math:`\eta \asymp \|WW^T - G^\star\|`):
-:math:`\eta = \max(\rho, \eta_{\min})\,\lambda_{\max}(W^TW)`, with :math:`\rho` the relative
-residual :math:`\|r\|/\|\bar D\|` of the last multiplier update (1 before the first one;
-capped at 1) and :math:`\eta_{\min}` = :data:`_ETA_MIN`: far from feasibility the metric is
-close to plain L-BFGS's (:math:`\eta` of the order of the largest column), near it a column
-may be boosted by up to :math:`1/\max(\rho, \eta_{\min})` against the largest.
+:math:`\eta`'s rule (PrecGD ties it to the residual, :math:`\eta \asymp \|WW^T - G^\star\|`,
+so that it dominates where the curvature is not the factor's): :math:`\eta = \beta\,
+\mathrm{tr}(W^TW)`, :math:`\beta` = :func:`balance`, the size (as a share of the trace) at
+which a column's Gauss–Newton curvature :math:`4\psi_e''z_{ej}^2` equals the first-order
+one :math:`2|\psi_e'|`, summed over the edges, taking a column's share of the edges'
+squared lengths :math:`D` as its share of the trace. Below that size the curvature along
+a column is the multipliers', whatever its size, and boosting it further would
+overshoot. (``_ETA_RULE = "residual"``: :math:`\beta = \max(\min(\rho, 1),
+\eta_{\min})`, :math:`\rho` the last relative residual: tried first, module constants.)
 """
 
 from __future__ import annotations
