@@ -65,8 +65,12 @@ def test_the_rule_takes_factors_with_a_small_column(monkeypatch):
     monkeypatch.setattr(rank_precond, "_ETA_RULE", "residual")
     rng = np.random.default_rng(2)
     spread = _factor(rng, 30, [1.0, 0.5, 0.2])
-    small = _factor(rng, 30, [1.0, 0.5, 1e-3])
+    # columns at 5e-3 to 1e-2 of the largest (usps1000-k8-s1's after its growth) are moved
+    # by plain L-BFGS: no switch; 3e-4 (usps2500-tangent-k5's new columns) is below it
+    moving = _factor(rng, 30, [1.0, 1e-2, 5e-3])
+    small = _factor(rng, 30, [1.0, 0.5, 3e-4])
     assert rank_preconditioner(spread, 0.1) is None
+    assert rank_preconditioner(moving, 0.1) is None
     assert isinstance(rank_preconditioner(small, 0.1), RankPreconditioner)
     assert rank_preconditioner(small[:, :1], 0.1) is None
 
