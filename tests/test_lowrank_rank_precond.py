@@ -69,10 +69,12 @@ def test_the_rule_takes_factors_with_a_small_column(monkeypatch):
     # by plain L-BFGS: no switch; 3e-4 (usps2500-tangent-k5's new columns) is below it
     moving = _factor(rng, 30, [1.0, 1e-2, 5e-3])
     small = _factor(rng, 30, [1.0, 0.5, 3e-4])
-    assert rank_preconditioner(spread, 0.1) is None
-    assert rank_preconditioner(moving, 0.1) is None
-    assert isinstance(rank_preconditioner(small, 0.1), RankPreconditioner)
-    assert rank_preconditioner(small[:, :1], 0.1) is None
+    assert rank_preconditioner(spread, 0.1, fresh=True) is None
+    assert rank_preconditioner(moving, 0.1, fresh=True) is None
+    assert isinstance(rank_preconditioner(small, 0.1, fresh=True), RankPreconditioner)
+    assert rank_preconditioner(small[:, :1], 0.1, fresh=True) is None
+    # a small column with no growth just before (driven there by the iterations): plain
+    assert rank_preconditioner(small, 0.1) is None
 
 
 def test_column_scaled_curvature_is_what_it_removes():

@@ -255,7 +255,8 @@ class _OuterLoop(StallGrowth):
             inner = self.space.preconditioner(om)
         else:
             inner = "newton" if newton else (
-                rank_preconditioner(W, self.rnorm, self.alm, self.y, self.sigma)
+                rank_preconditioner(W, self.rnorm, self.alm, self.y, self.sigma,
+                                    fresh=0 < self.last_growth == self.it - 1)
                 if opts.inner == "auto" and self.space.dim > self.space.limits.eig else None)
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,

@@ -107,10 +107,16 @@ class RankPreconditioner:
         return self._apply(Pn)
 
 
-#: which plain-L-BFGS subproblems get the preconditioner: ``"off"``, ``"all"``, or
+#: which plain-L-BFGS subproblems get the preconditioner: ``"off"``, ``"all"``,
 #: ``"spread"`` (those whose starting factor has a singular value below :data:`_SPREAD`
-#: times its largest)
-_WHEN = "spread"
+#: times its largest), or ``"grown"`` (those of ``"spread"`` that start right after a rank
+#: growth). ``"grown"``: a growth adds columns along the certificate's negative-curvature
+#: directions, which the optimum wants and the identity metric cannot grow from below
+#: :data:`_SPREAD`; a column that the iterations themselves drove to zero (shrink-only MVU
+#: on the Swiss roll, at 1e-9 of the largest after its first subproblem) is one the
+#: optimum may not want, and the metric's boost there lengthened every subproblem
+#: (docs/tuning.md, "The rank-side preconditioner behind a stated switch").
+_WHEN = "grown"
 
 #: the switch-on threshold: a starting singular value below this share of the largest.
 #: Along a column of relative size :math:`s` the Gauss–Newton curvature is :math:`s^2`
@@ -139,13 +145,14 @@ def balance(alm, W: np.ndarray, y: np.ndarray, sigma: float) -> float:
     return float(np.sum(np.abs(g))) / gn if gn > 0 else np.inf
 
 
-def rank_preconditioner(W: np.ndarray, rho: float, alm=None, y=None,
-                        sigma: float = 1.0) -> RankPreconditioner | None:
+def rank_preconditioner(W: np.ndarray, rho: float, alm=None, y=None, sigma: float = 1.0,
+                        fresh: bool = False) -> RankPreconditioner | None:
     """The preconditioner of a plain-L-BFGS subproblem from the factor ``W``, or ``None``
-    where :data:`_WHEN` says plain L-BFGS."""
-    if _WHEN == "off" or W.shape[1] < 2:
+    where :data:`_WHEN` says plain L-BFGS; ``fresh``: the rank grew at the last outer
+    iteration."""
+    if _WHEN == "off" or W.shape[1] < 2 or (_WHEN == "grown" and not fresh):
         return None
-    if _WHEN == "spread":
+    if _WHEN in ("spread", "grown"):
         s = np.linalg.svd(W, compute_uv=False)
         if not s[-1] < _SPREAD * s[0]:
             return None
