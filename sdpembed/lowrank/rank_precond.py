@@ -113,9 +113,10 @@ class RankPreconditioner:
 #: growth). ``"grown"``: a growth adds columns along the certificate's negative-curvature
 #: directions, which the optimum wants and the identity metric cannot grow from below
 #: :data:`_SPREAD`; a column that the iterations themselves drove to zero (shrink-only MVU
-#: on the Swiss roll, at 1e-9 of the largest after its first subproblem) is one the
-#: optimum may not want, and the metric's boost there lengthened every subproblem
-#: (docs/tuning.md, "The rank-side preconditioner behind a stated switch").
+#: on the Swiss roll: 1e-9 of the largest from its first subproblem on, back to 0.15 only
+#: at the end) is held there by the current multipliers, and the metric's boost there
+#: lengthened every subproblem (docs/tuning.md, "The rank-side preconditioner behind a
+#: stated switch").
 _WHEN = "grown"
 
 #: the switch-on threshold: a starting singular value below this share of the largest.
