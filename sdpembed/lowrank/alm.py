@@ -8,7 +8,6 @@ from .gn_precond import _GN_MAX_DIM, gn_fits, gn_preconditioner, scalar_fill
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
 from .penalty import DistancePenalty
-from .rank_precond import RankPreconditioner
 from .space import FactorSpace
 
 
@@ -249,10 +248,6 @@ class _ALM:
                 if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
                     r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
                     res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
-            elif isinstance(precond, RankPreconditioner):
-                res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
-                             deadline=deadline, window=window, precond=precond.at(W0.ravel()),
-                             refresh=precond.refresh, refresh_every=precond.check)
             elif precond is None:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
                              deadline=deadline, window=window)

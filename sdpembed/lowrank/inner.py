@@ -246,8 +246,7 @@ def _norm(g: np.ndarray, order: float) -> float:
 def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
            memory: int = 20, ftol: float = 1e-15, maxfun: int | None = None,
            stop_norm: float = np.inf, deadline: float = np.inf,
-           window: tuple[int, float] = (0, 0.0), refresh=None,
-           refresh_every: int = 50) -> _LBFGSResult:
+           window: tuple[int, float] = (0, 0.0)) -> _LBFGSResult:
     r"""Limited-memory BFGS with a weak-Wolfe line search (:func:`_wolfe`), on flat arrays.
 
     The search direction is :math:`-H_k g_k`, the BFGS matrix of the
@@ -263,11 +262,6 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     ``20 * maxiter + 100``), at the ``deadline`` (a :func:`time.perf_counter` value), or,
     with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
     :math:`f` by at most ``delta`` (an absolute test of the tail).
-
-    ``refresh(x)``, if given (with ``precond``), is asked every ``refresh_every`` iterations
-    for a new :math:`M^{-1}` (``None``: keep it); a new one empties the memory, whose pairs
-    were built on the old :math:`H_0`, and the next direction is :math:`-\gamma M^{-1}g`
-    (:mod:`.rank_precond`). With ``refresh``, the first trial step is the plain one's.
 
     The pairs live in one single-precision array, applied in the compact form
     (:class:`_Pairs`: two matrix-vector products per direction); faster
@@ -294,17 +288,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
-        if refresh is not None and it % refresh_every == 0:
-            M_new = refresh(x)
-            if M_new is not None:
-                M = M_new
-                pairs.reset()
-        if pairs.used:
-            d = pairs.direction(g, M(g), gamma)
-        elif refresh is not None:
-            d = -gamma * np.asarray(M(g), dtype=float)
-        else:
-            d = -np.array(M(g), dtype=float)
+        d = pairs.direction(g, M(g), gamma) if pairs.used else -np.array(M(g), dtype=float)
         slope = float(g @ d)
         if slope >= 0:  # not a descent direction: restart from the (preconditioned) gradient
             pairs.reset()
@@ -312,8 +296,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             slope = float(g @ d)
             if slope >= 0:
                 break
-        unit = it > 1 or (precond is not None and refresh is None)
-        step = 1.0 if unit else 1.0 / max(float(np.linalg.norm(d)), 1e-300)
+        step = 1.0 if it > 1 or precond is not None else 1.0 / max(float(np.linalg.norm(d)),
+                                                                     1e-300)
         found = _wolfe(evaluate, x, f, d, slope, step)
         if found is None:
             break

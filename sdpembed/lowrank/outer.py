@@ -29,7 +29,6 @@ from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
-from .rank_precond import rank_preconditioner
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
@@ -254,10 +253,7 @@ class _OuterLoop(StallGrowth):
             om = self.pen.curvature_weights(self.sigma) / W.shape[1]
             inner = self.space.preconditioner(om)
         else:
-            inner = "newton" if newton else (
-                rank_preconditioner(W, self.rnorm, self.alm, self.y, self.sigma,
-                                    fresh=0 < self.last_growth == self.it - 1)
-                if opts.inner == "auto" and self.space.dim > self.space.limits.eig else None)
+            inner = "newton" if newton else None
         gtol = self.gtol * self.obj_scale / np.sqrt(W.size)
         W, res = run(W, gtol, opts.max_newton if newton else self.max_inner, inner,
                      tail_window(self.space, self.cheap_prev, self.history))
