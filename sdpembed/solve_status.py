@@ -478,9 +478,9 @@ def check_result(solver: str, status: str, objective: float | None,
         raise _fail(
             f"{name}{on} stopped ({status}) with objective {p:.6g} and certified lower bound "
             f"{bound:.6g}: signed relative gap {signed:.3g}, above {FAR_FROM_OPTIMAL:g}. The "
-            "bound is proven and the optimum lies between the two, but nothing proves the "
-            "point within that of the optimum (it may be nearer; its own bound is what is "
-            "far), so it is not a solution. Raise the time or iteration limit (LOWRANK "
+            "bound is proven and the optimum lies between the two: the point may be nearer "
+            "the optimum than its bound, but nothing proves it, so by the certified gap it is "
+            "far from optimal and not a solution. Raise the time or iteration limit (LOWRANK "
             "time_limit/max_outer) or use an interior-point backend.", objective, stats, point)
     if status != "optimal_inaccurate":
         return
