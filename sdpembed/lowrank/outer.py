@@ -444,7 +444,7 @@ class _OuterLoop(StallGrowth):
         W_r, r_r = restore_feasibility(space, pen, W, tol=0.1 * feas_target,
                                        deadline=self.deadline)
         quad_r, D_r, h_r = self.alm.objective_parts(W_r)
-        k_r = 0.0 if space.K is None else space.K_violation(space.K_values(W_r))
+        k_r = self._rows_violation(W_r)
         if r_r <= feas_target and space.snr_violation(h_r, quad) <= opts.feas_tol \
                 and k_r <= opts.feas_tol:
             return W_r, quad_r + pen.objective(D_r), max(r_r, k_r)
@@ -454,11 +454,13 @@ class _OuterLoop(StallGrowth):
         """Relative infeasibility of the point ``W`` (its ``objective_parts`` ``quad, D, h``):
         the distance rows (:meth:`DistancePenalty.violation`), the SNR constraint and the
         added rows."""
+        return max(self.pen.violation(D), self.space.snr_violation(h, quad),
+                   self._rows_violation(W))
+
+    def _rows_violation(self, W) -> float:
+        """Relative violation of the added rows at ``W`` (0 without any)."""
         space = self.space
-        infeas = max(self.pen.violation(D), space.snr_violation(h, quad))
-        if space.K is not None:
-            infeas = max(infeas, space.K_violation(space.K_values(W)))
-        return infeas
+        return 0.0 if space.K is None else space.K_violation(space.K_values(W))
 
     def _onto_shrink(self, W, infeas: float, near: bool):
         r"""``(W_r, p_r, infeas_r)``: ``"shrink"`` iterate ``W`` scaled by the largest
