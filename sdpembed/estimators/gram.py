@@ -326,7 +326,7 @@ class DVU(_GramEmbedding):
         accuracies estimate how the transduction compares with k-NN on the inputs. From the
         paired per-row results it forms the difference :math:`\hat\Delta` (embedding minus
         inputs), its standard error, the one-sided 90 % upper bound of the expected loss
-        and the sign test (``sdpembed.estimators.gram.held_out_verdict``). It then judges
+        and the sign test (``sdpembed.estimators._held_out.held_out_verdict``). It then judges
         the fit's own :math:`h` unlabelled rows, whose transduction the user gets: both
         votes are known there and differ on :math:`d` rows, the only rows on which the two
         can score differently, so at most :math:`d/h` can be lost. The held-out rows on
@@ -598,7 +598,7 @@ class DVU(_GramEmbedding):
                     "least 2 are kept per class)"}, {}
         options = dict(self.solver_options or {})
         per_fold, report, f, factor, start, selection = [], None, None, None, {}, None
-        right_emb, right_inp, differ = [], [], []
+        right_emb, right_inp = [], []
         k = self.transductive_neighbors
         for s, held in enumerate(folds):
             y_val = y_int.copy()
@@ -630,7 +630,6 @@ class DVU(_GramEmbedding):
             r_emb, r_inp = p_emb == y_int[held], p_inp == y_int[held]
             right_emb.append(r_emb)
             right_inp.append(r_inp)
-            differ.append(p_emb != p_inp)
             per_fold.append({"held_out": int(held.sum()), "embedding_right": int(r_emb.sum()),
                              "input_right": int(r_inp.sum()),
                              "input_only": int(np.sum(r_inp & ~r_emb)),
@@ -646,7 +645,8 @@ class DVU(_GramEmbedding):
         c = int(np.sum(r_emb & ~r_inp))
         out = {"held_out": m, "fraction": float(frac), "splits": len(folds), "neighbors": k,
                "embedding_accuracy": acc_embedding, "input_accuracy": acc_input,
-               **held_out_verdict(b, c, m), "votes_differ": int(np.concatenate(differ).sum()),
+               **held_out_verdict(b, c, m),
+               "votes_differ": sum(f.get("votes_differ", 0) for f in per_fold),
                "folds": per_fold, "solver": report.solver, "status": report.status}
         warm = {}
         if start and report.solver == "LOWRANK":
