@@ -326,7 +326,7 @@ class DVU(_GramEmbedding):
         accuracies estimate how the transduction compares with k-NN on the inputs. From the
         paired per-row results it forms the difference :math:`\hat\Delta` (embedding minus
         inputs), its standard error, the one-sided 90 % upper bound of the expected loss
-        and the sign test (``sdpembed.estimators._held_out.held_out_verdict``). It then judges
+        and the sign test (``sdpembed.estimators.gram.held_out_verdict``). It then judges
         the fit's own :math:`h` unlabelled rows, whose transduction the user gets: both
         votes are known there and differ on :math:`d` rows, the only rows on which the two
         can score differently, so at most :math:`d/h` can be lost. The held-out rows on
