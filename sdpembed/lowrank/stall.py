@@ -31,6 +31,9 @@ _STALL_LOW = 3.0
 #: only this many outer iterations or more after the start or the last growth (the first
 #: subproblem from zero multipliers, or at fresh small columns, caps for its far start)
 _CAP_AFTER = 2
+#: ... along at most this many of the escape directions (the multipliers of an unfinished
+#: subproblem put more eigenvalues below the escape ratio than the optimum's rank lacks)
+_CAP_COLUMNS = 4
 
 
 class StallGrowth:
@@ -81,11 +84,11 @@ class StallGrowth:
                 or self.W.shape[1] >= self.opts.max_rank \
                 or self.it < self.last_growth + _CAP_AFTER or not self._far(cheap_gap):
             return False
-        grew = self._grow_on_stall(entry)
+        grew = self._grow_on_stall(entry, _CAP_COLUMNS)
         entry["grew_at_cap"] = grew
         return grew
 
-    def _grow_on_stall(self, entry: dict) -> bool:
+    def _grow_on_stall(self, entry: dict, most: int | None = None) -> bool:
         r"""Grow the rank along the negative eigenvectors of :math:`S(y,\nu)` at the current
         multipliers, when the cheap gap stalls (:meth:`_stalled`).
 
@@ -112,6 +115,8 @@ class StallGrowth:
             return False
         lam, X = pairs
         room = self.opts.max_rank - self.W.shape[1]
+        if most is not None:
+            room = min(room, most)
         if not lam[0] < 0:
             return False
         self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
