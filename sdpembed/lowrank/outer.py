@@ -390,11 +390,7 @@ class _OuterLoop(StallGrowth):
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self.last_inner == "cut":
-            t_cert = time.perf_counter()
-            self._grow_at_cap(cheap_gap, entry)
-            self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and (
+        elif not self._late() and self.last_inner != "cut" and (
                 self._stalled(cheap_gap)
                 or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()

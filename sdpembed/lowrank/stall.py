@@ -27,13 +27,6 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
-#: rank growth after a subproblem L-BFGS left at ``max_inner`` (:meth:`StallGrowth._grow_at_cap`):
-#: only this many outer iterations or more after the start or the last growth (the first
-#: subproblem from zero multipliers, or at fresh small columns, caps for its far start)
-_CAP_AFTER = 2
-#: ... along at most this many of the escape directions (the multipliers of an unfinished
-#: subproblem put more eigenvalues below the escape ratio than the optimum's rank lacks)
-_CAP_COLUMNS = 4
 
 
 class StallGrowth:
@@ -52,52 +45,26 @@ class StallGrowth:
         if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
                 or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
             return False
-        if not self._far(cheap_gap):
+        if self.k_viol > self.opts.feas_tol:
+            # violated added rows stall the gap until their multipliers have grown (their
+            # penalty's schedule), not for want of a dimension
+            return False
+        floor = _STALL_LOW * self.opts.tol if self.space.dim <= self.space.limits.eig \
+            else max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR)
+        if not cheap_gap > floor:
             return False
         before = min(h["cheap_gap"] for h in self.history[-2:])
         return cheap_gap > _STALL_RATIO * before
 
-    def _far(self, cheap_gap: float) -> bool:
-        """The stall rule's floor: the cheap gap above it, no added row violated beyond
-        ``feas_tol`` (violated added rows stall the gap until their multipliers have grown,
-        their penalty's schedule, not for want of a dimension)."""
-        if self.k_viol > self.opts.feas_tol:
-            return False
-        floor = _STALL_LOW * self.opts.tol if self.space.dim <= self.space.limits.eig \
-            else max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR)
-        return cheap_gap > floor
-
-    def _grow_at_cap(self, cheap_gap: float, entry: dict) -> bool:
-        r"""After a subproblem L-BFGS left at ``max_inner``: grow the rank as
-        :meth:`_grow_on_stall` does (every factor column in use, :math:`S` at the new
-        multipliers with a negative eigenvalue), without waiting for the stall rule.
-        Only where the bottom eigenpairs are dense (n <= ``DenseLimits.eig``), full space,
-        below ``max_rank``, the cheap gap above the stall rule's floor (:meth:`_far`), and
-        ``_CAP_AFTER`` outer iterations or more after the start or the last growth. A
-        subproblem that caps at a factor using every column, with :math:`S` indefinite,
-        is one at a rank short of the optimum's: it creeps along the augmented
-        Lagrangian's flat directions (docs/tuning.md, "The warm barrier's step share"),
-        and the stall rule, which skips capped subproblems, grows only after it has
-        stopped capping. Returns whether the rank grew."""
-        space = self.space
-        if space.Q is not None or space.dim > space.limits.eig \
-                or self.W.shape[1] >= self.opts.max_rank \
-                or self.it < self.last_growth + _CAP_AFTER or not self._far(cheap_gap):
-            return False
-        grew = self._grow_on_stall(entry, _CAP_COLUMNS)
-        entry["grew_at_cap"] = grew
-        return grew
-
-    def _grow_on_stall(self, entry: dict, most: int | None = None) -> bool:
+    def _grow_on_stall(self, entry: dict) -> bool:
         r"""Grow the rank along the negative eigenvectors of :math:`S(y,\nu)` at the current
         multipliers, when the cheap gap stalls (:meth:`_stalled`).
 
         A factor of lower rank than the optimum has no stationary point with multipliers
         that close the gap: the subproblems converge, the cheap gap stays put, and no
         certificate attempt, whose negative eigenvector would grow the rank, is ever made
-        (docs/tuning.md, "LOWRANK robustness, dense graphs"). After a subproblem L-BFGS
-        left at ``max_inner`` (whose gap is that of an unfinished subproblem) only through
-        :meth:`_grow_at_cap`. The
+        (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
+        L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
         bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
         column (:func:`~.escape.grow`), up to ``max_rank``. They are computed under the
@@ -115,8 +82,6 @@ class StallGrowth:
             return False
         lam, X = pairs
         room = self.opts.max_rank - self.W.shape[1]
-        if most is not None:
-            room = min(room, most)
         if not lam[0] < 0:
             return False
         self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
