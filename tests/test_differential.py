@@ -110,6 +110,24 @@ def test_judge_takes_an_optimal_reference_over_an_inaccurate_one():
     assert v["agree"] == 1 and v["reference_inaccurate"] == 0
 
 
+def test_judge_counts_agreement_with_the_second_reference_where_clarabel_failed():
+    """Seed 109240 (interval DVU, 33 points, an added row sum): CLARABEL refused
+    (``SolverFailedError``, its point priced at 1.9e-5), CSDP 'optimal' -0.6131446, LOWRANK
+    'optimal' -0.6131427 (certified gap 7.1e-6). The judge took CSDP's optimum but counted
+    neither agreement nor disagreement: a LOWRANK result off CSDP's optimum by more than
+    AGREE (and less than FAR) went uncounted where CLARABEL failed."""
+    clarabel = {"kind": "error", "error": "SolverFailedError", "solver": "CLARABEL"}
+    csdp = _result(-0.6131445941986436, status="optimal")
+    v = _judge(_result(-0.6131427229841501, status="optimal", bound=-0.6131470979479449),
+               clarabel, csdp)
+    assert v["agree"] == 1 and v["reference_inaccurate"] == 0 and v["disagree"] == 0
+    off = _judge(_result(-0.6125, status="optimal", bound=-0.61251), clarabel, csdp)
+    assert off["agree"] == 0 and off["disagree"] == 1 and off["far"] == 0
+    # no reference gives a result: nothing to agree with
+    v = _judge(_result(-1.0598, status="optimal"), clarabel, {**clarabel, "solver": "CSDP"})
+    assert v["agree"] == v["disagree"] == v["disagree_inaccurate"] == 0
+
+
 def test_judge_takes_the_more_nearly_feasible_of_two_inaccurate_references():
     """Seed 50024 (37-point interval DVU): LOWRANK certified [-1.1128408, -1.1127133];
     CLARABEL stopped 'optimal_inaccurate' at -1.1131878 with violation 5.9e-8, CSDP at

@@ -95,3 +95,28 @@ def test_a_priced_optimal_point_is_repaired_where_it_can_be():
     # equality distances: no repair
     gq, _, _ = _formulation_problem(_seed(101319))
     assert repaired_factor_worth(gq, np.ones((gq.n, 2)), -1.0, 1.0) is None
+
+
+def test_priced_out_states_its_clause_only_for_an_optimal_point(monkeypatch):
+    # the demotion's clause (priced_beyond) is formed only where it can demote: an
+    # optimal_inaccurate point is judged by rule 5 without it (no repair here: a basis)
+    import sdpembed.lowrank.backend as backend
+
+    calls = []
+    real = backend.priced_beyond
+
+    def counted(worth, allowances):
+        calls.append(worth)
+        return real(worth, allowances)
+
+    monkeypatch.setattr(backend, "priced_beyond", counted)
+    def fake(status):
+        return SimpleNamespace(status=status, objective=-1.0, factor=None, certified_gap=1e-6,
+                               bound=-1.0 - 1e-6)
+
+    extra = {"objective_scale": 1.0, "advice": "lower feas_tol"}
+    assert not _priced_out(None, object(), fake("optimal_inaccurate"), 1e-3, extra, True)
+    assert calls == [] and "message" not in extra
+    assert _priced_out(None, object(), fake("optimal"), 1e-3, extra, True)
+    assert calls == [1e-3] and "can buy 0.001" in extra["message"]
+    assert "no repair" in extra["message"]

@@ -273,9 +273,11 @@ def _priced_out(gp: GramProblem, basis, result: Any, worth: float, extra: dict,
                 else repaired_factor_worth(gp, result.factor, p, objective_unit(p, scale)))
     if repaired is not None:
         extra["repaired_worth"] = repaired
+    if result.status != "optimal":
+        return False
     gap = bound_gap(p, result.bound, scale) if result.certified_gap is not None else None
     said = priced_beyond(worth, {"its certified gap {}": gap})
-    if result.status != "optimal" or said is None:
+    if said is None:
         return False
     extra["message"] = (f"converged to its tolerances (feas_tol), but {said}"
                         + (f"; moved onto its rows it costs {repaired:.3g} more"
