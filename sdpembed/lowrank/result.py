@@ -19,16 +19,29 @@ _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | r
 
 def _table_row(entry: dict, infeas: float) -> str:
     """One line of the progress table: the outer iteration's objective, infeasibility, cheap
-    and certified gaps (an estimate in parentheses when unverified), rank and time."""
+    and certified gaps (an estimate in parentheses when unverified), rank and time; where
+    the iterate was moved onto its constraints (or, ``"interval"``, the kink) to be
+    certified, that point's objective after the time, and the barrier's point's where one
+    was made (the certified gap is that of the point certified last)."""
     def gap(v):
         return "    -    " if v is None or not np.isfinite(v) else f"{v:9.2e}"
     cert = entry.get("certified_gap", entry.get("combined_gap"))
     estimate = entry.get("estimated_gap")
     cell = gap(cert) if "estimated_gap" not in entry else (
         "(   -   )" if estimate is None or not np.isfinite(estimate) else f"({estimate:.1e})")
-    return (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
-            f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
-            f"{entry['seconds']:7.1f}")
+    row = (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
+           f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
+           f"{entry['seconds']:7.1f}")
+    # the point certified (and kept as the best) where the iterate was moved onto its
+    # constraints or the kink: the certified or estimated gap is that point's
+    restored = entry.get("restored_objective")
+    if restored is not None and restored != entry["objective"]:
+        row += f" | restored point {restored:+.9e}"
+    # the interval or equality barrier's point, certified as a pair with its multipliers
+    barrier = entry.get("barrier")
+    if isinstance(barrier, dict) and barrier.get("objective") is not None:
+        row += f" | barrier point {barrier['objective']:+.9e}"
+    return row
 
 
 @dataclass
