@@ -25,3 +25,17 @@ def test_a_rank_too_small_is_lifted_then_grown_and_certifies():
     assert _LIFT_GAP * 1e-3 < first["estimated_gap"] <= _LIFT_GAP_SPARSE * 1e-3
     assert first["lifted_gap"] > 1e-3        # the lift tried, short of tol: then the growth
 
+
+
+def test_a_gap_up_to_500_tol_is_lifted_before_the_growth():
+    # the same attempt at tol 4e-4: its gap, 0.16, is about 400 tol, above the old line
+    # (300 tol: grown at once) and within _LIFT_GAP_SPARSE; the lift is tried first (the
+    # links row at seed 3, docs/tuning.md "The links row at seeds 0 and 3")
+    f = _digits_dense()
+    rep = solve(f, solver="LOWRANK", tol=4e-4, rank=8, dense_limits=DenseLimits(eig=20))
+    assert rep.status == "optimal" and rep.certified_gap <= 4e-4, rep.certified_gap
+    assert abs(rep.objective - _CLARABEL) <= 1e-3 * abs(_CLARABEL)
+    first = _first_growth(rep)
+    assert first["rank"] == 8 and first["grew_rank"] > 8
+    assert 300 * 4e-4 < first["estimated_gap"] <= _LIFT_GAP_SPARSE * 4e-4
+    assert "lifted_gap" in first and first["lifted_gap"] > 4e-4

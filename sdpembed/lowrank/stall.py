@@ -12,8 +12,9 @@ from .space import _rank_deficient
 #: a negative eigenvalue grows the rank (docs/tuning.md, "LOWRANK robustness")
 _LIFT_GAP = 100.0
 #: ... where the bottom eigenpairs are sparse (n > ``limits.eig``): up to this factor the
-#: lift is tried before growing (docs/tuning.md, "The rank-growth decision at n = 2,500")
-_LIFT_GAP_SPARSE = 300.0
+#: lift is tried before growing (docs/tuning.md, "The rank-growth decision at n = 2,500";
+#: "The links row at seeds 0 and 3")
+_LIFT_GAP_SPARSE = 500.0
 
 #: rank growth on a stalled cheap gap (:meth:`StallGrowth._grow_on_stall`): outer iterations
 #: between two growths, and the share of the best of the previous two cheap gaps the
