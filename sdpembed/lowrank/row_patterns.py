@@ -48,7 +48,10 @@ class RowPatternProduct:
     def of(cls, M: DiagPlusLowRank, *, min_n: int = PATTERN_MIN_N) -> RowPatternProduct | None:
         """The product for ``M``'s low-rank part, or ``None`` where the dense products are
         as cheap: fewer than ``min_n`` points, no low-rank columns, or more distinct
-        non-zero rows than an eighth of the points or than the columns."""
+        non-zero rows than an eighth of the points or than the columns (and for a matrix
+        without a low-rank part, e.g. :class:`~sdpembed.formulations.matrices.DenseSym`)."""
+        if not isinstance(M, DiagPlusLowRank):
+            return None
         U = np.asarray(M.U)
         n, r = U.shape
         if r == 0 or n < min_n:
