@@ -13,7 +13,6 @@ import scipy.sparse.linalg as spla
 from ..exceptions import InputError
 from ..formulations.gram import DiagPlusLowRank, GramProblem
 from .options import DenseLimits
-from .row_patterns import RowPatternProduct, apply_structured
 
 __all__ = ["FactorSpace"]
 
@@ -138,21 +137,11 @@ class FactorSpace:
         """``(E, E^T)`` in single precision, for the Hessian products of Newton–CG."""
         return self.E.astype(np.float32), self.ET.astype(np.float32)
 
-    @cached_property
-    def _C_low(self) -> RowPatternProduct | None:
-        """The objective's low-rank part through its distinct rows (:mod:`.row_patterns`),
-        or ``None`` for the plain products."""
-        return RowPatternProduct.of(self.C)
-
-    @cached_property
-    def _H_low(self) -> RowPatternProduct | None:
-        return None if self.H is None else RowPatternProduct.of(self.H)
-
     def apply_C(self, W: np.ndarray) -> np.ndarray:
-        return apply_structured(self.C, self._C_low, W) if self.Q is None else self.Cq @ W
+        return self.C.matvec(W) if self.Q is None else self.Cq @ W
 
     def apply_H(self, W: np.ndarray) -> np.ndarray:
-        return apply_structured(self.H, self._H_low, W) if self.Q is None else self.Hq @ W
+        return self.H.matvec(W) if self.Q is None else self.Hq @ W
 
     def snr_violation(self, h: float, quad: float) -> float:
         r""":math:`\max(0, h)/|q|`: the SNR constraint :math:`h = \langle H, G\rangle \le 0`
