@@ -48,6 +48,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import beta
 
 from problems.tuning import add_tuning_argument, command_line, write_section
 from sdpembed.estimators._held_out import (
@@ -271,9 +272,26 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
     return out
 
 
-def _pct(pair):
+def binomial_interval(k: int, n: int, level: float = 0.9) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) two-sided ``level`` interval of a rate seen as ``k`` of
+    ``n``: the rates under which ``k`` or fewer, and ``k`` or more, have probability at
+    least ``(1 - level) / 2``; ``(0, 1)`` when ``n`` is 0."""
+    if n == 0:
+        return (0.0, 1.0)
+    a = (1.0 - level) / 2.0
+    lo = float(beta.ppf(a, k, n - k + 1)) if k > 0 else 0.0
+    hi = float(beta.ppf(1.0 - a, k + 1, n - k)) if k < n else 1.0
+    return (lo, hi)
+
+
+def _pct(pair, ci: bool = False):
     k, n = pair
-    return f"{k}/{n} ({100.0 * k / n:.0f} %)" if n else "–"
+    if not n:
+        return "–"
+    if not ci:
+        return f"{k}/{n} ({100.0 * k / n:.0f} %)"
+    lo, hi = binomial_interval(k, n)
+    return f"{k}/{n} ({100.0 * k / n:.0f} %; {100 * lo:.0f}-{100 * hi:.0f})"
 
 
 def main(argv=None) -> int:
@@ -378,7 +396,8 @@ def main(argv=None) -> int:
             say(f"| {splits} | {rule_name(r_)} | {_pct(s['recall'])} | "
                 f"{_pct(s['recall_clear'])} | {_pct(s['false_alarm'])} | "
                 f"{_pct(s['false_alarm_not_losing'])} |")
-    say(f"\nBy size ('{rule_name(rule)}', {k} folds; s.e. in points, medians):\n")
+    say(f"\nBy size ('{rule_name(rule)}', {k} folds; s.e. in points, medians; rates with "
+        "their exact two-sided 90 % binomial interval, percent):\n")
     say("| rows | fits | hidden labels | their s.e. | check's s.e. | r (per fit) | loss minus "
         "estimate | loss in the estimate's 90 % interval | warns on fits losing >= 5 | "
         "... and beyond the hidden set's noise | warns on fits losing < 5 | warns on fits "
@@ -387,15 +406,17 @@ def main(argv=None) -> int:
     for b in by_size(rows, k, rule):
         say(f"| {b['n']} | {b['fits']} | {b['hidden']:.0f} | {b['loss_se']:.1f} | "
             f"{b['check_se']:.1f} | {b['r']:.2f} | {b['mean_gap']:+.1f} | "
-            f"{_pct(b['within_90'])} | {_pct(b['recall'])} | {_pct(b['recall_clear'])} | "
-            f"{_pct(b['false_alarm'])} | {_pct(b['false_alarm_not_losing'])} |")
+            f"{_pct(b['within_90'])} | {_pct(b['recall'], True)} | "
+            f"{_pct(b['recall_clear'], True)} | {_pct(b['false_alarm'], True)} | "
+            f"{_pct(b['false_alarm_not_losing'], True)} |")
     halves = chosen_on_half(rows, k) if args.halves else []
     if halves:
         say(f"\nA rule chosen on half of the fits ({k} folds; the fits of each setting dealt "
             "alternately by seed into halves A and B; the rule nearest the goal among "
             f"'{rule_name(HALF_RULES[0])}' ... '{rule_name(HALF_RULES[-1])}', "
             f"{len(HALF_RULES)} rules) and scored on the other half, beside the code's rule "
-            "there:\n")
+            "there (the other half's rates with their exact two-sided 90 % binomial "
+            "interval, percent):\n")
         say("| chosen on | rule | its half: losing >= 5 | its half: losing < 5 | other half: "
             "losing >= 5 | other half: losing < 5 | code's rule, other half: losing >= 5 | "
             "code's rule, other half: losing < 5 |")
@@ -404,10 +425,10 @@ def main(argv=None) -> int:
             say(f"| {h['chosen_on']} | {rule_name(h['rule'])} | "
                 f"{_pct(h['on_own_half']['recall'])} | "
                 f"{_pct(h['on_own_half']['false_alarm'])} | "
-                f"{_pct(h['on_other_half']['recall'])} | "
-                f"{_pct(h['on_other_half']['false_alarm'])} | "
-                f"{_pct(h['code_on_other_half']['recall'])} | "
-                f"{_pct(h['code_on_other_half']['false_alarm'])} |")
+                f"{_pct(h['on_other_half']['recall'], True)} | "
+                f"{_pct(h['on_other_half']['false_alarm'], True)} | "
+                f"{_pct(h['code_on_other_half']['recall'], True)} | "
+                f"{_pct(h['code_on_other_half']['false_alarm'], True)} |")
     c = ceiling(rows, k)
     say(f"\nCeiling (Gaussian model of these rows, {k} folds; problems/bench_dvu_check.py "
         f"`ceiling`): expected loss {c['mu_bar']:+.1f} ± {c['tau']:.1f} points across fits, "

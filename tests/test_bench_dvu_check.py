@@ -79,3 +79,21 @@ def test_the_code_rule_is_the_estimators_on_the_unlabelled_rows():
     # the first 2 folds only: the verdict of those folds' counts
     assert bench.decide(loud, 2, bench.CODE_RULE)[1]["p_loss"] == pytest.approx(
         check_verdict(loud["folds"][:2], 40, 200)["p_loss"])
+
+
+def test_the_binomial_interval_is_clopper_pearsons():
+    """The exact two-sided 90 % interval of a rate: its closed forms at 0 and n of n, and
+    scipy's exact interval elsewhere; it widens as the count falls."""
+    from scipy.stats import binomtest
+
+    assert bench.binomial_interval(0, 10) == (0.0, pytest.approx(1 - 0.05 ** 0.1))
+    assert bench.binomial_interval(10, 10) == (pytest.approx(0.05 ** 0.1), 1.0)
+    assert bench.binomial_interval(0, 0) == (0.0, 1.0)
+    for k, n in ((7, 8), (1, 11), (19, 27), (3, 40)):
+        ci = binomtest(k, n).proportion_ci(0.9, method="exact")
+        assert bench.binomial_interval(k, n) == (pytest.approx(ci.low), pytest.approx(ci.high))
+        assert ci.low < k / n < ci.high
+    lo, hi = bench.binomial_interval(9, 10)
+    lo2, hi2 = bench.binomial_interval(90, 100)
+    assert lo < lo2 < 0.9 < hi2 < hi
+    assert bench._pct((7, 8), True) == "7/8 (88 %; 53-99)"
