@@ -25,6 +25,7 @@ from ._sklearn import InvalidParameterError
 __all__ = [
     "SdpEmbedError",
     "EmbeddingWorseThanInputWarning",
+    "HeldOutCheckSkippedWarning",
     "InputError",
     "ParameterError",
     "DuplicatePointsError",
@@ -207,6 +208,13 @@ class EmbeddingWorseThanInputWarning(UserWarning):
     points or more less accurate than the same vote on the input features (the held-out rows
     do not rule it out at 90 % confidence): the neighbourhood graph may not follow the
     classes (more neighbours, another metric, or a graph of one's own)."""
+
+
+class HeldOutCheckSkippedWarning(UserWarning):
+    """DVU's held-out check (``validation_fraction``) was asked for but could not run: every
+    held-out pre-fit failed (the solver's error is in ``validation_["skipped"]``), so nothing
+    says whether the embedding classifies worse than the input features. The full fit
+    succeeded; its result is returned unchecked."""
 
 
 class RankDeficiencyWarning(UserWarning):

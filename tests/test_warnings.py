@@ -23,6 +23,7 @@ from sdpembed.estimators import DVU, LDA, LGC, DiscriminativeProjections
 from sdpembed.exceptions import (
     DegenerateEmbeddingWarning,
     EmbeddingWorseThanInputWarning,
+    HeldOutCheckSkippedWarning,
     InaccurateSolutionWarning,
     RankDeficiencyWarning,
 )
@@ -67,6 +68,50 @@ def test_embedding_worse_than_input_points_at_fit(both_paths):
         warnings.simplefilter("always")
         line = _line(); est.fit(X, yp)  # noqa: E702
     _assert_here(caught, EmbeddingWorseThanInputWarning, line)
+
+
+def test_held_out_check_skipped_points_at_fit(both_paths, monkeypatch):
+    # every pre-fit fails (as when each hits its time_limit) while the full fit succeeds:
+    # the fit is returned unchecked, and says so at the user's line
+    from sdpembed.datasets import partial_labels
+    from sdpembed.estimators import gram
+    from sdpembed.exceptions import SolverFailedError
+
+    calls = []
+
+    def first_fails(*args, **kwargs):
+        calls.append(kwargs.get("solver"))
+        if len(calls) == 1:                 # the one pre-fit (validation_splits=1)
+            raise SolverFailedError("stopped at its time_limit (simulated)")
+        return real(*args, **kwargs)
+
+    real = gram.solve
+    monkeypatch.setattr(gram, "solve", first_fails)
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:80].astype(float), y[:80]
+    yp = partial_labels(y, 0.8, random_state=0)
+    est = DVU(n_neighbors=3, validation_splits=1, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = _line(); est.fit(X, yp)  # noqa: E702
+    assert len(calls) == 2
+    assert est.validation_["skipped"].startswith("every held-out fit failed: SolverFailedError")
+    _assert_here(caught, HeldOutCheckSkippedWarning, line)
+    (w,) = _only(caught, HeldOutCheckSkippedWarning)
+    assert "returned unchecked" in str(w.message) and "time_limit" in str(w.message)
+
+
+def test_held_out_check_turned_off_does_not_warn_that_it_was_skipped():
+    from sdpembed.datasets import partial_labels
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:80].astype(float), y[:80]
+    yp = partial_labels(y, 0.8, random_state=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = DVU(n_neighbors=3, validation_fraction=None, random_state=0).fit(X, yp)
+    assert est.validation_ == {"skipped": "validation_fraction=None"}
+    assert not [w for w in caught if issubclass(w.category, HeldOutCheckSkippedWarning)]
 
 
 def _iris_dvu():
@@ -157,7 +202,8 @@ def test_every_warning_class_is_covered_and_issued_through_warn():
     classes = {name for name, obj in vars(exceptions).items()
                if isinstance(obj, type) and issubclass(obj, Warning)}
     assert classes == {"InaccurateSolutionWarning", "DegenerateEmbeddingWarning",
-                       "EmbeddingWorseThanInputWarning", "RankDeficiencyWarning"}
+                       "EmbeddingWorseThanInputWarning", "RankDeficiencyWarning",
+                       "HeldOutCheckSkippedWarning"}
     package = Path(exceptions.__file__).parent
     direct = [str(p.relative_to(package)) for p in package.rglob("*.py")
               if "warnings.warn(" in p.read_text() and p.name != "exceptions.py"]

@@ -32,7 +32,13 @@ from .._labels import check_partial_labels
 from .._params import POSITIVE_INT, constraints_of
 from .._sklearn import HasMethods, Interval, StrOptions, _fit_context, _safe_indexing
 from .._typing import ArrayLike, RandomStateLike
-from ..exceptions import EmbeddingWorseThanInputWarning, InputError, SdpEmbedError, warn
+from ..exceptions import (
+    EmbeddingWorseThanInputWarning,
+    HeldOutCheckSkippedWarning,
+    InputError,
+    SdpEmbedError,
+    warn,
+)
 from ..formulations.dvu import dvu
 from ..formulations.mvu import mvu
 from ..graphs import NeighborhoodGraph, knn_graph
@@ -354,6 +360,9 @@ class DVU(_GramEmbedding):
         in all (6 by default; each pre-fit starts from the previous one with
         ``solver="LOWRANK"``, and the last starts the full fit; the unlabelled rows' verdict
         adds one k-NN query, 0.04 CPU s at 2,500 rows). ``None``: no check, one fit.
+        Where every pre-fit fails (e.g. each hits ``time_limit``) but the full fit
+        succeeds, the fit is returned unchecked with a
+        :class:`~sdpembed.exceptions.HeldOutCheckSkippedWarning`.
     validation_splits : int
         How many folds of ``validation_fraction`` are pre-fitted (at most :math:`K`). The
         default 5 with ``validation_fraction=0.2`` holds every labelled row out once, the
@@ -516,6 +525,12 @@ class DVU(_GramEmbedding):
         self.transduction_ = classes[codes]
         if "embedding_accuracy" in self.validation_:
             self._judge_unlabelled(X, y_int, labeled, codes)
+        elif "folds" in self.validation_:   # asked for, but every pre-fit failed
+            warn(f"DVU: the held-out check did not run ({self.validation_['skipped']}); the "
+                 "fit is returned unchecked: nothing says whether its embedding classifies "
+                 "worse than the input features. Give the solver what the error asks for "
+                 "(solver_options), or set validation_fraction=None to fit without the check.",
+                 HeldOutCheckSkippedWarning)
         self._fit_out_of_sample(X)
         return self
 
