@@ -45,6 +45,19 @@ _TEST_EVERY = 10
 _DGKS = 1.0 / np.sqrt(2.0)
 
 
+def _orthogonalise(w: np.ndarray, basis: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """``w`` projected against 1 and the orthonormal ``basis`` (in 1-perp) by classical
+    Gram-Schmidt, a second pass only where the first left less than ``_DGKS`` of the norm
+    before it; returns the vector, its norm and the passes made (1 or 2)."""
+    before, passes = np.linalg.norm(w), 0
+    while True:
+        w = w - w.mean() - basis @ (basis.T @ w)
+        after, passes = np.linalg.norm(w), passes + 1
+        if after >= _DGKS * before or passes == 2:
+            return w, float(after), passes
+        before = after
+
+
 def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
               max_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
     r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
@@ -71,15 +84,7 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
         w = w - alpha[j] * q
         if j > 0:
             w = w - beta[j - 1] * Q[:, j - 1]
-        basis = Q[:, :j + 1]
-        before = np.linalg.norm(w)
-        for _ in range(2):                     # against 1 and the basis (CGS), DGKS
-            w = w - w.mean() - basis @ (basis.T @ w)
-            after = np.linalg.norm(w)
-            if after >= _DGKS * before:
-                break
-            before = after
-        beta[j] = after
+        w, beta[j], _ = _orthogonalise(w, Q[:, :j + 1])
         m = j + 1
         exhausted = not beta[j] > 1e-14 * max(abs(alpha[:m]).max(), 1e-300)
         if m >= k and (exhausted or m % _TEST_EVERY == 0 or m == max_steps):
