@@ -109,3 +109,26 @@ def test_sparse_bottom_takes_a_large_block_from_the_unrestarted_run(data_space, 
     assert [out is not None for out in outs] == [True]
     np.testing.assert_allclose(lam, w[:k], atol=1e-10 * norm)
     np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)
+
+
+def test_orthogonalise_repeats_the_pass_only_where_it_cancels():
+    """DGKS: a vector almost in the basis' span loses most of its norm in the first pass,
+    which leaves rounding of the size of the removed part; the second pass takes it out.
+    A vector mostly outside the span and 1 keeps its norm after one pass; one mostly
+    along 1 does not."""
+    from sdpembed.lowrank.krylov_block import _orthogonalise
+    n, m = 2000, 60
+    rng = np.random.default_rng(5)
+    basis, _ = np.linalg.qr(centering_basis(n) @ rng.standard_normal((n - 1, m)))
+    r = rng.standard_normal(n)
+    w = 1e8 * (basis @ rng.standard_normal(m)) + r + 3.0
+    out, norm, passes = _orthogonalise(w, basis)
+    assert passes == 2
+    assert np.isclose(norm, np.linalg.norm(out))
+    assert np.abs(basis.T @ out).max() < 1e-12 * norm
+    assert abs(out.sum()) < 1e-12 * norm * np.sqrt(n)
+    assert _orthogonalise(r + 3.0, basis)[2] == 2
+    out1, norm1, passes1 = _orthogonalise(r, basis)
+    assert passes1 == 1
+    assert np.abs(basis.T @ out1).max() < 1e-12 * norm1
+    assert abs(out1.sum()) < 1e-12 * norm1 * np.sqrt(n)

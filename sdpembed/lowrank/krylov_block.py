@@ -7,10 +7,17 @@ every one of the ``k`` pairs meets its test; where the bottom of :math:`S` is a 
 tiny eigenvalues (near the optimum at large n) a block of 200 pairs restarts four to five
 times, each restart one more sweep of solves and orthogonalisation over ``2k + 1``
 vectors. :func:`top_pairs` keeps the whole Krylov basis instead (Lanczos with full
-reorthogonalisation against the constant vector and the basis, classical Gram-Schmidt
-twice per step: rounding in the subtraction would otherwise feed a component along
-:math:`\mathbf 1`, which ``O`` annihilates, into the basis, growing by the ratio of
-:math:`\theta` to the recurrence's :math:`\beta` at each step) and stops at the first step
+reorthogonalisation against the constant vector and the basis: rounding in the subtraction
+would otherwise feed a component along :math:`\mathbf 1`, which ``O`` annihilates, into
+the basis, growing by the ratio of :math:`\theta` to the recurrence's :math:`\beta` at
+each step, so every pass projects against :math:`\mathbf 1` too). Each step subtracts the
+three-term recurrence :math:`\alpha_jq_j + \beta_{j-1}q_{j-1}` first, then makes one
+classical Gram-Schmidt pass against :math:`\mathbf 1` and the basis, and a second one only
+where the pass cancelled, i.e. left a norm below :math:`1/\sqrt 2` of the norm before it
+(the criterion of Daniel, Gragg, Kaufman and Stewart, Math. Comp. 30 (1976), 772-795, as
+ARPACK's ``dsaitr`` applies it with 0.717; "twice is enough", Giraud, Langou and Rozloznik,
+Comput. Math. Appl. 50 (2005)). Past the recurrence the pass only removes rounding, so
+the second pass is rare. The run stops at the first step
 where the same test holds for the ``k`` largest Ritz values of the tridiagonal
 :math:`T_m = Q_m^TOQ_m`: the residual of Ritz pair :math:`(\theta_i, Q_ms_i)` is
 :math:`\beta_m|e_m^Ts_i|`, and ARPACK's (``dsaupd``) test is
@@ -33,6 +40,22 @@ from scipy.sparse.linalg import LinearOperator
 
 #: steps between two convergence tests (one eigendecomposition of the m x m tridiagonal)
 _TEST_EVERY = 10
+#: a Gram-Schmidt pass is repeated where it leaves less than this fraction of the norm
+#: (Daniel-Gragg-Kaufman-Stewart; ARPACK's dsaitr uses 0.717)
+_DGKS = 1.0 / np.sqrt(2.0)
+
+
+def _orthogonalise(w: np.ndarray, basis: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """``w`` projected against 1 and the orthonormal ``basis`` (in 1-perp) by classical
+    Gram-Schmidt, a second pass only where the first left less than ``_DGKS`` of the norm
+    before it; returns the vector, its norm and the passes made (1 or 2)."""
+    before, passes = np.linalg.norm(w), 0
+    while True:
+        w = w - w.mean() - basis @ (basis.T @ w)
+        after, passes = np.linalg.norm(w), passes + 1
+        if after >= _DGKS * before or passes == 2:
+            return w, float(after), passes
+        before = after
 
 
 def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
@@ -40,7 +63,8 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
     r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
     :math:`\mathbf 1^\perp`) of the symmetric operator ``O`` on :math:`\mathbf 1^\perp`
     (``O.matvec``) by
-    unrestarted Lanczos from ``v0`` with full reorthogonalisation, tested every
+    unrestarted Lanczos from ``v0`` with full reorthogonalisation (the three-term
+    recurrence, then classical Gram-Schmidt once, twice where the DGKS test asks), tested every
     ``_TEST_EVERY`` steps (and at ``max_steps``) by ARPACK's convergence test with ``tol``
     (see the module docstring). ``None`` if the test fails at ``max_steps`` (capped at
     ``n - 1``). An invariant subspace found early (:math:`\beta = 0`) ends the run with
@@ -57,10 +81,10 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
         Q[:, j] = q
         w = np.asarray(O.matvec(q), dtype=float).ravel()
         alpha[j] = q @ w
-        basis = Q[:, :j + 1]
-        for _ in range(2):                     # against 1 and the basis (CGS), twice
-            w = w - w.mean() - basis @ (basis.T @ w)
-        beta[j] = np.linalg.norm(w)
+        w = w - alpha[j] * q
+        if j > 0:
+            w = w - beta[j - 1] * Q[:, j - 1]
+        w, beta[j], _ = _orthogonalise(w, Q[:, :j + 1])
         m = j + 1
         exhausted = not beta[j] > 1e-14 * max(abs(alpha[:m]).max(), 1e-300)
         if m >= k and (exhausted or m % _TEST_EVERY == 0 or m == max_steps):
