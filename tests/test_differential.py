@@ -527,3 +527,67 @@ def test_lowrank_bound_on_100165_holds_in_exact_arithmetic():
         except SdpEmbedError:    # a reference that fails proves nothing here
             continue
         assert repaired_objective(gp, f.value("gram")) >= proven
+
+
+# ------------------------------ no reference optimum: the one-sided judge (109046)
+#: 109046's outcomes (interval DVU, 28 points, 3 classes; docs/tuning.md, "A fresh slice
+#: 110,000-110,199; a one-sided judge for 109,046"): LOWRANK 'optimal' with its certified
+#: bound; CLARABEL and CSDP refused (SolverFailedError: their points' violations priced
+#: above the rule), their refused points repaired to feasibility above that bound
+LOW_109046 = {**_result(-1.059801057353453, status="optimal", bound=-1.0598099296396257),
+              "objective_scale": 3.5513}
+CLARABEL_109046 = {"kind": "error", "error": "SolverFailedError", "solver": "CLARABEL",
+                   "repaired_objective": -0.8275165914443154}
+CSDP_109046 = {"kind": "error", "error": "SolverFailedError", "solver": "CSDP",
+               "repaired_objective": -1.0595911572043921}
+
+
+def test_judge_one_sided_where_every_reference_refused_109046():
+    """No reference gives an optimum, so the judge counted nothing (an unjudged result).
+    A refused reference's point repaired to feasibility is feasible: its objective bounds
+    the optimum from above, and a LOWRANK bound above it, or an 'optimal' objective above
+    it, is untrue. 109046's bound lies below both repaired points: judged one side,
+    nothing untrue, and not counted as agreement."""
+    v = _judge(LOW_109046, CLARABEL_109046, CSDP_109046)
+    assert v["one_sided"] == 1 and v["unjudged"] == 0
+    assert all(v[k] == 0 for k in UNTRUE) and v["agree"] == v["agree_within_gap"] == 0
+    # a bound above a feasible point's objective is false
+    v = _judge({**LOW_109046, "bound": -1.0594}, CLARABEL_109046, CSDP_109046)
+    assert v["one_sided"] == 1 and v["outside_gap"] == v["disagree"] == 1 and v["far"] == 0
+    # an 'optimal' objective 1e-3 above a feasible point's is not optimal to AGREE ...
+    v = _judge({**LOW_109046, "objective": -1.0585, "bound": -1.0598}, CLARABEL_109046,
+               CSDP_109046)
+    assert v["disagree"] == 1 and v["outside_gap"] == v["far"] == 0
+    # ... nor one 5 % above it to FAR; an inaccurate one whose stated gap reaches the
+    # feasible point's objective is held to nothing more
+    v = _judge({**LOW_109046, "objective": -1.0, "bound": -1.0596}, CLARABEL_109046,
+               CSDP_109046)
+    assert v["far"] == 1 and v["disagree"] == 1
+    v = _judge({**LOW_109046, "status": "optimal_inaccurate", "objective": -1.0585,
+                "bound": -1.0597}, CLARABEL_109046, CSDP_109046)
+    assert v["one_sided"] == 1 and all(v[k] == 0 for k in UNTRUE)
+    # no point repaired (equality rows, or no point): unjudged, as before
+    bare = [{k: x for k, x in o.items() if k != "repaired_objective"}
+            for o in (CLARABEL_109046, CSDP_109046)]
+    v = _judge(LOW_109046, *bare)
+    assert v["one_sided"] == 0 and v["unjudged"] == 1 and all(v[k] == 0 for k in UNTRUE)
+    # a reference that proves infeasibility is judged as before (far), not one-sided
+    v = _judge(LOW_109046, CLARABEL_109046, {"kind": "error", "error": "InfeasibleError",
+                                             "solver": "CSDP"})
+    assert v["one_sided"] == 0 and v["far"] == 1
+
+
+@pytest.mark.slow
+def test_run_instance_109046_judged_one_sided():
+    """The whole instance: every reference refuses, each refused point is repaired onto
+    the rows (the record states its objective), none lies below LOWRANK's certified
+    bound, and the record is judged one side with nothing untrue."""
+    rec = run_instance(109046)
+    low = rec["LOWRANK"]
+    assert low["kind"] == "result" and low["bound"] is not None
+    fixed = [rec[n]["repaired_objective"] for n in ("CLARABEL", "CSDP", "SDPA")
+             if n in rec and rec[n]["kind"] == "error"
+             and rec[n].get("repaired_objective") is not None]
+    assert fixed and all(u >= low["bound"] - 1e-4 * abs(u) for u in fixed), rec
+    assert rec["verdict"]["one_sided"] == 1 and rec["verdict"]["unjudged"] == 0
+    assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
