@@ -58,7 +58,16 @@ that matters only for objectives near 0. Counted (``summary``):
   tolerances (below);
 * ``reference_repaired``: the references' optimum lay below LOWRANK's certified bound but
   its point repaired to feasibility does not (:func:`_below_proven_bound`, 100165): set
-  aside, the optimum taken from the other references.
+  aside, the optimum taken from the other references;
+* ``one_sided``: no reference gives an optimum nor proves there is none, and a
+  reference's point (a refused one's too) repaired to feasibility bounds the optimum from
+  above (:func:`_one_sided`, 109046): LOWRANK's result judged on that side only
+  (``outside_gap``, ``disagree``, ``far`` where it contradicts the result; never
+  agreement);
+* ``unjudged``: a LOWRANK result counted in none of ``agree``, ``agree_within_gap``,
+  ``disagree``, ``disagree_inaccurate`` and ``one_sided`` (no reference gives an optimum
+  and no reference point could be repaired, or a reference proves infeasibility: then
+  ``far``).
 
 **The tight re-solve** (:func:`_tight_outcome`): where a LOWRANK result (or ``DVU.fit``'s)
 is feasible (violation at most ``FEAS``) and would be counted ``outside_gap``,
@@ -105,7 +114,7 @@ from problems import differential_rows as rows
 from problems.differential_repair import repaired_objective
 from sdpembed import knn_graph, solve
 from sdpembed.estimators import DVU
-from sdpembed.exceptions import SdpEmbedError
+from sdpembed.exceptions import SdpEmbedError, SolverFailedError
 from sdpembed.formulations import dvu, mvu
 from sdpembed.lowrank.penalty import objective_scale
 from sdpembed.solve_status import (
@@ -290,22 +299,45 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> 
     """Solve, and check the returned point independently; a reference's result also
     states ``repaired_objective``, its objective at its point repaired to feasibility
     (:func:`~problems.differential_repair.repaired_objective`, mixing with ``anchor``,
-    LOWRANK's point, where needed; ``None`` where it cannot be repaired)."""
+    LOWRANK's point, where needed; ``None`` where it cannot be repaired), and so does a
+    reference's refusal (``SolverFailedError``) that carries its point (:func:`_one_sided`
+    judges by it where no reference gives an optimum)."""
     t0 = time.perf_counter()
     out: dict[str, Any] = {"solver": solver}
-    rep = _guarded(out, lambda: solve(f, solver=solver, **options))
+    refused: dict[str, Any] = {}
+
+    def call():
+        try:
+            return solve(f, solver=solver, **options)
+        except SolverFailedError as exc:
+            refused["point"] = exc.point
+            raise
+
+    rep = _guarded(out, call)
     if rep is not _RAISED:
         out.update(_result(rep))
         state = rows.snapshot(f.problem)   # every row's violation, read once for both measures
         out.update(_check_point(f, rep.objective, state), rows=state)
         if solver != "LOWRANK":
-            try:
-                out["repaired_objective"] = repaired_objective(f.current_problem(),
-                                                               f.value("gram"), anchor)
-            except (SdpEmbedError, ValueError, np.linalg.LinAlgError) as exc:
-                out.update(repaired_objective=None, repair_error=repr(exc)[:200])
+            _repair(out, f, f.value("gram"), anchor)
+    elif solver != "LOWRANK" and isinstance(refused.get("point"), np.ndarray):
+        _repair(out, f, refused["point"], anchor)   # a refused point proves one side
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _repair(out: dict[str, Any], f, G, anchor: np.ndarray | None) -> None:
+    """State in ``out`` the objective of the reference's point ``G`` (the points' Gram
+    matrix) repaired to feasibility (``repaired_objective``; ``None`` with ``repair_error``
+    where it cannot be repaired, or ``G`` is not one of ``f``'s points' Gram matrices)."""
+    try:
+        gp = f.current_problem()
+        G = np.asarray(G, dtype=float)
+        if G.shape != (gp.n, gp.n) or not np.all(np.isfinite(G)):
+            raise ValueError(f"no Gram matrix of {gp.n} points: shape {G.shape}")
+        out["repaired_objective"] = repaired_objective(gp, G, anchor)
+    except (SdpEmbedError, ValueError, AttributeError, np.linalg.LinAlgError) as exc:
+        out.update(repaired_objective=None, repair_error=repr(exc)[:200])
 
 
 def _point(f, o: dict[str, Any]) -> np.ndarray | None:
@@ -532,7 +564,8 @@ def _judge(low, ref, second, *, references: bool = True,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
          "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
          "false_unbounded": 0, "outside_gap": 0, "reference_bought": 0,
-         "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0}
+         "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0,
+         "one_sided": 0, "unjudged": 0}
     results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
         if o["kind"] == "untyped":
@@ -598,7 +631,44 @@ def _judge(low, ref, second, *, references: bool = True,
             v["agree_within_gap"] = 1
         else:   # the reference only 'optimal_inaccurate': it decides nothing to AGREE
             v["disagree_inaccurate"] = 1
+    elif low["kind"] == "result" and best is None and proven is None:
+        _one_sided(v, low, refs, unit)
+    if low["kind"] == "result" and not any(
+            v[k] for k in ("agree", "agree_within_gap", "disagree", "disagree_inaccurate",
+                           "one_sided")):
+        v["unjudged"] = 1
     return v
+
+
+def _one_sided(v: dict[str, int], low: dict[str, Any], refs, unit: float) -> None:
+    """Judge result ``low`` where no reference gives an optimum nor proves there is none
+    (109046: every reference refused), on the one side a reference's point proves: its
+    point repaired to feasibility (``repaired_objective``, a refused point's as well as a
+    result's) is feasible, so its objective ``U`` is an upper bound on the optimum.
+    Counted in ``v``: ``one_sided`` where some reference's point was repaired; against
+    the least such ``U``, by more than ``AGREE`` (relative): a bound of ``low``'s above
+    ``U`` is false (``outside_gap``, ``disagree``); an objective above ``U`` lies that far
+    above the optimum (``disagree`` for an ``optimal`` result, or one whose stated gap
+    does not reach ``U``; ``far`` beyond ``FAR``). Nothing proves the other side: a
+    refused reference's dual objective is no bound (its dual iterate is not known to be
+    feasible), so where ``U`` lies above ``low``'s objective nothing is counted against
+    it, and nothing is counted as agreement."""
+    fixed = [o["repaired_objective"] for o in refs
+             if o.get("repaired_objective") is not None]
+    if not fixed:
+        return
+    v["one_sided"] = 1
+    upper, p = min(fixed), low["objective"]
+    slack = AGREE * max(abs(upper), abs(p), unit)
+    if low.get("bound") is not None and low["bound"] > upper + slack:
+        v["outside_gap"] = v["disagree"] = 1
+    elif p > upper + slack:
+        room = (p - low["bound"] if low.get("bound") is not None
+                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(upper)))
+        if low["status"] == "optimal" or p - upper > room + slack:
+            v["disagree"] = 1
+    if p - upper > FAR * max(abs(upper), abs(p), unit):
+        v["far"] = 1
 
 
 def _below_proven_bound(low, best, unit: float) -> bool:

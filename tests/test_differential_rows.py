@@ -34,10 +34,12 @@ def test_judge_convicts_a_violation_of_a_heavy_row_the_trace_measure_passes():
     """Interval DVU (100296): the slack of the row with the largest multiplier among those
     with slack to give is lowered so that its row is violated by 5e-5 of max(1, tr G),
     as CLARABEL's slack variables were untied from G on 100165. The trace-relative
-    measure passes it; its multiplier prices the violation at what it bought."""
+    measure passes it; its multiplier prices the violation at what it bought. CLARABEL
+    stops 'optimal' here on some machines and 'AlmostSolved' (solver gap 5.7e-9) on
+    others; either way its point is held to feasibility below."""
     f, _ = make_instance(100296).build()
     ref = _outcome(f, "CLARABEL")
-    assert ref["kind"] == "result" and ref["status"] == "optimal"
+    assert ref["kind"] == "result" and ref["status"] in ("optimal", "optimal_inaccurate")
     rows.weigh((), (ref,), _unit(ref))
     # a feasible reference within solver accuracy is not convicted
     assert ref["violation"] <= 1e-8 and ref["worth"] <= 1e-6
