@@ -155,7 +155,23 @@ def check_score_markdown(checks: dict) -> list[str]:
         "at 36-60) blurs the 5-point line: docs/tuning.md, \"DVU's held-out check\", says "
         "what such scoring can show.", ""]
     body += bench.decided_table(entries, ["run", "rows", "hidden labels a fit"])
+    body += ["", "The fits of each run (a run cut short has fewer than its spec lists): "
+             + "; ".join(f"`{name}`: " + _fits_text(bench.load(folders))
+                         for name, folders in present.items()) + "."]
     return head + body + ["", CHECK_END]
+
+
+def _fits_text(rows: list[dict]) -> str:
+    """``usps 10 fits (seeds 0-4), digits 3 (seeds 0-2)``: each dataset's fits and seeds."""
+    parts = []
+    for i, dataset in enumerate(sorted({r["dataset"] for r in rows})):
+        seeds = sorted({r["seed"] for r in rows if r["dataset"] == dataset})
+        n = sum(r["dataset"] == dataset for r in rows)
+        run = (f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1))
+               and len(seeds) > 1 else ", ".join(map(str, seeds)))
+        parts.append(f"{dataset} {n}{' fits' if i == 0 else ''} (seed{'s' * (len(seeds) > 1)} "
+                     f"{run})")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)
