@@ -162,7 +162,12 @@ def check_score_markdown(checks: dict) -> list[str]:
 
 
 def _fits_text(rows: list[dict]) -> str:
-    """``usps 10 fits (seeds 0-4), digits 3 (seeds 0-2)``: each dataset's fits and seeds."""
+    """``usps 10 fits (seeds 0-4), digits 3 (seeds 0-2); graphs: default, n_neighbors=1``:
+    each dataset's fits and seeds, then the graphs (DVU's parameters each fit set)."""
+    def graph(r):
+        params = json.loads(r["params"]) if r["params"] else {}
+        return ", ".join(f"{k}={v}" for k, v in sorted(params.items())) or "default"
+
     parts = []
     for i, dataset in enumerate(sorted({r["dataset"] for r in rows})):
         seeds = sorted({r["seed"] for r in rows if r["dataset"] == dataset})
@@ -171,7 +176,7 @@ def _fits_text(rows: list[dict]) -> str:
                and len(seeds) > 1 else ", ".join(map(str, seeds)))
         parts.append(f"{dataset} {n}{' fits' if i == 0 else ''} (seed{'s' * (len(seeds) > 1)} "
                      f"{run})")
-    return ", ".join(parts)
+    return ", ".join(parts) + "; graphs: " + "; ".join(sorted({graph(r) for r in rows}))
 
 
 @dataclass(frozen=True)

@@ -248,7 +248,7 @@ def test_the_check_score_is_rendered_from_the_runner_rows(tmp_path):
     assert row == (f"| `dvu_check_1000` | 1000 | 200 | 6 (5 / 0 / 1) | {format_rate((2, 3), True)}"
                    f" | **not met** | {format_rate((1, 3), True)} | **not met** |")
     assert format_rate((2, 3), True) == "2/3 (67 %; 14-98)"
-    assert "`dvu_check_1000`: usps 6 fits (seeds 0-5)." in block
+    assert "`dvu_check_1000`: usps 6 fits (seeds 0-5); graphs: default." in block
     assert "No run of" not in block and "`dvu_check_1000`" not in text.split("## Appendix")[1]
     # the block alone, in a page whose other parts this run could not regenerate
     page = tmp_path / "page.md"
