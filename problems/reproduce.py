@@ -155,14 +155,14 @@ def check_score_markdown(checks: dict) -> list[str]:
         "at 36-60) blurs the 5-point line: docs/tuning.md, \"DVU's held-out check\", says "
         "what such scoring can show.", ""]
     body += bench.decided_table(entries, ["run", "rows", "hidden labels a fit"])
-    body += ["", "The fits of each run (a run cut short has fewer than its spec lists): "
-             + "; ".join(f"`{name}`: " + _fits_text(bench.load(folders))
-                         for name, folders in present.items()) + "."]
+    body += ["", "The fits of each run (a run cut short has fewer than its spec lists). "
+             + " ".join(f"`{name}`: " + _fits_text(bench.load(folders)) + "."
+                        for name, folders in present.items())]
     return head + body + ["", CHECK_END]
 
 
 def _fits_text(rows: list[dict]) -> str:
-    """``usps 10 fits (seeds 0-4), digits 3 (seeds 0-2); graphs: default, n_neighbors=1``:
+    """``usps 10 fits (seeds 0-4), digits 3 (seeds 0-2); graphs: default / n_neighbors=1``:
     each dataset's fits and seeds, then the graphs (DVU's parameters each fit set)."""
     def graph(r):
         params = json.loads(r["params"]) if r["params"] else {}
@@ -176,7 +176,7 @@ def _fits_text(rows: list[dict]) -> str:
                and len(seeds) > 1 else ", ".join(map(str, seeds)))
         parts.append(f"{dataset} {n}{' fits' if i == 0 else ''} (seed{'s' * (len(seeds) > 1)} "
                      f"{run})")
-    return ", ".join(parts) + "; graphs: " + "; ".join(sorted({graph(r) for r in rows}))
+    return ", ".join(parts) + "; graphs: " + " / ".join(sorted({graph(r) for r in rows}))
 
 
 @dataclass(frozen=True)
