@@ -29,6 +29,13 @@ folds of one run:
 * *false alarms*: the share of the other fits (losing < 5 points) on which it warns
   (goal <= 10 %), and separately of the fits that do not lose at all.
 
+The report opens with every fit as the estimator decided it (:func:`as_decided`: the rule
+on every fold whose pre-fit ran; a fit whose check did not run counts as silent), the two
+rates with their exact intervals beside the goal. The k-fold tables that follow score only
+the fits with k folds whose pre-fit ran; their column 'left out' counts the others, and the
+opening sentence says why folds are missing (failed pre-fits, checks that did not run; fits
+that failed outright, :func:`failed_fits`, are in no table).
+
 Then the per-setting agreement of the held-out estimate with the hidden-label loss, and a
 ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach against
 hidden labels as noisy as these. ``--grid`` also scores the previous rules (the held-out
@@ -65,13 +72,31 @@ LOSS_POINTS = 5.0
 CODE_RULE = ("code", WARN_LOSS, WARN_PROBABILITY)
 
 
-def load(folders: list[str]) -> list[dict]:
-    """DVU rows with their raw partner: dicts of dataset, seed, params, loss, folds."""
+def _records(folders: list[str]) -> list[dict]:
     rows = []
     for folder in folders:
         for line in (Path(folder) / "rows.jsonl").read_text().splitlines():
             rec = json.loads(line)
             rows.append(rec.get("row", rec))
+    return rows
+
+
+def failed_fits(folders: list[str]) -> list[dict]:
+    """The DVU fits of the folders that failed outright (the runner's ``status`` "error":
+    no embedding, so no loss to score): dataset, n, method, params, seed and the error."""
+    return [{"dataset": r["dataset"], "n": r["n_samples"], "method": r["method"],
+             "params": r["params"], "seed": r["seed"], "error": r.get("error", "")}
+            for r in _records(folders) if r["estimator"] == "DVU" and r["status"] == "error"]
+
+
+def load(folders: list[str]) -> list[dict]:
+    """DVU rows with their raw partner: dicts of dataset, seed, params, loss, folds.
+
+    ``folds`` are the folds whose pre-fit ran; ``folds_asked`` how many the fit asked for,
+    ``folds_failed`` why the others did not run, ``check_skipped`` why the check did not
+    run at all (every pre-fit failed; ``folds`` is then empty). Fits that failed outright
+    are not here (:func:`failed_fits`)."""
+    rows = _records(folders)
     raw = {(r["spec"], r["dataset"], r["seed"]): r["knn3"] for r in rows
            if r["method"] == "raw" and r["status"] == "ok"}
     out = []
@@ -83,6 +108,9 @@ def load(folders: list[str]) -> list[dict]:
         if partner is None or "folds" not in v:
             continue
         folds = [f for f in v["folds"] if "held_out" in f]
+        # why folds are missing: a failed pre-fit skips its fold, and when every one failed
+        # the check did not run at all (``skipped``); the k-fold scores leave such fits out
+        failed = [f["skipped"] for f in v["folds"] if "held_out" not in f]
         m = sum(f["held_out"] for f in folds)
         disagree = sum(f["input_only"] + f["embedding_only"] for f in folds) / max(m, 1)
         hidden = r["n_samples"] - r["n_labeled"]
@@ -98,7 +126,9 @@ def load(folders: list[str]) -> list[dict]:
                     # are -1, 0, 1, nonzero on a share `disagree` of the rows (the held-out
                     # rows' share stands in for the hidden rows', which are not kept)
                     "loss_se": 100.0 * float(np.sqrt(disagree / hidden)),
-                    "folds": folds, "unlabelled": unl, "recorded_warned": v.get("warned"),
+                    "folds": folds, "folds_asked": len(v["folds"]), "folds_failed": failed,
+                    "check_skipped": v.get("skipped"),
+                    "unlabelled": unl, "recorded_warned": v.get("warned"),
                     "unlabelled_disagree": v.get("unlabelled_disagree")})
     return out
 
@@ -147,21 +177,85 @@ def rule_name(rule: tuple) -> str:
 
 
 def score(rows: list[dict], splits: int, rule: tuple) -> dict:
+    """The rule on the first ``splits`` folds of every fit that has that many.
+
+    A fit with fewer folds whose pre-fit ran (some failed, or the check did not run) is
+    left out of every rate; ``left_out`` counts them, as ``(losing >= 5, others)``, so that
+    a table of these rates can say how many fits its denominators miss."""
     losing = [r for r in rows if r["loss"] >= LOSS_POINTS]
     # losing beyond the hidden set's own noise: one-sided 10 % (1.28 standard errors)
     clear = [r for r in losing if r["loss"] >= 1.28 * r["loss_se"]]
     other = [r for r in rows if r["loss"] < LOSS_POINTS]
     winning = [r for r in rows if r["loss"] <= 0]
-    usable = [r for r in rows if len(r["folds"]) >= splits]
+
+    def usable(r):
+        return len(r["folds"]) >= splits
 
     def rate(group):
-        group = [r for r in group if r in usable]
-        hits = [decide(r, splits, rule)[0] for r in group]
+        hits = [decide(r, splits, rule)[0] for r in group if usable(r)]
         return (sum(hits), len(hits))
 
     return {"splits": splits, "rule": list(rule), "recall": rate(losing),
             "recall_clear": rate(clear),
-            "false_alarm": rate(other), "false_alarm_not_losing": rate(winning)}
+            "false_alarm": rate(other), "false_alarm_not_losing": rate(winning),
+            "left_out": (sum(not usable(r) for r in losing),
+                         sum(not usable(r) for r in other))}
+
+
+def as_decided(rows: list[dict], failed: list[dict] = (), *, by_size: bool = True
+               ) -> list[dict]:
+    """The goal's two rates with every fit counted, as the estimator decided it.
+
+    Each fit is judged by the code's rule on every fold whose pre-fit ran, however many
+    (the estimator's own decision); a fit whose check did not run at all (every pre-fit
+    failed) raised no ``EmbeddingWorseThanInputWarning`` and counts as silent. Per number
+    of rows ``n``, then all together (``n`` None): ``recall`` and ``false_alarm`` as
+    ``(warned, fits)`` (``by_size=False``: all together only, ``n`` None), each with its
+    exact two-sided 90 % interval (``recall_ci``,
+    ``false_alarm_ci``), and how many fits had every fold (``all_folds``), some
+    (``some_folds``), none (``no_check``), and failed outright (``failed``, from
+    :func:`failed_fits`; not in the rates, they have no loss to score)."""
+    out = []
+    sizes = sorted({r["n"] for r in rows} | {f["n"] for f in failed})
+    for n in (sizes if by_size else []) + ([None] if len(sizes) > 1 or not by_size else []):
+        sub = [r for r in rows if n is None or r["n"] == n]
+        warned = [decide(r, len(r["folds"]), CODE_RULE)[0] if r["folds"] else False
+                  for r in sub]
+        los = [w for r, w in zip(sub, warned) if r["loss"] >= LOSS_POINTS]
+        oth = [w for r, w in zip(sub, warned) if r["loss"] < LOSS_POINTS]
+        rec, fa = (sum(los), len(los)), (sum(oth), len(oth))
+        out.append({"n": n, "fits": len(sub),
+                    "hidden": float(np.median([r["hidden"] for r in sub])) if sub else np.nan,
+                    "recall": rec, "recall_ci": binomial_interval(*rec),
+                    "false_alarm": fa, "false_alarm_ci": binomial_interval(*fa),
+                    "all_folds": sum(bool(r["folds"]) and len(r["folds"]) >= r.get(
+                        "folds_asked", len(r["folds"])) for r in sub),
+                    "some_folds": sum(0 < len(r["folds"]) < r.get("folds_asked", 0)
+                                      for r in sub),
+                    "no_check": sum(not r["folds"] for r in sub),
+                    "failed": sum(n is None or f["n"] == n for f in failed)})
+    return out
+
+
+#: issue 42's goal for the check: warn on at least this share of the fits losing >= 5
+#: points, and on at most ``GOAL_FALSE_ALARMS`` of the others
+GOAL_RECALL, GOAL_FALSE_ALARMS = 0.9, 0.1
+
+
+def goal_verdict(rate: tuple, interval: tuple, *, at_least: float | None = None,
+                 at_most: float | None = None) -> str:
+    """``"met"`` when the whole exact interval of the rate ``(k, n)`` meets the goal,
+    ``"rate meets it, interval does not"`` when only the rate does (too few fits to show
+    it), ``"not met"`` otherwise (and when there is no fit to count)."""
+    k, n = rate
+    if not n:
+        return "not met"
+    lo, hi = interval
+    if at_least is not None:
+        ok, shown = k / n >= at_least, lo >= at_least
+    else:
+        ok, shown = k / n <= at_most, hi <= at_most
+    return "met" if shown else ("rate meets it, interval does not" if ok else "not met")
 
 
 #: rules :func:`chosen_on_half` chooses among: the bound at losses of 3-5 points and levels
@@ -211,22 +305,24 @@ def by_size(rows: list[dict], splits: int, rule: tuple) -> list[dict]:
     out = []
     for n in sorted({r["n"] for r in rows}):
         sub = [r for r in rows if r["n"] == n]
-        d = [decide(r, splits, rule)[1] for r in sub]
+        # the estimate's agreement: fits whose check ran (a fit without folds has none)
+        ran = [r for r in sub if r["folds"]]
+        d = [decide(r, splits, rule)[1] for r in ran]
         est = np.array([-100.0 * x["diff"] for x in d])
         se_check = np.array([100.0 * x["se"] for x in d])
-        loss = np.array([r["loss"] for r in sub])
-        se_loss = np.array([r["loss_se"] for r in sub])
+        loss = np.array([r["loss"] for r in ran])
+        se_loss = np.array([r["loss_se"] for r in ran])
         # per fit: is its hidden-label loss within the two-sided 90 % interval of the
         # check's estimate, both errors counted? (about 90 % of fits if the estimate is
         # unbiased for the loss the hidden labels measure and the errors are as stated)
         z = (loss - est) / np.sqrt(se_check ** 2 + se_loss ** 2)
         out.append({"n": n, "fits": len(sub), "hidden": float(np.median([r["hidden"]
                                                                          for r in sub])),
-                    "loss_se": float(np.median(se_loss)),
-                    "check_se": float(np.median(se_check)),
-                    "r": float(np.corrcoef(loss, est)[0, 1]) if len(sub) > 2 else np.nan,
-                    "mean_gap": float(np.mean(loss - est)),
-                    "within_90": (int(np.sum(np.abs(z) <= 1.645)), len(sub)),
+                    "loss_se": float(np.median(se_loss)) if ran else np.nan,
+                    "check_se": float(np.median(se_check)) if ran else np.nan,
+                    "r": float(np.corrcoef(loss, est)[0, 1]) if len(ran) > 2 else np.nan,
+                    "mean_gap": float(np.mean(loss - est)) if ran else np.nan,
+                    "within_90": (int(np.sum(np.abs(z) <= 1.645)), len(ran)),
                     **score(sub, splits, rule)})
     return out
 
@@ -249,7 +345,7 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
         _, d = decide(r, splits, ("bound", WARN_LOSS, WARN_ALPHA))
         est.append(-100.0 * d["diff"])
         s_c.append(100.0 * d["se"])
-    s_t = float(np.median([r["loss_se"] for r in rows]))
+    s_t = float(np.median([r["loss_se"] for r in rows if r["folds"]]))
     s_c_med = float(np.median(s_c))
     mu_bar = float(np.mean(est))
     tau = float(np.sqrt(max(np.var(est, ddof=1) - s_c_med ** 2, 0.0)))
@@ -284,7 +380,9 @@ def binomial_interval(k: int, n: int, level: float = 0.9) -> tuple[float, float]
     return (lo, hi)
 
 
-def _pct(pair, ci: bool = False):
+def format_rate(pair, ci: bool = False) -> str:
+    """``k/n (p %)`` of a rate ``(k, n)``, with its exact two-sided 90 % interval
+    (:func:`binomial_interval`, percent) when ``ci``; a dash when ``n`` is 0."""
     k, n = pair
     if not n:
         return "–"
@@ -292,6 +390,73 @@ def _pct(pair, ci: bool = False):
         return f"{k}/{n} ({100.0 * k / n:.0f} %)"
     lo, hi = binomial_interval(k, n)
     return f"{k}/{n} ({100.0 * k / n:.0f} %; {100 * lo:.0f}-{100 * hi:.0f})"
+
+
+
+def _left_out(s: dict) -> str:
+    los, oth = s["left_out"]
+    return f"{los} / {oth}" if los or oth else "0"
+
+
+def _diff_cell(r: dict, d: dict, splits: int) -> str:
+    """The per-fit table's held-out cell: the difference on the folds used, and how many
+    of the folds asked for ran where not all did."""
+    if not r["folds"]:
+        return "check did not run"
+    ran = len(r["folds"])
+    asked = r.get("folds_asked", ran)
+    return (f"{100 * d['diff']:+.1f} (m={d['m']}"
+            + (f"; {ran} of {asked} folds ran" if ran < asked else "") + ")")
+
+
+def _missing_text(rows: list[dict], failed: list[dict], splits: int) -> str:
+    """A sentence on the fits the k-fold tables leave out, and why: folds whose pre-fit
+    failed, checks that did not run, fits that failed outright."""
+    short = [r for r in rows if len(r["folds"]) < splits]
+    none = [r for r in short if not r["folds"]]
+    text = (f"{len(short)} of the {len(rows)} fits have fewer than {splits} folds whose "
+            f"pre-fit ran ({len(none)} none: the check did not run and the estimator raised "
+            f"no EmbeddingWorseThanInputWarning; {len(short) - len(none)} some)"
+            if short else f"Every fit has {splits} folds whose pre-fit ran")
+    reasons: dict = {}
+    for r in short:
+        for why in r.get("folds_failed", []):
+            key = why.split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+    if reasons:
+        text += ("; the failed pre-fits: " + ", ".join(f"{n} {why}" for why, n in
+                                                        sorted(reasons.items())))
+    if short:
+        text += (f". The {splits}-fold rates below leave them out (their column 'left out' "
+                 "counts them); the first table counts every fit as the estimator decided it")
+    text += "."
+    if failed:
+        text += (f" {len(failed)} DVU fit{'s' * (len(failed) > 1)} failed outright (no "
+                 "embedding, no loss to score; in no table): " + "; ".join(
+                     f"{f['dataset']} {f['n']} {f['method']} {f['params']} seed {f['seed']} "
+                     f"({f['error'].split(':')[0]})" for f in failed) + ".")
+    return text
+
+
+def decided_table(entries: list[tuple[list[str], dict]], heads: list[str]) -> list[str]:
+    """Markdown rows of :func:`as_decided` records: each entry's leading cells (``heads``
+    name them), the fits by folds that ran, and the goal's two rates with their exact
+    two-sided 90 % intervals, each beside its goal and whether it is met
+    (:func:`goal_verdict`, in bold where not)."""
+    lines = ["| " + " | ".join(heads) + " | fits (all folds / some / none) | warns on fits "
+             f"losing >= 5 | goal >= {100 * GOAL_RECALL:.0f} % | warns on the others | "
+             f"goal <= {100 * GOAL_FALSE_ALARMS:.0f} % |",
+             "|" + "---|" * (len(heads) + 5)]
+    for cells, a in entries:
+        rec = goal_verdict(a["recall"], a["recall_ci"], at_least=GOAL_RECALL)
+        fa = goal_verdict(a["false_alarm"], a["false_alarm_ci"], at_most=GOAL_FALSE_ALARMS)
+        fits = (f"{a['fits']} ({a['all_folds']} / {a['some_folds']} / {a['no_check']})"
+                + (f"; {a['failed']} failed outright" if a["failed"] else ""))
+        lines.append("| " + " | ".join(cells) + f" | {fits} | {format_rate(a['recall'], True)}"
+                     f" | {rec if rec == 'met' else f'**{rec}**'} | "
+                     f"{format_rate(a['false_alarm'], True)} | "
+                     f"{fa if fa == 'met' else f'**{fa}**'} |")
+    return lines
 
 
 def main(argv=None) -> int:
@@ -312,8 +477,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tag", help="with --tuning: write section bench_dvu_check:TAG")
     args = ap.parse_args(argv)
     rows = load(args.folders)
+    failed = failed_fits(args.folders)
     rule = ("code", args.loss, args.probability)
-    old = sum(r["unlabelled"] is None for r in rows)
+    old = sum(r["unlabelled"] is None and bool(r["folds"]) for r in rows)
     # the estimator's own verdict (all its folds), recorded by the runner, against the rule
     # recomputed here
     kept = [r for r in rows if r["unlabelled"] is not None
@@ -327,14 +493,22 @@ def main(argv=None) -> int:
         f"{sum(r['loss'] <= 0 for r in rows)}. Check as in the code: the first {k} folds, "
         f"rule '{rule_name(rule)}'. A fit's loss is measured on its hidden labels only "
         f"(median {int(np.median([r['hidden'] for r in rows]))}), whose own standard error "
-        f"(column 'its s.e.', median {np.median([r['loss_se'] for r in rows]):.1f} points) "
+        f"(column 'its s.e.', median "
+        f"{np.median([r['loss_se'] for r in rows if r['folds']]):.1f} points) "
         "is of the size of the 5-point threshold: per-fit recall and false alarms are "
-        "measured against a noisy truth."
+        "measured against a noisy truth. " + _missing_text(rows, failed, k)
         + (f" {old} fits were recorded before the runner kept the unlabelled rows' counts: "
            "the code's rule is the held-out bound on them ('p_loss' blank)." if old else "")
         + (f" The code's rule recomputed here agrees with the fit's own recorded verdict on "
            f"{same} of {len(kept)} fits." if kept else "")
         + "\n")
+    say("Every fit as the estimator decided it (the code's rule on every fold that ran; a "
+        "fit whose check did not run counts as silent; rates with their exact two-sided 90 % "
+        "binomial interval, percent; 'met' when the whole interval meets the goal):\n")
+    out.extend(decided_table([([str(a["n"] or "all"), f"{a['hidden']:.0f}"], a)
+                              for a in as_decided(rows, failed)],
+                             ["rows", "hidden labels a fit"]))
+    say("")
     say(f"| dataset | n | method | params | fits | raw | DVU | loss (points) | held-out diff, "
         f"{k} folds | warns |")
     say("|---|---|---|---|---|---|---|---|---|---|")
@@ -349,14 +523,17 @@ def main(argv=None) -> int:
         raw = 100 * np.array([r["raw"] for r in group])
         dvu = 100 * np.array([r["dvu"] for r in group])
         decisions = [decide(r, k, rule) for r in group]
-        diffs = [100 * d["diff"] for _, d in decisions]
+        # a fit whose check did not run has no held-out difference (not a zero one)
+        diffs = [100 * d["diff"] for r, (_, d) in zip(group, decisions) if r["folds"]]
         say(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {len(group)} | "
             f"{raw.mean():.1f} ± {sd(raw):.1f} | {dvu.mean():.1f} ± {sd(dvu):.1f} | "
-            f"{(raw - dvu).mean():+.1f} ± {sd(raw - dvu):.1f} | {np.mean(diffs):+.1f} | "
+            f"{(raw - dvu).mean():+.1f} ± {sd(raw - dvu):.1f} | "
+            f"{f'{np.mean(diffs):+.1f}' if diffs else '–'} | "
             f"{sum(w for w, _ in decisions)}/{len(group)} |")
-    means = np.array([[np.mean([r["loss"] for r in g]),
-                       -100.0 * np.mean([decide(r, k, rule)[1]["diff"] for r in g])]
-                      for g in groups.values() if len(g) > 1])
+    means = np.array([[np.mean([r["loss"] for r in g if r["folds"]]),
+                       -100.0 * np.mean([decide(r, k, rule)[1]["diff"] for r in g
+                                         if r["folds"]])]
+                      for g in groups.values() if sum(bool(r["folds"]) for r in g) > 1])
     if len(means) > 2:
         per = sorted({len(g) for g in groups.values() if len(g) > 1})
         seeds = f"{per[0]}" if len(per) == 1 else f"{per[0]}-{per[-1]}"
@@ -374,14 +551,16 @@ def main(argv=None) -> int:
         w, d = decide(r, k, rule)
         say(f"| {r['dataset']} | {r['n']} | {r['method']} | {r['params']} | {r['seed']} | "
             f"{100 * r['raw']:.1f} | {100 * r['dvu']:.1f} | {r['loss']:+.1f} | "
-            f"{r['loss_se']:.1f} | {100 * d['diff']:+.1f} (m={d['m']}) | "
-            f"{100 * d['bound']:.1f} | {d['p']:.2g} | "
+            + (f"{r['loss_se']:.1f} | {_diff_cell(r, d, k)} | {100 * d['bound']:.1f} | "
+               f"{d['p']:.2g} | " if r["folds"] else "– | check did not run | – | – | ")
             + (f"{r['unlabelled_disagree']} of {r['unlabelled']} | {d['p_loss']:.2f}"
                if r["unlabelled"] else " | ")
             + f" | {'yes' if w else 'no'} |")
-    say("\n| folds | rule | warns on fits losing >= 5 | ... and beyond the hidden set's noise | "
-        "warns on fits losing < 5 | warns on fits not losing |")
-    say("|---|---|---|---|---|---|")
+    say("\nEach rate below counts the fits with at least that many folds; the last column "
+        "counts the fits it leaves out (fewer folds ran: losing >= 5 / losing < 5).\n")
+    say("| folds | rule | warns on fits losing >= 5 | ... and beyond the hidden set's noise | "
+        "warns on fits losing < 5 | warns on fits not losing | left out: fewer folds |")
+    say("|---|---|---|---|---|---|---|")
     rules = [rule]
     if args.grid:
         rules = ([("sign", 0.03, 0.1)] + [("bound", loss, alpha) for loss in (0.03, 0.05)
@@ -393,22 +572,22 @@ def main(argv=None) -> int:
         for splits in range(1, 6):
             s = score(rows, splits, r_)
             results.append(s)
-            say(f"| {splits} | {rule_name(r_)} | {_pct(s['recall'])} | "
-                f"{_pct(s['recall_clear'])} | {_pct(s['false_alarm'])} | "
-                f"{_pct(s['false_alarm_not_losing'])} |")
+            say(f"| {splits} | {rule_name(r_)} | {format_rate(s['recall'])} | "
+                f"{format_rate(s['recall_clear'])} | {format_rate(s['false_alarm'])} | "
+                f"{format_rate(s['false_alarm_not_losing'])} | {_left_out(s)} |")
     say(f"\nBy size ('{rule_name(rule)}', {k} folds; s.e. in points, medians; rates with "
         "their exact two-sided 90 % binomial interval, percent):\n")
     say("| rows | fits | hidden labels | their s.e. | check's s.e. | r (per fit) | loss minus "
         "estimate | loss in the estimate's 90 % interval | warns on fits losing >= 5 | "
         "... and beyond the hidden set's noise | warns on fits losing < 5 | warns on fits "
-        "not losing |")
-    say("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        f"not losing | left out: fewer than {k} folds |")
+    say("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for b in by_size(rows, k, rule):
         say(f"| {b['n']} | {b['fits']} | {b['hidden']:.0f} | {b['loss_se']:.1f} | "
             f"{b['check_se']:.1f} | {b['r']:.2f} | {b['mean_gap']:+.1f} | "
-            f"{_pct(b['within_90'])} | {_pct(b['recall'], True)} | "
-            f"{_pct(b['recall_clear'], True)} | {_pct(b['false_alarm'], True)} | "
-            f"{_pct(b['false_alarm_not_losing'], True)} |")
+            f"{format_rate(b['within_90'])} | {format_rate(b['recall'], True)} | "
+            f"{format_rate(b['recall_clear'], True)} | {format_rate(b['false_alarm'], True)} | "
+            f"{format_rate(b['false_alarm_not_losing'], True)} | {_left_out(b)} |")
     halves = chosen_on_half(rows, k) if args.halves else []
     if halves:
         say(f"\nA rule chosen on half of the fits ({k} folds; the fits of each setting dealt "
@@ -423,12 +602,15 @@ def main(argv=None) -> int:
         say("|---|---|---|---|---|---|---|---|")
         for h in halves:
             say(f"| {h['chosen_on']} | {rule_name(h['rule'])} | "
-                f"{_pct(h['on_own_half']['recall'])} | "
-                f"{_pct(h['on_own_half']['false_alarm'])} | "
-                f"{_pct(h['on_other_half']['recall'], True)} | "
-                f"{_pct(h['on_other_half']['false_alarm'], True)} | "
-                f"{_pct(h['code_on_other_half']['recall'], True)} | "
-                f"{_pct(h['code_on_other_half']['false_alarm'], True)} |")
+                f"{format_rate(h['on_own_half']['recall'])} | "
+                f"{format_rate(h['on_own_half']['false_alarm'])} | "
+                f"{format_rate(h['on_other_half']['recall'], True)} | "
+                f"{format_rate(h['on_other_half']['false_alarm'], True)} | "
+                f"{format_rate(h['code_on_other_half']['recall'], True)} | "
+                f"{format_rate(h['code_on_other_half']['false_alarm'], True)} |")
+        say("\nLeft out of these rates (fewer than " + str(k) + " folds; losing >= 5 / "
+            "losing < 5): " + "; ".join(f"half {h['chosen_on']} {_left_out(h['on_own_half'])}"
+                                        for h in halves) + ".")
     c = ceiling(rows, k)
     say(f"\nCeiling (Gaussian model of these rows, {k} folds; problems/bench_dvu_check.py "
         f"`ceiling`): expected loss {c['mu_bar']:+.1f} ± {c['tau']:.1f} points across fits, "
@@ -438,12 +620,16 @@ def main(argv=None) -> int:
         f"alarms, or {100 * c['check']['false_alarms_at_90pct_recall']:.0f} % false alarms at "
         ">= 90 % recall; a check without any noise: "
         f"{100 * c['noiseless check']['recall_at_10pct_false_alarms']:.0f} % and "
-        f"{100 * c['noiseless check']['false_alarms_at_90pct_recall']:.0f} %.")
+        f"{100 * c['noiseless check']['false_alarms_at_90pct_recall']:.0f} %."
+        + (f" ({sum(len(r['folds']) < k for r in rows)} fits with fewer than {k} folds left "
+           "out.)" if any(len(r["folds"]) < k for r in rows) else ""))
     text = "\n".join(out) + "\n"
     print(text)
     if args.json:
-        Path(args.json).write_text(json.dumps({"rows": rows, "scores": results,
-                                               "halves": halves, "ceiling": c}, indent=1))
+        Path(args.json).write_text(json.dumps({"rows": rows, "failed": failed,
+                                               "scores": results, "halves": halves,
+                                               "ceiling": c, "as_decided": as_decided(
+                                                   rows, failed)}, indent=1))
     if args.tuning:
         key = "bench_dvu_check" + (f":{args.tag}" if args.tag else "")
         title = "DVU's held-out check against the hidden labels" + (

@@ -1,6 +1,8 @@
 """problems/bench_dvu_check.py: the scoring of DVU's held-out check on hand-made fits whose
 verdicts follow from ``held_out_verdict``'s closed form (no DVU fit runs here)."""
 
+import json
+
 import pytest
 
 bench = pytest.importorskip("problems.bench_dvu_check")
@@ -96,4 +98,105 @@ def test_the_binomial_interval_is_clopper_pearsons():
     lo, hi = bench.binomial_interval(9, 10)
     lo2, hi2 = bench.binomial_interval(90, 100)
     assert lo < lo2 < 0.9 < hi2 < hi
-    assert bench._pct((7, 8), True) == "7/8 (88 %; 53-99)"
+    assert bench.format_rate((7, 8), True) == "7/8 (88 %; 53-99)"
+
+
+def _record(dataset, seed, method, *, knn3, folds=None, skipped=None, status="ok",
+            estimator="DVU", d=None, h=40):
+    """One line of the runner's rows.jsonl: a raw row (``estimator="raw"``) or a DVU fit
+    whose ``validation`` holds ``folds`` (a fold dict, or ``{"skipped": why}`` for a
+    pre-fit that failed) and, when the check ran, its unlabelled rows' counts."""
+    row = {"spec": "s", "dataset": dataset, "seed": seed, "method": method, "params": "{}",
+           "estimator": estimator, "status": status, "knn3": knn3, "n_samples": 200,
+           "n_labeled": 200 - h, "error": "" if status == "ok" else "SolverFailedError: gap"}
+    if estimator == "DVU" and status != "error":
+        v = {"folds": folds}
+        if skipped:
+            v["skipped"] = skipped
+        else:
+            v.update(unlabelled=h, unlabelled_disagree=d, warned=None)
+        row["validation"] = json.dumps(v)
+    return json.dumps({"row": row})
+
+
+def _fold(b, c, m=32):
+    return {"held_out": m, "input_only": b, "embedding_only": c, "votes_differ": b + c}
+
+
+def _folder(tmp_path):
+    """Four DVU fits of 200 rows (40 hidden labels) against raw 3-NN at 90 %: one losing
+    10 points with all 5 folds (warns), one losing 10 points whose pre-fits 4 and 5
+    failed, one not losing whose every pre-fit failed (the check did not run), one not
+    losing with all 5 folds (silent); and one fit that failed outright."""
+    fail = {"skipped": "SolverFailedError: LOWRANK stopped at its time limit"}
+    loud = [_fold(6, 0)] * 5
+    quiet = [_fold(1, 1)] * 5
+    lines = [_record("d", seed, "raw", knn3=0.9, estimator="raw") for seed in range(5)]
+    lines += [
+        _record("d", 0, "default", knn3=0.8, folds=loud, d=8),
+        _record("d", 1, "default", knn3=0.8, folds=loud[:3] + [fail, fail], d=8),
+        _record("d", 2, "default", knn3=0.9, folds=[fail] * 5,
+                skipped="every held-out fit failed: " + fail["skipped"]),
+        _record("d", 3, "default", knn3=0.925, folds=quiet, d=2),
+        _record("d", 4, "default", knn3=0.0, status="error"),
+    ]
+    folder = tmp_path / "s"
+    folder.mkdir()
+    (folder / "rows.jsonl").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def test_fits_with_skipped_folds_are_counted_not_dropped(tmp_path):
+    """The 5-fold rates leave out the fits with fewer folds and say how many; the
+    as-decided rates count every fit, a check that did not run as silent."""
+    folder = _folder(tmp_path)
+    rows = bench.load([str(folder)])
+    assert [(r["seed"], len(r["folds"]), r["folds_asked"]) for r in rows] == [
+        (0, 5, 5), (1, 3, 5), (2, 0, 5), (3, 5, 5)]
+    assert rows[1]["folds_failed"] == ["SolverFailedError: LOWRANK stopped at its time limit"] * 2
+    assert rows[2]["check_skipped"].startswith("every held-out fit failed")
+    assert [f["seed"] for f in bench.failed_fits([str(folder)])] == [4]
+    s = bench.score(rows, 5, bench.CODE_RULE)
+    assert s["recall"] == (1, 1) and s["false_alarm"] == (0, 1)
+    assert s["left_out"] == (1, 1)                  # seed 1 (losing), seed 2 (not)
+    assert bench.score(rows, 3, bench.CODE_RULE)["left_out"] == (0, 1)
+    # as the estimator decided: seed 1 warns on its 3 folds, seed 2 is silent
+    [a] = bench.as_decided(rows, bench.failed_fits([str(folder)]))
+    assert a["recall"] == (2, 2) and a["false_alarm"] == (0, 2)
+    assert (a["all_folds"], a["some_folds"], a["no_check"], a["failed"]) == (2, 1, 1, 1)
+    assert a["recall_ci"] == bench.binomial_interval(2, 2)
+    # the same fit losing: the check that did not run is a miss
+    rows[2]["loss"] = 10.0
+    [a] = bench.as_decided(rows)
+    assert a["recall"] == (2, 3) and a["false_alarm"] == (0, 1)
+
+
+def test_the_tables_say_how_many_fits_they_leave_out(tmp_path, capsys):
+    folder = _folder(tmp_path)
+    bench.main([str(folder), "--halves"])
+    text = capsys.readouterr().out
+    assert ("2 of the 4 fits have fewer than 5 folds whose pre-fit ran (1 none: the check did "
+            "not run") in text
+    assert "the failed pre-fits: 7 SolverFailedError" in text
+    assert "1 DVU fit failed outright" in text and "seed 4 (SolverFailedError)" in text
+    tables = [line for line in text.splitlines() if line.startswith("| ")]
+    folds5 = next(t for t in tables if t.startswith("| 5 | P(loss"))
+    assert folds5.endswith("| 1/1 (100 %) | 1/1 (100 %) | 0/1 (0 %) | 0/1 (0 %) | 1 / 1 |")
+    assert next(t for t in tables if t.startswith("| 3 | P(loss")).endswith("| 0 / 1 |")
+    assert next(t for t in tables if t.startswith("| 200 | 4 |")).endswith("| 1 / 1 |")
+    decided = next(t for t in tables if t.startswith("| 200 | 40 |"))
+    assert "| 4 (2 / 1 / 1); 1 failed outright | 2/2 (100 %; 22-100) |" in decided
+    assert "3 of 5 folds ran" in text and "check did not run" in text
+
+
+def test_the_goal_verdict_needs_the_whole_interval():
+    ci = bench.binomial_interval
+    assert bench.goal_verdict((19, 20), ci(19, 20), at_least=0.9) == \
+        "rate meets it, interval does not"
+    assert bench.goal_verdict((60, 60), ci(60, 60), at_least=0.9) == "met"
+    assert bench.goal_verdict((7, 8), ci(7, 8), at_least=0.9) == "not met"
+    assert bench.goal_verdict((0, 30), ci(0, 30), at_most=0.1) == "met"
+    assert bench.goal_verdict((1, 11), ci(1, 11), at_most=0.1) == \
+        "rate meets it, interval does not"
+    assert bench.goal_verdict((4, 15), ci(4, 15), at_most=0.1) == "not met"
+    assert bench.goal_verdict((0, 0), ci(0, 0), at_least=0.9) == "not met"

@@ -197,3 +197,91 @@ def test_the_dvu_defaults_table_is_in_the_note_and_on_the_page():
         assert len(row) == 8
         raw, dvu_acc, loss = (float(c.split()[0]) for c in row[1:4])
         assert loss == pytest.approx(raw - dvu_acc, abs=0.011)
+
+
+# --------------------------------------------------------------------------- the check's score
+def _check_rows(folder, seeds, *, losing_warned, losing_unchecked=(), other_warned=()):
+    """A part of a ``dvu_check_1000`` run (the runner's rows.jsonl): per seed 3-NN on the
+    inputs at 90 % and one DVU fit, losing 10 points (``losing_warned``: 5 folds that
+    warn; ``losing_unchecked``: every pre-fit failed) or none (``other_warned``: folds
+    that warn; else folds that do not)."""
+    loud = {"held_out": 160, "input_only": 12, "embedding_only": 0, "votes_differ": 12}
+    quiet = {"held_out": 160, "input_only": 1, "embedding_only": 1, "votes_differ": 2}
+    failed = {"skipped": "SolverFailedError: time limit"}
+    lines = []
+    for seed in seeds:
+        base = {"spec": "dvu_check_1000", "dataset": "usps", "seed": seed, "params": "{}",
+                "status": "ok", "n_samples": 1000, "n_labeled": 800, "error": ""}
+        lines.append({**base, "method": "raw", "estimator": "raw", "knn3": 0.9})
+        losing = seed in losing_warned or seed in losing_unchecked
+        if seed in losing_unchecked:
+            v = {"folds": [failed] * 5, "skipped": "every held-out fit failed: " +
+                 failed["skipped"]}
+        else:
+            warn = seed in losing_warned or seed in other_warned
+            v = {"folds": [loud if warn else quiet] * 5, "unlabelled": 200,
+                 "unlabelled_disagree": 40 if warn else 2}
+        lines.append({**base, "method": "default", "estimator": "DVU",
+                      "knn3": 0.8 if losing else 0.9, "validation": json.dumps(v)})
+    folder.mkdir(parents=True)
+    (folder / "rows.jsonl").write_text("".join(json.dumps({"row": r}) + "\n" for r in lines))
+    return folder
+
+
+def test_the_check_score_is_rendered_from_the_runner_rows(tmp_path):
+    """The DVU section scores the held-out check from the runner's rows of a run cut in two
+    parts: 2 of 3 losing fits warned (the third's check did not run: a miss), 1 of 3 others;
+    each rate with its exact interval, the goal beside and 'not met'; ``--check-score``
+    rewrites that block alone."""
+    from problems.bench_dvu_check import format_rate
+
+    a = _check_rows(tmp_path / "part0", [0, 1, 2], losing_warned=[0], losing_unchecked=[1])
+    b = _check_rows(tmp_path / "part1", [3, 4, 5], losing_warned=[3], other_warned=[4])
+    doc = tmp_path / "reproductions.md"
+    reproduce.main(["--no-run", "--include", f"dvu_check_1000={a}", "--include",
+                    f"dvu_check_1000={b}", "--out", str(tmp_path / "out"), "--doc", str(doc)])
+    text = doc.read_text()
+    dvu = text.split("## Discriminative variance unfolding")[1]
+    block = dvu.split(reproduce.CHECK_BEGIN)[1].split(reproduce.CHECK_END)[0]
+    assert f"`{a}`" in block and f"`{b}`" in block
+    row = next(line for line in block.splitlines() if line.startswith("| `dvu_check_1000`"))
+    assert row == (f"| `dvu_check_1000` | 1000 | 200 | 6 (5 / 0 / 1) | {format_rate((2, 3), True)}"
+                   f" | **not met** | {format_rate((1, 3), True)} | **not met** |")
+    assert format_rate((2, 3), True) == "2/3 (67 %; 14-98)"
+    assert "`dvu_check_1000`: usps 6 fits (seeds 0-5); graphs: default." in block
+    assert "No run of" not in block and "`dvu_check_1000`" not in text.split("## Appendix")[1]
+    # the block alone, in a page whose other parts this run could not regenerate
+    page = tmp_path / "page.md"
+    empty = "\n".join(reproduce.check_score_markdown({}))
+    assert "_No run of `dvu_check`, `dvu_check_300`, `dvu_check_1000`" in empty
+    page.write_text("# Page\n\nkept as it is\n\n" + empty + "\n\n## After\n\nkept too\n")
+    reproduce.main(["--check-score", "--include", f"dvu_check_1000={a}", "--include",
+                    f"dvu_check_1000={b}", "--out", str(tmp_path / "out"), "--doc", str(page)])
+    new = page.read_text()
+    assert new.startswith("# Page\n\nkept as it is\n\n" + reproduce.CHECK_BEGIN)
+    assert new.endswith(reproduce.CHECK_END + "\n\n## After\n\nkept too\n")
+    assert row in new and "No run of" not in new
+    none = tmp_path / "none.md"
+    none.write_text("# no block\n")
+    with pytest.raises(SystemExit, match="no <!-- BEGIN held-out check score -->"):
+        reproduce.main(["--check-score", "--doc", str(none), "--out", str(tmp_path)])
+
+
+def test_the_committed_page_holds_the_check_score_block():
+    """The committed page has the held-out check's block in the DVU section, and each of
+    its rates is stated with its own exact interval and the goal's verdict."""
+    from problems import bench_dvu_check as bench
+
+    page = (Path(reproduce.__file__).resolve().parents[1] / "docs" / "reproductions.md")
+    dvu = page.read_text().split("## Discriminative variance unfolding")[1]
+    assert reproduce.CHECK_BEGIN in dvu and reproduce.CHECK_END in dvu
+    block = dvu.split(reproduce.CHECK_BEGIN)[1].split(reproduce.CHECK_END)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| `dvu_check")]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        for rate, verdict, goal in ((cells[4], cells[5], {"at_least": bench.GOAL_RECALL}),
+                                    (cells[6], cells[7], {"at_most": bench.GOAL_FALSE_ALARMS})):
+            k, n = (int(x) for x in rate.split()[0].split("/"))
+            assert rate == bench.format_rate((k, n), True)
+            v = bench.goal_verdict((k, n), bench.binomial_interval(k, n), **goal)
+            assert verdict == (v if v == "met" else f"**{v}**")
