@@ -14,15 +14,25 @@ from .sparse_slack import EigenStop, FactorTimes
 #: (docs/tuning.md, "Instances with n <= 600, fifteenth round")
 _SECOND_LIFT = 1.5
 
+#: where the best certificate is dual-feasible (its :math:`\lambda_{\min} \ge 0`), a lift
+#: is still made from the candidate of the closest own bound when that own bound's gap is at
+#: most ``tol`` and at most this fraction of the certificate's gap (the lift can only lower
+#: it, so it must start below ``tol`` and well above the certificate's bound to pay)
+#: (docs/tuning.md, "The lift from the best own bound when the best certificate is PSD")
+_OWN_LIFT = 0.1
+
 
 def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, opts,
                         cache: CertificateCache, p_best, deadline: float = np.inf):
     r"""Certificate at :func:`lift_multipliers` of the most promising candidate.
 
     Tried (``"interval"``, full space, n <= ``DenseLimits.lift``) when the certificate
-    misses ``tol`` because :math:`\lambda_{\min} < 0` and a candidate's own bound
-    :math:`\beta = -\varphi^*(y)` (which lifting can only lower) is above ``best_bound``,
-    the best bound so far, so that the lift can improve it. ``None`` where it is not
+    misses ``tol`` and a candidate's own bound :math:`\beta = -\varphi^*(y)` (which
+    lifting can only lower) is above ``best_bound``, the best bound so far, so that the
+    lift can improve it: where :math:`\lambda_{\min} < 0`, or, where the certificate is
+    dual-feasible (:math:`\lambda_{\min} \ge 0`), when :math:`\beta`'s gap against
+    ``p_best`` is at most ``tol`` and at most ``_OWN_LIFT`` times the certificate's (a
+    candidate of a far closer own bound, only indefinite). ``None`` where it is not
     tried. A candidate whose :math:`\beta` exceeds the best objective ``p_best`` must
     lose at least :math:`\beta - p_{\mathrm{best}}` in the lift, so candidates are
     ranked by :math:`\min(\beta,\ 2p_{\mathrm{best}} - \beta)`, not by :math:`\beta`.
@@ -37,13 +47,20 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     """
     if (_past(deadline) or pen.mode != "interval" or space.Q is not None
             or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
-            or certificate.lambda_min is None or certificate.lambda_min >= 0):
+            or certificate.lambda_min is None):
         return None
     k = _lift_start(space, pen, candidates, p_best)
     y_s, nu_s = candidates[k]
-    if best_bound is not None and not -pen.conjugate(y_s) - space.linear_offset(nu_s) \
-            > best_bound:
+    own = -pen.conjugate(y_s) - space.linear_offset(nu_s)
+    if best_bound is not None and not own > best_bound:
         return None
+    if certificate.lambda_min >= 0:
+        # dual-feasible: lift only a candidate whose own bound could prove tol and is far
+        # closer than the certificate's
+        own_gap, cert_gap = relative_gap(p_best, own), relative_gap(p_best, certificate.bound)
+        if own_gap is None or cert_gap is None or not (
+                own_gap <= opts.tol and own_gap <= _OWN_LIFT * cert_gap):
+            return None
     k_all = min(space.limits.block, space.dim - 2)
     pairs = next(((lam, X) for y_c, nu_c, lam, X in cache.eigenpairs
                   if np.array_equal(nu_c, space.duals(nu_s)) and np.array_equal(y_c, y_s)
