@@ -213,9 +213,34 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
         opts=SimpleNamespace(max_inner=max_inner), max_inner=max_inner or 2000, it=3,
         space=SimpleNamespace(K=np.ones((1, 3)) if added_rows else None),
         pen=SimpleNamespace(w=np.ones(3)), alm=SimpleNamespace(leave_kink=lambda: left.append(1)),
-        _start_penalty=lambda: None)
-    g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]))
+        _start_penalty=lambda: None, rho=np.ones(1) if added_rows else None, rho0=np.ones(1))
+    g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]), 0.0)
     assert left == [1]
     assert loop.max_inner == after
     assert outer._MAX_INNER == 6000 and outer._MAX_INNER_KINK == 2000
     np.testing.assert_array_equal(g, [1.0, -0.5, -1.0])
+
+
+@pytest.mark.parametrize("k_viol, rho, expected", [
+    (0.308, [3.0, 0.9], [27.0, 8.1]),       # links seed 3's kink point: raised
+    (0.0835, [27.0, 8.1], [27.0, 8.1]),     # links seed 0's: as it was
+    (0.308, [2e5, 1.0], [1e6, 9.0]),        # within the cap, 1e6 times the start
+])
+def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, rho, expected):
+    """On leaving the kink with its point violating the added rows by more than
+    ``_KINK_ROWS_FAR`` (``dvu_scale``'s links row, link seed 3: 0.308), their penalty is
+    raised ``_KINK_ROWS_RAISE`` times for the Huber envelope, capped as the schedule caps it;
+    nearer (seeds 0 and 2: 0.07-0.08) it is left as the kink left it (docs/tuning.md, "The
+    links row at seed 3: the rows' penalty at the Huber start")."""
+    from types import SimpleNamespace
+
+    from sdpembed.lowrank import outer
+
+    loop = SimpleNamespace(
+        opts=SimpleNamespace(max_inner=None), max_inner=2000, it=3,
+        space=SimpleNamespace(K=np.ones((2, 3))), pen=SimpleNamespace(w=np.ones(3)),
+        alm=SimpleNamespace(leave_kink=lambda: None), _start_penalty=lambda: None,
+        rho=np.array(rho), rho0=np.ones(2))
+    outer._OuterLoop._leave_kink(loop, np.zeros(3), k_viol)
+    assert outer._KINK_ROWS_FAR == 0.15 and outer._KINK_ROWS_RAISE == 9.0
+    np.testing.assert_allclose(loop.rho, expected, rtol=1e-12)

@@ -54,6 +54,15 @@ _SIGMA_MAX_INTERVAL = 27.0
 #: it more weight in the subproblems
 _SIGMA_KINK = 0.1
 
+#: the added rows' penalty on leaving the kink: where the kink's last point violates the
+#: rows by more than ``_KINK_ROWS_FAR`` (relative, ``FactorSpace.K_violation``), it is
+#: raised ``_KINK_ROWS_RAISE`` times for the Huber envelope. A short kink phase leaves the
+#: rows' penalty low (it is tripled only on stalled kink iterations) while the rows are
+#: far from feasible, and the first Huber subproblems then move the configuration without
+#: moving the rows (docs/tuning.md, "The links row at seed 3: the rows' penalty at the
+#: Huber start")
+_KINK_ROWS_FAR, _KINK_ROWS_RAISE = 0.15, 9.0
+
 #: ``"interval"`` factors of at most this many entries, no added rows, get Newton-CG once a
 #: subproblem took L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval ...")
 _NEWTON_ENTRIES, _LBFGS_HARD = 1000, 1000
@@ -189,16 +198,20 @@ class _OuterLoop(StallGrowth):
         return extrapolated(g, g_prev, self.mom,
                             self.pen.w if self.pen.mode == "interval" else np.inf)
 
-    def _leave_kink(self, g: np.ndarray) -> np.ndarray:
+    def _leave_kink(self, g: np.ndarray, k_viol: float) -> np.ndarray:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
         known to solve the interval one); returns ``g`` clipped to the box, the Huber
         multipliers the solve goes on from at the Huber envelope's first penalty; with
-        added rows the default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``."""
+        added rows the default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``,
+        and where the kink's point violates them by more than ``_KINK_ROWS_FAR``
+        (``k_viol``) their penalty is raised ``_KINK_ROWS_RAISE`` times (within its cap)."""
         pen = self.pen
         self.alm.leave_kink()
         if self.opts.max_inner is None and self.space.K is not None:
             self.max_inner = _MAX_INNER
+        if self.space.K is not None and k_viol > _KINK_ROWS_FAR:
+            self.rho = np.minimum(_KINK_ROWS_RAISE * self.rho, 1e6 * self.rho0)
         self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
         self._start_penalty()
         return np.clip(g, -pen.w, pen.w)
@@ -288,7 +301,7 @@ class _OuterLoop(StallGrowth):
         k_viol = space.K_violation(kv)
         left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
-            g = self._leave_kink(g)
+            g = self._leave_kink(g, k_viol)
             self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
         self.y = g
         self.nu = nu_new
