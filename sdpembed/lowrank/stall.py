@@ -4,8 +4,10 @@ a lift."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO
-from .space import _rank_deficient
+from .space import FactorSpace, _rank_deficient
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -28,6 +30,24 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
+
+#: where the bottom eigenpairs are sparse (n > ``DenseLimits.eig``), the rank grows (at a
+#: certificate attempt, or on a stalled cheap gap) only from a saturated factor: its
+#: smallest singular value above this share of its largest. Columns the subproblems leave
+#: near zero are no missing dimension, and there a failed attempt's gap is mostly the
+#: shifted bound's eigenvalue term, large for any negative eigenvalue (docs/tuning.md,
+#: "Rank growth only from a saturated factor at n > limits.eig")
+_SATURATED = 1e-3
+
+
+def _saturated(space: FactorSpace, W: np.ndarray) -> bool:
+    r"""Whether rank growth may start from ``W``: always where ``space.dim`` <=
+    ``DenseLimits.eig``, else only if :math:`\sigma_{\min}(W) >` ``_SATURATED``
+    :math:`\sigma_{\max}(W)`."""
+    if space.dim <= space.limits.eig:
+        return True
+    s = np.linalg.svd(W, compute_uv=False)
+    return bool(s[-1] > _SATURATED * s[0])
 
 
 class StallGrowth:
@@ -70,9 +90,10 @@ class StallGrowth:
         where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
         column (:func:`~.escape.grow`), up to ``max_rank``. They are computed under the
         solve's time limit (:meth:`~.certificate.CertificateCache.bottom`): where a
-        factorisation or the solves would end past it, the rank does not grow. Returns
-        whether the rank grew."""
-        if _rank_deficient(self.W):
+        factorisation or the solves would end past it, the rank does not grow; nor, where
+        ``space.dim`` > ``DenseLimits.eig``, from a factor that is not saturated
+        (:func:`_saturated`). Returns whether the rank grew."""
+        if _rank_deficient(self.W) or not _saturated(self.space, self.W):
             return False
         space = self.space
         k = min(_ESCAPE_BLOCK, space.dim - 2)
