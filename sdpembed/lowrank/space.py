@@ -18,9 +18,12 @@ __all__ = ["FactorSpace"]
 
 #: bytes of the scratch of the block-Jacobi blocks' assembly, k x k blocks of as many
 #: points as fit (docs/tuning.md, "The block-Jacobi blocks in a kept buffer")
-_BLOCK_SCRATCH = 8 << 20
+_BLOCK_SCRATCH = 2 << 20
 #: bytes of the m x k x k array up to which those blocks are the sparse product itself
 _BLOCK_PRODUCT = 32 << 20
+#: share of a chunk's points with an edge in a slot above which the slot runs over all of
+#: them (zero weights past a point's degree) instead of gathering the blocks of those points
+_BLOCK_DENSE = 0.6
 
 
 class FactorSpace:
@@ -166,13 +169,21 @@ class FactorSpace:
             for s in range(int(dc.max(initial=0))):
                 act = dc > s
                 na = int(np.count_nonzero(act))
-                every = na == p1 - p0
-                e = indices[start + s] if every else indices[start[act] + s]
-                z, t = zs[:na], prod[:na]
+                # most points still have an edge in this slot: every point takes one, those
+                # past their degree their first edge at weight 0, whose products are zeros
+                # that leave the block's bits as they are (a sum from +0 is never -0)
+                whole = na >= _BLOCK_DENSE * (p1 - p0)
+                if whole:
+                    e = indices[np.where(act, start + s, start)]
+                    we = np.where(act, weight[e], 0.0)
+                else:
+                    e = indices[start[act] + s]
+                    we = weight[e]
+                z, t = zs[:e.size], prod[:e.size]
                 np.take(Z, e, axis=0, out=z)
                 np.multiply(z[:, :, None], z[:, None, :], out=t)
-                t *= weight[e][:, None, None]
-                if every:
+                t *= we[:, None, None]
+                if whole:
                     blk += t
                 else:
                     blk[act] += t
