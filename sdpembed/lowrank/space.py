@@ -170,11 +170,11 @@ class FactorSpace:
                 act = dc > s
                 na = int(np.count_nonzero(act))
                 # most points still have an edge in this slot: every point takes one, those
-                # past their degree their first edge at weight 0, whose products are zeros
+                # past their degree some edge at weight 0, whose (finite) products are zeros
                 # that leave the block's bits as they are (a sum from +0 is never -0)
                 whole = na >= _BLOCK_DENSE * (p1 - p0)
                 if whole:
-                    e = indices[np.where(act, start + s, start)]
+                    e = indices[np.where(act, start + s, 0)]
                     we = np.where(act, weight[e], 0.0)
                 else:
                     e = indices[start[act] + s]
