@@ -203,13 +203,12 @@ class _ALM:
             deg_g = np.bincount(i_, weights=g, minlength=n_) + np.bincount(j_, weights=g,
                                                                           minlength=n_)
             diag = 2.0 * (sp_.C.diag + deg_g)
-            outer = (4.0 * d2)[:, None] * np.einsum("ea,eb->eab", Z, Z).reshape(-1, k_ * k_)
-            blocks = np.asarray(sp_.B_abs_T @ outer).reshape(n_, k_, k_)
+            blocks = sp_.point_blocks(Z, 4.0 * d2)   # kept: the previous apply's is lost
             if K is not None:
                 diag += 2.0 * _rows_blocks(K, W, k_multipliers(W), rho, blocks)
             floor = 1e-3 * max(float(np.mean(np.abs(diag))), 1e-300)
             blocks[:, np.arange(k_), np.arange(k_)] += np.maximum(diag, floor)[:, None]
-            inv = np.linalg.inv(blocks)
+            inv = sp_.invert_blocks(blocks)
 
             def apply(r):
                 R = r.reshape(shape)

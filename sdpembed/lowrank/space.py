@@ -16,6 +16,15 @@ from .options import DenseLimits
 
 __all__ = ["FactorSpace"]
 
+#: bytes of the scratch of the block-Jacobi blocks' assembly, k x k blocks of as many
+#: points as fit (docs/tuning.md, "The block-Jacobi blocks in a kept buffer")
+_BLOCK_SCRATCH = 2 << 20
+#: bytes of the m x k x k array up to which those blocks are the sparse product itself
+_BLOCK_PRODUCT = 32 << 20
+#: share of a chunk's points with an edge in a slot above which the slot runs over all of
+#: them (zero weights past a point's degree) instead of gathering the blocks of those points
+_BLOCK_DENSE = 0.6
+
 
 class FactorSpace:
     r"""Where the factor lives: all of :math:`\mathbf 1^\perp` (``Q=None``) or ``range(Q)``.
@@ -125,6 +134,71 @@ class FactorSpace:
     def B_abs_T(self) -> sp.csr_matrix:
         """:math:`|B|^T` (n x m): sums over the edges at each point."""
         return abs(self.B).T.tocsr()
+
+    def point_blocks(self, Z: np.ndarray, weight: np.ndarray) -> np.ndarray:
+        r"""Each point's sum of its edges' weighted outer products (full space),
+
+        .. math:: M_i = \sum_{e \ni i} \omega_e z_ez_e^T,
+
+        for ``Z`` (m x k, the edges' difference vectors :math:`z_e`) and ``weight``
+        (:math:`\omega`, length m), as an n x k x k array: the same numbers, bit for bit,
+        as ``B_abs_T @ (weight[:, None] * einsum("ea,eb->eab", Z, Z).reshape(m, k * k))``
+        (each edge's products :math:`\omega_e(z_{ea}z_{eb})` added at each point in the
+        stored order of :attr:`B_abs_T`'s row, starting from zero), without that product's
+        m x k x k array where it exceeds :data:`_BLOCK_PRODUCT` bytes (above the
+        allocator's mapping threshold every call's array would be new memory from the
+        kernel, page by page). The result is then a buffer kept for the next call at the
+        same k: its previous content is lost."""
+        A = self.B_abs_T
+        n, k = self.gp.n, Z.shape[1]
+        if Z.shape[0] * k * k * 8 <= _BLOCK_PRODUCT or not np.all(A.data == 1.0):
+            outer = weight[:, None] * np.einsum("ea,eb->eab", Z, Z).reshape(-1, k * k)
+            return np.asarray(A @ outer).reshape(n, k, k)
+        kept = getattr(self, "_blocks", None)
+        if kept is None or kept.shape != (n, k, k):
+            self._blocks = None                 # the old buffer goes before the new one
+            kept = self._blocks = np.empty((n, k, k))
+        kept.fill(0.0)
+        c = _block_chunk(n, k)
+        zs, prod = np.empty((c, k)), np.empty((c, k, k))
+        indptr, indices = A.indptr, A.indices
+        deg = np.diff(indptr)
+        for p0 in range(0, n, c):
+            p1 = min(p0 + c, n)
+            blk, start, dc = kept[p0:p1], indptr[p0:p1], deg[p0:p1]
+            for s in range(int(dc.max(initial=0))):
+                act = dc > s
+                na = int(np.count_nonzero(act))
+                # most points still have an edge in this slot: every point takes one, those
+                # past their degree some edge at weight 0, whose (finite) products are zeros
+                # that leave the block's bits as they are (a sum from +0 is never -0)
+                whole = na >= _BLOCK_DENSE * (p1 - p0)
+                if whole:
+                    e = indices[np.where(act, start + s, 0)]
+                    we = np.where(act, weight[e], 0.0)
+                else:
+                    e = indices[start[act] + s]
+                    we = weight[e]
+                z, t = zs[:e.size], prod[:e.size]
+                np.take(Z, e, axis=0, out=z)
+                np.multiply(z[:, :, None], z[:, None, :], out=t)
+                t *= we[:, None, None]
+                if whole:
+                    blk += t
+                else:
+                    blk[act] += t
+        return kept
+
+    @staticmethod
+    def invert_blocks(blocks: np.ndarray) -> np.ndarray:
+        """``np.linalg.inv(blocks)`` (an n x k x k stack) in place, a chunk of points at a
+        time (the same numbers: each block is inverted on its own); returns ``blocks``."""
+        n, k = blocks.shape[:2]
+        c = _block_chunk(n, k)
+        for p0 in range(0, n, c):
+            part = blocks[p0:p0 + c]
+            part[...] = np.linalg.inv(part)
+        return blocks
 
     @cached_property
     def objective_norm(self) -> float:
@@ -253,6 +327,13 @@ class FactorSpace:
         if self.K is not None:
             S = S + np.tensordot(self.user_part(nu), self.Kq, axes=1)
         return 0.5 * (S + S.T)
+
+
+def _block_chunk(n: int, k: int) -> int:
+    """Points per chunk of :meth:`FactorSpace.point_blocks` and
+    :meth:`FactorSpace.invert_blocks`: as many k x k blocks as :data:`_BLOCK_SCRATCH` holds,
+    at least 16 and at most n."""
+    return max(1, min(n, max(16, _BLOCK_SCRATCH // (8 * k * k))))
 
 
 def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
