@@ -30,6 +30,11 @@ _STALL_RATIO = 0.5
 #: (docs/tuning.md, "Moons and ionosphere")
 _STALL_FLOOR = 1e-2
 _STALL_LOW = 3.0
+#: ... and, between ``tol`` and that floor, where no certificate attempt has come for this
+#: many outer iterations (none since the last growth) and their best cheap gap stayed above
+#: ``_STALL_RATIO`` times the best before them: a factor of too low a rank whose cheap gap
+#: cycles just above ``tol`` (docs/tuning.md, "A rank-1 start cycling just above tol")
+_STUCK_WINDOW = 10
 
 #: where the bottom eigenpairs are sparse (n > ``DenseLimits.eig``), the rank grows (at a
 #: certificate attempt, or on a stalled cheap gap) only from a saturated factor: its
@@ -73,9 +78,22 @@ class StallGrowth:
         floor = _STALL_LOW * self.opts.tol if self.space.dim <= self.space.limits.eig \
             else max(_LIFT_GAP * self.opts.tol, _STALL_FLOOR)
         if not cheap_gap > floor:
-            return False
+            return cheap_gap > self.opts.tol and self._stuck()
         before = min(h["cheap_gap"] for h in self.history[-2:])
         return cheap_gap > _STALL_RATIO * before
+
+    def _stuck(self) -> bool:
+        """Whether the last ``_STUCK_WINDOW`` outer iterations, all after the last growth,
+        made no certificate attempt and no cheap gap below ``_STALL_RATIO`` times the best
+        of the iterations since the growth before them."""
+        since = self.history[self.last_growth:]
+        if len(since) <= _STUCK_WINDOW:
+            return False
+        recent, before = since[-_STUCK_WINDOW:], since[:-_STUCK_WINDOW]
+        if any("lambda_min" in h for h in recent):
+            return False
+        return min(h["cheap_gap"] for h in recent) > \
+            _STALL_RATIO * min(h["cheap_gap"] for h in before)
 
     def _grow_on_stall(self, entry: dict) -> bool:
         r"""Grow the rank along the negative eigenvectors of :math:`S(y,\nu)` at the current
