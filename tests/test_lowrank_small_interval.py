@@ -64,15 +64,19 @@ def test_a_stalled_cheap_gap_tightens_the_subproblems():
     ended 'optimal_inaccurate' at -0.0983603, 1.2 % above the optimum, with a bound at the
     optimum. A gap that has not halved in 10 outer iterations now tightens the tolerance
     tenfold: certified within 100 outer iterations (55 measured), the objective within
-    1e-4 (tol) of CLARABEL's and CSDP's, the bound below CSDP's value up to 1e-6 (CSDP's
-    point violates the constraints by 2.6e-10 relative and its primal objective lies 7.6e-8
-    below its dual one: its value can lie below the optimum by about 1e-7; measured, the
-    bound -0.09952563 lies 3.8e-7 above it and 1.7e-8 below LOWRANK's feasible point)."""
+    1e-4 (tol) of CLARABEL's (CVXOPT's where CLARABEL's is refused) and CSDP's, the bound
+    below CSDP's value up to 1e-6 (CSDP's point violates the constraints by 2.6e-10
+    relative and its primal objective lies 7.6e-8 below its dual one: its value can lie
+    below the optimum by about 1e-7; measured, the bound -0.09952563 lies 3.8e-7 above it
+    and 1.7e-8 below LOWRANK's feasible point)."""
     rep = solve(_instance(90273), solver="LOWRANK", max_outer=100, time_limit=300.0)
     assert rep.status == "optimal", (rep.status, rep.certified_gap)
     assert rep.bound <= CSDP_90273 + 1e-6 * abs(CSDP_90273)
     assert rep.objective == pytest.approx(CSDP_90273, rel=1e-4)
-    ref = solve(_instance(90273), solver="CLARABEL")
+    # a second interior-point solver, live: CLARABEL, or CVXOPT where CLARABEL's point is
+    # refused (on an AVX2 AMD Zen 3 its violations buy 1.13e-5 of its objective)
+    ref = solve(_instance(90273), solver="CLARABEL", fallback=["CVXOPT"])
+    assert ref.status == "optimal"
     assert rep.objective == pytest.approx(ref.objective, rel=1e-4)
 
 

@@ -143,7 +143,11 @@ def test_convicted_reference_points_are_refused(seed, solver, price, optimum):
         _quiet(_seed(seed), solver)
     exc = err.value
     said = float(str(exc).split("can buy ")[1].split(" ")[0])
-    assert said == pytest.approx(price, rel=0.1) and exc.point is not None
+    # refused for its price (above the rule's line); the price itself is that of the
+    # iterate the conic solver stops at, which the BLAS kernels' rounding moves: within a
+    # factor 4 of the recorded one (measured on an AVX2 AMD Zen 3: 6.77e-4, 1.08e-4, 4.58e-4)
+    assert said > VIOLATION_WORTH and price / 4 <= said <= 4 * price
+    assert exc.point is not None
     # each lies below the optimum or within what its violations can buy of it
     assert exc.objective - optimum <= 0.01 * abs(optimum)
 
@@ -191,7 +195,10 @@ def test_moons40_clarabel_refused_as_no_repair_proves_it_near_and_csdp_is_kept(m
         with pytest.raises(SolverFailedError, match="moved onto its rows it costs") as err:
             _quiet(f, "CLARABEL")
         said = float(str(err.value).split("it costs ")[1].split(" ")[0])
-        assert said == pytest.approx(4.6e-4, rel=0.1)
+        # the cost of CLARABEL's last iterate moved onto its rows: 4.6e-4 where written,
+        # 2.95e-4 on an AVX2 AMD Zen 3 (the BLAS kernels' rounding moves the iterate);
+        # far above what tol could excuse either way
+        assert 1e-4 <= said <= 1e-3
         assert 0 <= err.value.objective - MOONS40_OPTIMUM <= 2e-5 * abs(MOONS40_OPTIMUM)
         # the repaired point is feasible: its objective bounds the optimum from above
         assert repaired_objective(f) >= MOONS40_OPTIMUM
