@@ -134,6 +134,23 @@ def _partial_digits(n, n_class=10):
     return X, y, knn_graph(X, n_neighbors=3, n_random=1, random_state=0), rng
 
 
+def digits_dvu(n: int, n_neighbors: int, **kwargs):
+    """DVU (eliminated centroids) on ``n`` of scikit-learn's digits (seed 0), about 20 %
+    unlabelled (seed 1), their ``n_neighbors``-NN graph with one random partner;
+    ``kwargs`` go to :func:`~sdpembed.formulations.dvu.dvu`."""
+    from sklearn.datasets import load_digits
+
+    from sdpembed.formulations.dvu import dvu
+    from sdpembed.graphs import knn_graph
+
+    X, y = load_digits(return_X_y=True)
+    idx = np.random.default_rng(0).permutation(len(y))[:n]
+    X, y = X[idx], y[idx]
+    y_obs = np.where(np.random.default_rng(1).random(n) < 0.8, y, -1)
+    return dvu(knn_graph(X, n_neighbors=n_neighbors, n_random=1, random_state=0), y_obs,
+               centroids="eliminated", **kwargs)
+
+
 @pytest.fixture(scope="session")
 def partial_digits():
     """``partial_digits(n, n_class=10)``: ``(X, y, graph, rng)``, ``n`` partially labelled

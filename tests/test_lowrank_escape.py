@@ -3,10 +3,8 @@
 correction (2026-11-29, thirteenth round)")."""
 
 import numpy as np
-from sklearn.datasets import load_digits
+from conftest import digits_dvu
 
-from sdpembed.formulations.dvu import dvu
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import escape
 from sdpembed.lowrank.alm import _escape
 from sdpembed.solvers import solve
@@ -19,12 +17,7 @@ _CLARABEL = -0.7694864014773477
 def _digits_dense():
     # 60 scikit-learn digits, 5-NN + 1 random partner, started at rank 3: its first
     # certificate attempt grows the factor along 16 escape directions
-    X, y = load_digits(return_X_y=True)
-    idx = np.random.default_rng(0).permutation(len(y))[:60]
-    X, y = X[idx], y[idx]
-    y_obs = np.where(np.random.default_rng(1).random(60) < 0.8, y, -1)
-    return dvu(knn_graph(X, n_neighbors=5, n_random=1, random_state=0), y_obs,
-               centroids="eliminated")
+    return digits_dvu(60, 5)
 
 
 def test_the_corrected_block_lowers_the_augmented_lagrangian_more_and_certifies(monkeypatch):

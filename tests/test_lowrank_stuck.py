@@ -6,10 +6,8 @@ rank-1 start cycling just above tol")."""
 from types import SimpleNamespace
 
 import numpy as np
-from sklearn.datasets import load_digits
+from conftest import digits_dvu
 
-from sdpembed.formulations.dvu import dvu
-from sdpembed.graphs import knn_graph
 from sdpembed.lowrank.options import DenseLimits
 from sdpembed.lowrank.stall import _STALL_RATIO, _STUCK_WINDOW, StallGrowth
 from sdpembed.solvers import solve
@@ -21,12 +19,7 @@ _CSDP = -0.5599557962553852
 def _digits_rank1():
     # 100 scikit-learn digits, 8-NN + 1 random partner, slack weight 0.1: started at rank 1
     # above limits.eig its cheap gap cycles between 1.4e-4 and 2.4e-4 at objective 28.5
-    X, y = load_digits(return_X_y=True)
-    idx = np.random.default_rng(0).permutation(len(y))[:100]
-    X, y = X[idx], y[idx]
-    y_obs = np.where(np.random.default_rng(1).random(100) < 0.8, y, -1)
-    return dvu(knn_graph(X, n_neighbors=8, n_random=1, random_state=0), y_obs,
-               centroids="eliminated", slack_weight=0.1)
+    return digits_dvu(100, 8, slack_weight=0.1)
 
 
 def test_a_rank_1_start_above_limits_eig_grows_and_certifies():
