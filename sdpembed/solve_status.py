@@ -404,7 +404,9 @@ def check_result(solver: str, status: str, objective: float | None,
     ----------
     solver, objective, stats
         See :func:`relative_gap`; ``stats`` may also carry ``bound`` (a proven lower
-        bound on the optimum), ``primal_infeasibility`` and ``certified_gap``.
+        bound on the optimum), ``primal_infeasibility``, ``certified_gap`` and
+        ``stop_advice`` (what to change, by why the backend stopped: the refusals say it
+        in place of "raise the time or iteration limit").
     status : str
         The solve's status.
     what : str, optional
@@ -428,13 +430,21 @@ def check_result(solver: str, status: str, objective: float | None,
     feas_tol = max(FEASIBILITY_TOLERANCE, _get(options, "feas_tol") or 0.0)
     # a backend's note on why such a point may be all there is (LOWRANK, equality distances)
     rigid = f" {note}" if (note := _said(stats, "rigidity_note")) else ""
+    # a backend's own advice, by why it stopped (LOWRANK: the limit that stopped it, or that
+    # no limit is what stopped it); else the limits' advice
+    stop = _said(stats, "stop_advice")
+    limits = (f" {stop}" if stop else " Raise the time or iteration limit (LOWRANK "
+              "time_limit/max_outer) or use an interior-point backend.")
     if infeasibility is not None and infeasibility > feas_tol:
         maybe = (" The problem may be infeasible (the constraints may not hold together): an "
                  f"interior-point backend ({INFEASIBILITY_PROVERS}) proves infeasibility; "
-                 "otherwise raise the time or iteration limit."
+                 + (f"otherwise: {stop}" if stop else "otherwise raise the time or iteration "
+                    "limit.")
                  if infeasibility > FAR_FROM_OPTIMAL else
-                 " Raise the time or iteration limit (LOWRANK time_limit/max_outer), or state a "
-                 "looser feas_tol if that violation is acceptable.")
+                 (f" {stop} A looser feas_tol also does, if that violation is acceptable."
+                  if stop else
+                  " Raise the time or iteration limit (LOWRANK time_limit/max_outer), or state "
+                  "a looser feas_tol if that violation is acceptable."))
         raise _fail(
             f"{name}{on} stopped ({status}) at a point that violates the constraints by "
             f"{infeasibility:.3g} (relative), above the feasibility tolerance {feas_tol:g}: it "
@@ -470,9 +480,11 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{bound:.6g} (signed relative gap {signed:.3g}; tolerance {BOUND_TOLERANCE:g}): "
             "the point violates the constraints "
             + (f"(relative infeasibility {infeasibility:.3g}) " if infeasibility else "")
-            + "by more than its objective can absorb, so it is not a solution. Tighten "
-            "feas_tol, raise the time or iteration limit, or use an interior-point backend "
-            f"({INFEASIBILITY_PROVERS}); the problem may be infeasible." + rigid,
+            + "by more than its objective can absorb, so it is not a solution. "
+            + (f"Tighten feas_tol or use an interior-point backend ({INFEASIBILITY_PROVERS}); "
+               f"the problem may be infeasible. {stop}" if stop else
+               "Tighten feas_tol, raise the time or iteration limit, or use an interior-point "
+               f"backend ({INFEASIBILITY_PROVERS}); the problem may be infeasible.") + rigid,
             objective, stats, point)
     if signed is not None and signed > FAR_FROM_OPTIMAL:
         raise _fail(
@@ -480,8 +492,7 @@ def check_result(solver: str, status: str, objective: float | None,
             f"{bound:.6g}: signed relative gap {signed:.3g}, above {FAR_FROM_OPTIMAL:g}. The "
             "bound is proven and the optimum lies between the two: the point may be nearer "
             "the optimum than its bound, but nothing proves it, so by the certified gap it is "
-            "far from optimal and not a solution. Raise the time or iteration limit (LOWRANK "
-            "time_limit/max_outer) or use an interior-point backend.", objective, stats, point)
+            "far from optimal and not a solution." + limits, objective, stats, point)
     if status != "optimal_inaccurate":
         return
     limit = NEAR_OPTIMAL.get(name, FAR_FROM_OPTIMAL)
@@ -491,8 +502,7 @@ def check_result(solver: str, status: str, objective: float | None,
         raise _fail(
             f"{name}{on} stopped (optimal_inaccurate) without a certificate or an estimate of "
             "its gap: nothing says how far its point is from the optimum, so it is not a "
-            "solution. Raise the time or iteration limit (LOWRANK time_limit/max_outer) or use "
-            "an interior-point backend.", objective, stats, point)
+            "solution." + limits, objective, stats, point)
     if distance is None or distance <= limit:
         return
     gap = _solver_gap(stats)
@@ -509,10 +519,10 @@ def check_result(solver: str, status: str, objective: float | None,
     raise _fail(
         f"{name}{on} stopped before converging (optimal_inaccurate) with "
         f"{', '.join(x for x in parts if x)}; the largest is above {limit:g}: the point it "
-        "returned may be far from optimal and is not a solution. Raise the "
-        "iteration or time limit (SCS max_iters, CLARABEL max_iter/time_limit, CSDP maxiter, "
-        "SDPA maxIteration, LOWRANK time_limit/max_outer) or use an interior-point backend.",
-        objective, stats, point)
+        "returned may be far from optimal and is not a solution. "
+        + (stop or "Raise the iteration or time limit (SCS max_iters, CLARABEL "
+           "max_iter/time_limit, CSDP maxiter, SDPA maxIteration, LOWRANK time_limit/max_outer) "
+           "or use an interior-point backend."), objective, stats, point)
 
 
 def check_inaccurate(solver: str, status: str, objective: float | None,

@@ -245,6 +245,10 @@ def test_far_from_optimal_lowrank_is_an_error_carrying_point_and_bound(digits16,
     exc = info.value
     assert exc.objective is not None and exc.point is not None
     assert exc.point.shape[0] == 16
+    # the advice names the limit that stopped it, not the other one
+    limit = next(iter(options))
+    other = "time_limit" if limit == "max_outer" else "max_outer"
+    assert f"raise {limit}" in str(exc) and f"raise {other}" not in str(exc)
     if exc.bound is not None:       # certified: the bound holds but is far away
         assert bound_gap(exc.objective, exc.bound) > FAR_FROM_OPTIMAL
 

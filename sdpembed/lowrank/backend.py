@@ -45,6 +45,7 @@ from .rigid import STOP_REASON as RIGID_STOP
 from .row_worth import repaired_factor_worth, row_price
 from .solve import lowrank_solve
 from .space import FactorSpace
+from .stall import _STALL_RATIO, _STUCK_WINDOW
 
 BACKEND_NAME = "LOWRANK"
 
@@ -176,6 +177,10 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "multipliers": (None if result.y is None else
                         {"y": np.asarray(result.y), "nu": np.asarray(result.nu)}),
     }
+    # what to change, by why the loop stopped (solve_status.check_result's refusals say it)
+    advice = _stop_advice(result, opts)
+    if advice:
+        extra["stop_advice"] = advice
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
@@ -195,8 +200,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
             if worth is not None:
                 extra["violation_worth"] = worth
             if worth is not None and worth > VIOLATION_WORTH:
-                extra["advice"] = ("lower feas_tol or raise time_limit/max_outer, or use an "
-                                   "interior-point backend")
+                extra["advice"] = _priced_advice(result, opts)
                 priced_out = _priced_out(gp, basis, result, worth, extra,
                                          gp.n <= opts.dense_limits.eig)
     if result.status == "unbounded":
@@ -216,7 +220,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
                                 "certified (" + extra["certificate"] + ")")
         else:
             extra["message"] = ("stopped without a certificate (" + extra["certificate"]
-                                + "); raise time_limit/max_outer")
+                                + "). " + _stop_advice(result, opts, generic=True))
     t1 = time.perf_counter()
     wrote = _write_solution(formulation, gp, result.factor, lifted)
     extra["wrote_variables"] = wrote
@@ -238,6 +242,99 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         certified_gap=result.certified_gap,
         bound=result.bound if result.certified_gap is not None else None,
         primal_infeasibility=result.infeasibility, extra=extra)
+
+
+#: the outer iterations a stop looks back on to say whether the loop was still progressing
+#: (:func:`_no_progress`; as many as the stall rule's window, :mod:`~sdpembed.lowrank.stall`)
+_PROGRESS_WINDOW = _STUCK_WINDOW
+#: the measures of progress in a history entry: one of them must fall below
+#: ``_STALL_RATIO`` times its best before the window for the window to count as progress
+_PROGRESS_KEYS = ("cheap_gap", "residual", "constraint_violation", "certified_gap",
+                  "estimated_gap")
+#: what a refusal proposes besides LOWRANK's own options
+_CONIC = "or use an interior-point backend (CLARABEL, CSDP)"
+
+
+def _no_progress(history: list[dict]) -> tuple[float, float] | None:
+    r"""The lowest and highest cheap gap of the last ``_PROGRESS_WINDOW`` outer iterations
+    where none of them made progress: no rank growth among them, and none of
+    ``_PROGRESS_KEYS`` (cheap gap, residual, added rows' violation, certified or estimated
+    gap) below ``_STALL_RATIO`` times its best before them. ``None`` where they did, or
+    where the loop ran no more than the window (then nothing is known)."""
+    if len(history) <= _PROGRESS_WINDOW:
+        return None
+    recent, before = history[-_PROGRESS_WINDOW:], history[:-_PROGRESS_WINDOW]
+    if any("grew_rank" in e for e in recent):
+        return None
+
+    def best(entries, key):
+        vals = [v for e in entries if (v := _finite(e.get(key))) is not None]
+        return min(vals) if vals else None
+
+    for key in _PROGRESS_KEYS:
+        now, then = best(recent, key), best(before, key)
+        if now is not None and (then is None or now < _STALL_RATIO * then):
+            return None
+    gaps = [v for e in recent if (v := _finite(e.get("cheap_gap"))) is not None]
+    return (min(gaps), max(gaps)) if gaps else None
+
+
+def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False) -> str:
+    r"""What to change, given why the outer loop stopped (``result.stop_reason``): one or
+    more sentences for :func:`sdpembed.solve_status.check_result`'s refusals
+    (``extra["stop_advice"]``), or ``""`` where the stop says nothing (a reduced basis's
+    interior-point method, no iteration). ``generic``: the limits' advice where the stop
+    says nothing.
+
+    * ``"time_limit"`` / ``"max_outer"`` while still progressing (or too few iterations to
+      tell): raise that limit.
+    * Either limit after ``_PROGRESS_WINDOW`` outer iterations without progress
+      (:func:`_no_progress`: a factor of too low a rank cycles at a cheap gap that is a
+      bound only where :math:`S(y) \succeq 0`): more of them repeat it; raise ``rank``
+      (or ``max_rank`` where the factor is at it).
+    * ``"certified"``: the loop ended at a certified gap, so more time or iterations
+      are not used; ``feas_tol`` is what moves the point.
+    * The stalled-violation rule (:mod:`~sdpembed.lowrank.rigid`): no strictly feasible
+      point, which more time does not make."""
+    why = result.stop_reason
+    its = f"{result.iterations} outer iteration{'s' if result.iterations != 1 else ''}"
+    if why in ("time_limit", "max_outer"):
+        where = (f"at its time limit (time_limit = {opts.time_limit:g} s, after {its})"
+                 if why == "time_limit" else f"at max_outer = {opts.max_outer}")
+        stuck = _no_progress(result.history)
+        if stuck is None:
+            still = (" while its gaps were still falling"
+                     if len(result.history) > _PROGRESS_WINDOW else "")
+            return (f"LOWRANK stopped {where}{still}: raise "
+                    f"{'time_limit' if why == 'time_limit' else 'max_outer'}, {_CONIC}.")
+        rank = result.factor.shape[1] if result.factor is not None else None
+        at_max = rank is not None and rank >= opts.max_rank
+        grow = (f"max_rank (the factor is at max_rank = {opts.max_rank})" if at_max
+                else "rank (the factor's starting rank"
+                + (f"; it ended at rank {rank})" if rank is not None else ")"))
+        return (f"LOWRANK stopped {where}, and its last {_PROGRESS_WINDOW} outer iterations "
+                f"made no progress (cheap gap between {stuck[0]:.2g} and {stuck[1]:.2g}, none "
+                f"below {_STALL_RATIO:g} times the best before them; a cheap gap bounds "
+                "nothing while S(y) is not PSD, as at a factor of too low a rank): more time "
+                f"or iterations repeat them. Raise {grow}, {_CONIC}.")
+    if why == "certified":
+        return ("LOWRANK stopped at a certified gap, so more time or iterations are not used: "
+                f"lower feas_tol (its violations then shrink before it stops), {_CONIC}.")
+    if why == RIGID_STOP:
+        return ("LOWRANK stopped on its stalled-violation rule: the equality distances leave "
+                "no strictly feasible point, and more time (time_limit) does not make one; "
+                "solve with a conic backend (CLARABEL, CSDP) and check its status.")
+    return f"Raise time_limit/max_outer, {_CONIC}." if generic else ""
+
+
+def _priced_advice(result: Any, opts: LowRankOptions) -> str:
+    """What :func:`sdpembed.solve_status.check_result`'s rule-5 refusal proposes (after
+    "Tighten the backend's tolerances or"): ``feas_tol``, and a limit only where one
+    stopped the loop."""
+    if result.stop_reason in ("time_limit", "max_outer") and _no_progress(result.history) is None:
+        limit = "time_limit" if result.stop_reason == "time_limit" else "max_outer"
+        return f"lower feas_tol or raise {limit}, {_CONIC}"
+    return f"lower feas_tol, {_CONIC}"
 
 
 def row_worth(gp: GramProblem, result: Any, scale: float | None) -> float | None:
