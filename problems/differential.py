@@ -82,6 +82,12 @@ the record says which reference settled it (``settled_by``). Where no tight re-s
 gives such a result, the first verdict stands.
 
 Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (a record a line).
+LOWRANK's ``time_limit`` (``--time-limit``, :data:`TIME_LIMIT`) is read on the process's
+CPU time by default (``--clock cpu``, :func:`lowrank_clock`), so that the verdicts do not
+depend on the machine's load; ``--clock wall`` reads it on the wall clock, as LOWRANK
+does by itself. The references are not cut. Each record states LOWRANK's limits and the
+clock (``limits``; the truncation mode: ``cuts`` and ``clock``), and each outcome its
+wall and CPU seconds.
 
 **Truncation mode** (``--truncate``, :func:`run_truncated`): the same instances, each
 solve cut short by a limit drawn per seed (:func:`draw_cuts`, recorded in the record's
@@ -99,6 +105,7 @@ reference solves). A conic solve that used up its limit is refused
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 import traceback
@@ -133,8 +140,14 @@ AGREE = 1e-4
 FAR = 1e-2
 #: constraint violation, relative to max(1, trace G), beyond which a returned point is wrong
 FEAS = 1e-4
-#: LOWRANK's time limit per instance (seconds)
+#: LOWRANK's time limit per instance (seconds, on :data:`CLOCK`)
 TIME_LIMIT = 60.0
+#: the clocks LOWRANK's ``time_limit`` may be read on (:func:`lowrank_clock`): ``"cpu"``,
+#: the process's CPU time, so that a verdict does not depend on the machine's load;
+#: ``"wall"``, the wall clock LOWRANK reads by itself
+CLOCKS = ("cpu", "wall")
+#: the harness's default clock
+CLOCK = "cpu"
 #: the tight re-solves (:func:`_tight_outcome`), in order: a backend and its options
 TIGHT = (("CLARABEL", {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12,
                        "max_iter": 400}),
@@ -261,6 +274,31 @@ def make_instance(seed: int, n_range: tuple[int, int] = (12, 60)) -> Instance:
                     estimator if method == "dvu" and not add else None)
 
 
+@contextlib.contextmanager
+def lowrank_clock(clock: str = CLOCK):
+    """Within the block, LOWRANK's ``time_limit`` is read on ``clock`` (:data:`CLOCKS`).
+
+    LOWRANK reads every deadline and every step estimate as ``time.perf_counter()``, an
+    attribute looked up at each call; ``"cpu"`` puts :func:`time.process_time` there for
+    the block's duration (and back after it), so that a solve's cut depends on the work
+    it did, not on the machine's load (seed 110221: 14 CPU s certify, 54 s of wall clock
+    did not at a wall/CPU ratio near 3.5). Every reading of ``time.perf_counter`` in the
+    process during the block is CPU time, the solve report's seconds included. The
+    process's CPU time counts its threads (run with one BLAS thread) and not its child
+    processes (CSDP's: it is never run within the block). ``"wall"``: nothing changes."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
+    if clock == "wall":
+        yield
+        return
+    wall = time.perf_counter
+    time.perf_counter = time.process_time
+    try:
+        yield
+    finally:
+        time.perf_counter = wall
+
+
 #: what :func:`_guarded` returns where its call raised
 _RAISED = object()
 
@@ -295,20 +333,25 @@ def _result(rep) -> dict[str, Any]:
             "objective_scale": scale, "bound_gap": bound_gap(rep.objective, rep.bound, scale)}
 
 
-def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> dict[str, Any]:
+def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, clock: str = CLOCK,
+             **options) -> dict[str, Any]:
     """Solve, and check the returned point independently; a reference's result also
     states ``repaired_objective``, its objective at its point repaired to feasibility
     (:func:`~problems.differential_repair.repaired_objective`, mixing with ``anchor``,
     LOWRANK's point, where needed; ``None`` where it cannot be repaired), and so does a
     reference's refusal (``SolverFailedError``) that carries its point (:func:`_one_sided`
-    judges by it where no reference gives an optimum)."""
-    t0 = time.perf_counter()
+    judges by it where no reference gives an optimum). LOWRANK reads its ``time_limit``
+    on ``clock`` (:func:`lowrank_clock`; the other backends are given no time limit).
+    ``seconds``: wall clock; ``cpu_seconds``: this process's CPU time (a backend's child
+    process, CSDP's, not counted), each of the whole outcome, the check included."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"solver": solver}
     refused: dict[str, Any] = {}
 
     def call():
         try:
-            return solve(f, solver=solver, **options)
+            with lowrank_clock(clock if solver == "LOWRANK" else "wall"):
+                return solve(f, solver=solver, **options)
         except SolverFailedError as exc:
             refused["point"] = exc.point
             raise
@@ -323,6 +366,7 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> 
     elif solver != "LOWRANK" and isinstance(refused.get("point"), np.ndarray):
         _repair(out, f, refused["point"], anchor)   # a refused point proves one side
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
     return out
 
 
@@ -439,22 +483,25 @@ def _build(inst: Instance, rec: dict[str, Any]):
 
 
 def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
-                 time_limit: float = TIME_LIMIT, max_outer: int | None = None
-                 ) -> dict[str, Any]:
-    """Build, solve with LOWRANK (``time_limit``, ``max_outer``: its limits) and CLARABEL
-    (and a second reference on disagreement), and judge (a reference re-solved at tight
-    tolerances where a feasible LOWRANK result would be counted against the default ones:
-    :func:`_tight_outcome`); one record."""
+                 time_limit: float = TIME_LIMIT, max_outer: int | None = None,
+                 clock: str = CLOCK) -> dict[str, Any]:
+    """Build, solve with LOWRANK (``time_limit``, read on ``clock``, :func:`lowrank_clock`,
+    and ``max_outer``: its limits) and CLARABEL (and a second reference on disagreement;
+    no reference is cut), and judge (a reference re-solved at tight tolerances where a
+    feasible LOWRANK result would be counted against the default ones:
+    :func:`_tight_outcome`); one record, LOWRANK's limits and clock in ``limits``."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
     inst = make_instance(seed, n_range)
-    rec: dict[str, Any] = {"instance": inst.description}
+    limits: dict[str, Any] = {"time_limit": time_limit}
+    if max_outer is not None:
+        limits["max_outer"] = max_outer
+    rec: dict[str, Any] = {"instance": inst.description, "limits": {**limits, "clock": clock}}
     f = _build(inst, rec)
     if f is None:
         return rec
     _ = f.problem   # built first, so that every backend writes its point into the variables
-    limits: dict[str, Any] = {"time_limit": time_limit}
-    if max_outer is not None:
-        limits["max_outer"] = max_outer
-    low = _outcome(f, "LOWRANK", **limits)
+    low = _outcome(f, "LOWRANK", clock=clock, **limits)
     anchor = _point(f, low)
     ref = _outcome(f, "CLARABEL", anchor=anchor)
     rec["LOWRANK"], rec["CLARABEL"] = low, ref
@@ -718,11 +765,16 @@ def draw_cuts(seed: int) -> dict[str, dict[str, Any]]:
     return {"LOWRANK": low, "SCS": scs, "CLARABEL": clarabel, "DVU.fit": low}
 
 
-def _fit_outcome(estimator, X, y) -> dict[str, Any]:
-    """Fit the estimator, and check its solve's point and embedding as :func:`_outcome`."""
-    t0 = time.perf_counter()
+def _fit_outcome(estimator, X, y, clock: str = CLOCK) -> dict[str, Any]:
+    """Fit the estimator (its LOWRANK ``time_limit`` read on ``clock``), and check its
+    solve's point and embedding as :func:`_outcome`."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"solver": "DVU.fit"}
-    if _guarded(out, lambda: estimator.fit(X, y)) is not _RAISED:
+
+    def fit():
+        with lowrank_clock(clock):
+            return estimator.fit(X, y)
+    if _guarded(out, fit) is not _RAISED:
         rep = estimator.solve_report_
         out.update(_result(rep))
         fm = estimator.formulation_
@@ -737,20 +789,25 @@ def _fit_outcome(estimator, X, y) -> dict[str, Any]:
         if not np.all(np.isfinite(estimator.embedding_)):
             out["violation"] = np.inf     # a non-finite embedding is a wrong point
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
     return out
 
 
-def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, Any]:
+def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60), *,
+                  clock: str = CLOCK) -> dict[str, Any]:
     """The truncation mode's record of ``seed``: the instance of :func:`run_instance`,
-    solved by each subject of :func:`draw_cuts` under its cut (``rec["cut:<subject>"]``)
+    solved by each subject of :func:`draw_cuts` under its cut (``rec["cut:<subject>"]``;
+    LOWRANK's and ``DVU.fit``'s ``time_limit`` read on ``clock``, ``rec["clock"]``)
     and by CLARABEL without a cut (the reference), a second reference where a subject's
     result or proof is not the reference's; each subject judged by :func:`_judge`
     (``rec["verdicts"]``), their sum in ``rec["verdict"]``; a tight re-solve as in
     :func:`run_instance` where a feasible LOWRANK or ``DVU.fit`` result would be counted
     against the default-tolerance references."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
     inst = make_instance(seed, n_range)
     cuts = draw_cuts(seed)
-    rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts}
+    rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts, "clock": clock}
     f = _build(inst, rec)
     if f is None:
         return rec
@@ -758,11 +815,12 @@ def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, A
     subjects: dict[str, dict[str, Any]] = {}
     anchor = None
     for name in ("LOWRANK", "SCS", "CLARABEL"):
-        subjects[name] = _outcome(f, name, anchor=anchor, **cuts[name])
+        subjects[name] = _outcome(f, name, anchor=anchor, clock=clock, **cuts[name])
         if name == "LOWRANK":
             anchor = _point(f, subjects[name])
     if inst.estimator is not None:
-        subjects["DVU.fit"] = _fit_outcome(*inst.estimator(dict(cuts["DVU.fit"])))
+        subjects["DVU.fit"] = _fit_outcome(*inst.estimator(dict(cuts["DVU.fit"])),
+                                           clock=clock)
     ref = _outcome(f, "CLARABEL", anchor=anchor)   # last: every subject's point checked
     rec["CLARABEL"] = ref
     for name, o in subjects.items():
@@ -835,7 +893,11 @@ def main(argv=None) -> int:
     ap.add_argument("--min-points", type=int, default=12)
     ap.add_argument("--max-points", type=int, default=60)
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT,
-                    help="LOWRANK's time limit per instance (seconds)")
+                    help="LOWRANK's time limit per instance (seconds, on --clock)")
+    ap.add_argument("--clock", choices=CLOCKS, default=CLOCK,
+                    help="the clock LOWRANK's time limits are read on: the process's CPU "
+                         "time (default; a verdict then does not depend on the load) or "
+                         "the wall clock")
     ap.add_argument("--max-outer", type=int, default=None, help="LOWRANK's max_outer")
     ap.add_argument("--truncate", action="store_true",
                     help="truncation mode: each solve cut short by a random limit drawn per "
@@ -847,10 +909,12 @@ def main(argv=None) -> int:
     try:
         for seed in range(args.start, args.start + args.n):
             if args.truncate:
-                rec = run_truncated(seed, (args.min_points, args.max_points))
+                rec = run_truncated(seed, (args.min_points, args.max_points),
+                                    clock=args.clock)
             else:
                 rec = run_instance(seed, (args.min_points, args.max_points),
-                                   time_limit=args.time_limit, max_outer=args.max_outer)
+                                   time_limit=args.time_limit, max_outer=args.max_outer,
+                                   clock=args.clock)
             records.append(rec)
             if sink:
                 sink.write(json.dumps(rec, default=rows.jsonable) + "\n")
