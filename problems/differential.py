@@ -116,6 +116,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
+from problems import differential_affine as affine
 from problems import differential_reference as reference
 from problems import differential_rows as rows
 from problems.differential_repair import repaired_objective
@@ -152,6 +153,9 @@ CLOCK = "cpu"
 TIGHT = (("CLARABEL", {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12,
                        "max_iter": 400}),
          ("CSDP", {"axtol": 1e-12, "atytol": 1e-12, "objtol": 1e-12}))
+#: the widest relative bracket [lower, upper] of the affine judge (:func:`_bracket_outcome`)
+#: taken as the optimum: the optimum known 10 times finer than ``AGREE``
+BRACKET = 1e-5
 #: the largest gap a tight re-solve's result may state to settle the optimum (CLARABEL's
 #: default ``tol_gap_rel``: a point no less converged than a default-tolerance one)
 TIGHT_GAP = 1e-8
@@ -334,7 +338,7 @@ def _result(rep) -> dict[str, Any]:
 
 
 def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, clock: str = CLOCK,
-             **options) -> dict[str, Any]:
+             keep: dict[str, np.ndarray] | None = None, **options) -> dict[str, Any]:
     """Solve, and check the returned point independently; a reference's result also
     states ``repaired_objective``, its objective at its point repaired to feasibility
     (:func:`~problems.differential_repair.repaired_objective`, mixing with ``anchor``,
@@ -343,7 +347,9 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, clock: str = C
     judges by it where no reference gives an optimum). LOWRANK reads its ``time_limit``
     on ``clock`` (:func:`lowrank_clock`; the other backends are given no time limit).
     ``seconds``: wall clock; ``cpu_seconds``: this process's CPU time (a backend's child
-    process, CSDP's, not counted), each of the whole outcome, the check included."""
+    process, CSDP's, not counted), each of the whole outcome, the check included.
+    ``keep``: where given, the point (a result's or a refusal's Gram matrix of the
+    points) is kept in it under the solver's name (for :func:`_bracket_outcome`)."""
     t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"solver": solver}
     refused: dict[str, Any] = {}
@@ -361,10 +367,15 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, clock: str = C
         out.update(_result(rep))
         state = rows.snapshot(f.problem)   # every row's violation, read once for both measures
         out.update(_check_point(f, rep.objective, state), rows=state)
+        if keep is not None:
+            keep[solver] = np.array(f.value("gram"), dtype=float)
         if solver != "LOWRANK":
             _repair(out, f, f.value("gram"), anchor)
-    elif solver != "LOWRANK" and isinstance(refused.get("point"), np.ndarray):
-        _repair(out, f, refused["point"], anchor)   # a refused point proves one side
+    elif isinstance(refused.get("point"), np.ndarray):
+        if keep is not None:
+            keep[solver] = np.array(refused["point"], dtype=float)
+        if solver != "LOWRANK":
+            _repair(out, f, refused["point"], anchor)   # a refused point proves one side
     out["seconds"] = time.perf_counter() - t0
     out["cpu_seconds"] = time.process_time() - c0
     return out
@@ -501,9 +512,10 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
     if f is None:
         return rec
     _ = f.problem   # built first, so that every backend writes its point into the variables
-    low = _outcome(f, "LOWRANK", clock=clock, **limits)
+    points: dict[str, np.ndarray] = {}
+    low = _outcome(f, "LOWRANK", clock=clock, keep=points, **limits)
     anchor = _point(f, low)
-    ref = _outcome(f, "CLARABEL", anchor=anchor)
+    ref = _outcome(f, "CLARABEL", anchor=anchor, keep=points)
     rec["LOWRANK"], rec["CLARABEL"] = low, ref
     agree = (low["kind"] == ref["kind"] == "result"
              and _close(low["objective"], ref["objective"], AGREE, _unit(low, ref)))
@@ -513,7 +525,7 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
     if not (agree or same_error):
         name = _second_reference()
         if name is not None:
-            second = _outcome(f, name, anchor=anchor)
+            second = _outcome(f, name, anchor=anchor, keep=points)
             rec[name] = second
     rows.weigh((low,), (_optimum(ref, second, witnesses=(low,)), ref, second),
                _unit(low, ref, second))
@@ -525,7 +537,84 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
             rows.weigh((tight,), (tight,), _unit(low, ref, second, tight))
             rec["verdict"] = _judge(low, ref, second, tight=tight)
     rec["settled_by"] = _settled_by(ref, second, tight, (low,))
+    if _needs_bracket(rec["verdict"]):
+        bracket = rec["bracket"] = _bracket_outcome(f, points)
+        rec["verdict"] = _judge(low, ref, second, tight=tight, bracket=bracket)
+        if rec["verdict"]["bracketed"]:
+            rec["settled_by"] = "bracket"
     return rec
+
+
+def _needs_bracket(verdict: dict[str, int]) -> bool:
+    """Whether the affine judge is asked (:func:`_bracket_outcome`): a LOWRANK result
+    that the references left unjudged or judged on one side only."""
+    return bool(verdict.get("unjudged") or verdict.get("one_sided"))
+
+
+def _bracket_outcome(f, points: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The affine judge (:mod:`problems.differential_affine`) on ``f``: the optimum
+    bracketed by ``lower`` (a dual bound of the reduced problem solved by CLARABEL,
+    linear objectives only) and ``upper`` (the least objective of ``points``, every
+    solver's point, refused or not, and the reduced solve's, each projected onto the
+    equality rows and mixed with a strictly feasible centre, so exactly feasible up to
+    rounding). Where no strictly feasible centre exists, a point PSD only to ``eps`` is
+    recorded (``uppers``, ``exact`` False) and used for nothing: on 109252 CSDP's point,
+    rows exact and PSD to 1.6e-10 of its largest eigenvalue, lies 3.1e-5 (relative) below
+    the proven ``lower``. Where both sides exist and ``upper - lower`` is at most
+    :data:`BRACKET` (relative, with the floor of the points' objective scale), the
+    outcome is a result, status ``optimal``, objective ``upper``; else ``kind``
+    ``"sides"``: :func:`_judge` then uses each side that exists on its own
+    (:func:`_sides`)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out: dict[str, Any] = {"solver": "bracket", "kind": "sides", "lower": None,
+                           "upper": None, "upper_exact": None, "upper_from": None}
+    try:
+        gp = f.current_problem()
+        red = affine.reduced(gp)
+    except (SdpEmbedError, AttributeError, ValueError) as exc:
+        red = None
+        out["why"] = repr(exc)[:200]
+    if red is not None:
+        pts = dict(points)
+        sol = affine.solve_reduced(red)
+        if sol is not None:
+            out["reduced"] = {k: sol.get(k) for k in ("status", "objective")}
+            if sol.get("G") is not None:
+                pts["reduced"] = sol["G"]
+            lo = affine.lower(red, sol.get("nu"), sol.get("mu"), sol.get("y"))
+            out.update(lower=lo["bound"], lower_min_eig=lo.get("min_eig"),
+                       trace_bound=lo["trace_bound"])
+        size = 2.0 * max([float(np.trace(G)) for G in pts.values()] + [1.0])
+        cen = affine.centre(red, size)
+        out["centre_delta"] = None if cen is None else cen["delta"]
+        uppers = {}
+        for name, G in pts.items():
+            if G.shape != (gp.n, gp.n) or not np.all(np.isfinite(G)):
+                continue
+            u = affine.upper(red, G, cen)
+            uppers[name] = {k: u.get(k) for k in ("objective", "exact", "t", "eps",
+                                                  "min_eig", "residual", "why")}
+        out["uppers"] = uppers
+        exact = [(u["objective"], k) for k, u in uppers.items()
+                 if u["objective"] is not None and u["exact"]]
+        if exact:
+            out.update(upper=min(exact)[0], upper_from=min(exact)[1], upper_exact=True)
+        scales = [s for G in pts.values() for s in [_point_scale(f, G)] if s is not None]
+        out["scale"] = max(scales, default=None)
+        lo_, up_ = out["lower"], out["upper"]
+        if lo_ is not None and up_ is not None:
+            width = up_ - lo_
+            floor = OBJECTIVE_RESOLUTION * (out["scale"] or 0.0)
+            out["width"] = width / max(abs(lo_), abs(up_), floor, 1e-300)
+            if width < -BRACKET * max(abs(lo_), abs(up_), floor):
+                out["inconsistent"] = True    # a feasible point below a dual bound
+            elif width <= BRACKET * max(abs(lo_), abs(up_), floor):
+                out.update(kind="result", status="optimal", objective=up_,
+                           violation=0.0, objective_mismatch=0.0, bound=None,
+                           gap=out["width"])
+    out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
+    return out
 
 
 #: the counts a tight re-solve may overrule (:func:`_needs_tight`)
@@ -598,21 +687,25 @@ def _settled_by(ref, second, tight=None, witnesses=()) -> str | None:
 
 
 def _judge(low, ref, second, *, references: bool = True,
-           tight: dict[str, Any] | None = None, witnesses=None) -> dict[str, int]:
+           tight: dict[str, Any] | None = None, witnesses=None,
+           bracket: dict[str, Any] | None = None) -> dict[str, int]:
     """The counts of one instance (see the module docstring): ``low``'s outcome judged
     against the references ``ref`` (CLARABEL) and ``second``, and ``tight``, a re-solve at
     tight tolerances (:func:`_tight_outcome`) that, where it settles (:func:`_settles`),
     is the optimum. ``references=False``: the references' own untruths (untyped, wrong
     point, far) are not counted (they are, once, in the verdict of another subject of the
     same instance). ``witnesses``: the subjects whose feasible objectives may contradict a
-    reference (:func:`_optimum`; default ``low``)."""
+    reference (:func:`_optimum`; default ``low``). ``bracket``: the affine judge's outcome
+    (:func:`_bracket_outcome`), used only where no reference gives an optimum nor proves
+    there is none: a closed bracket is the optimum (``bracketed``), else its sides are
+    used one by one (:func:`_sides`)."""
     witnesses = (low,) if witnesses is None else witnesses
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
          "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
          "false_unbounded": 0, "outside_gap": 0, "reference_bought": 0,
          "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0,
-         "one_sided": 0, "unjudged": 0}
+         "one_sided": 0, "bracketed": 0, "unjudged": 0}
     results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
         if o["kind"] == "untyped":
@@ -639,9 +732,13 @@ def _judge(low, ref, second, *, references: bool = True,
         ref_, second, tight = (None if o is best else o for o in (ref, second, tight))
         best = _optimum(ref_, second, tight, witnesses)
         v["tight_reference"] = int(best is not None and best is tight)
-    optimum = None if best is None else best["objective"]
     proven = next((o["error"] for o in refs if o["kind"] == "error"
                    and o["error"] in ("InfeasibleError", "UnboundedError")), None)
+    if (best is None and proven is None and bracket is not None
+            and bracket.get("kind") == "result"):
+        best = bracket
+        v["bracketed"] = 1
+    optimum = None if best is None else best["objective"]
     for o in (low, ref) if references else (low,):
         if o["kind"] != "result":
             continue
@@ -680,6 +777,8 @@ def _judge(low, ref, second, *, references: bool = True,
             v["disagree_inaccurate"] = 1
     elif low["kind"] == "result" and best is None and proven is None:
         _one_sided(v, low, refs, unit)
+        if bracket is not None:
+            _sides(v, low, bracket, unit)
     if low["kind"] == "result" and not any(
             v[k] for k in ("agree", "agree_within_gap", "disagree", "disagree_inaccurate",
                            "one_sided")):
@@ -715,6 +814,32 @@ def _one_sided(v: dict[str, int], low: dict[str, Any], refs, unit: float) -> Non
         if low["status"] == "optimal" or p - upper > room + slack:
             v["disagree"] = 1
     if p - upper > FAR * max(abs(upper), abs(p), unit):
+        v["far"] = 1
+
+
+def _sides(v: dict[str, int], low: dict[str, Any], bracket: dict[str, Any],
+           unit: float) -> None:
+    """Judge result ``low`` by the affine judge's sides where they do not close
+    (:func:`_bracket_outcome`): an exact ``upper`` side (a point exactly feasible up to
+    rounding) as :func:`_one_sided` judges a repaired point; a ``lower`` side (a dual
+    bound) from below: ``low``'s objective more than ``AGREE`` below it is an objective
+    its point's violations bought, counted ``disagree`` for an ``optimal`` result or one
+    whose stated gap does not reach the bound, ``far`` beyond ``FAR``. Counted
+    ``one_sided`` where a side was used."""
+    p = low["objective"]
+    if bracket.get("upper") is not None and bracket.get("upper_exact"):
+        _one_sided(v, low, [{"repaired_objective": bracket["upper"]}], unit)
+    lower = bracket.get("lower")
+    if lower is None:
+        return
+    v["one_sided"] = 1
+    slack = AGREE * max(abs(lower), abs(p), unit)
+    if p < lower - slack:
+        room = (p - low["bound"] if low.get("bound") is not None
+                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(lower)))
+        if low["status"] == "optimal" or lower - p > room + slack:
+            v["disagree"] = 1
+    if lower - p > FAR * max(abs(lower), abs(p), unit):
         v["far"] = 1
 
 
