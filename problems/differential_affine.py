@@ -30,13 +30,16 @@ returned (``equality_residual``, relative to the rows' sizes; ``min_eig`` relati
 :math:`S = C + \\sum \\nu_iA_i + \\sum \\mu_kA_k`, and
 :math:`\\langle S, Y\\rangle \\ge \\min(0, \\lambda_{\\min}(S))\\,T` where :math:`T` bounds
 :math:`\\mathrm{tr}\\,Y` over the feasible set. With equality distances on a connected
-graph, :math:`\\mathrm{tr}\\,G = \\frac1n\\sum_{i<j} D_{ij}` (:math:`G` centred) and
+graph, :math:`\\mathrm{tr}\\,G = \\frac1n\\sum_{i<j} D_{ij}` (:math:`G\\mathbf 1 = 0`;
+not used under other centring vectors) and
 :math:`\\sqrt{D_{ij}}` is at most the shortest path between :math:`i` and :math:`j` in
 edge lengths :math:`\\sqrt{\\bar D_e}` (the triangle inequality), so
 :math:`T = \\frac1n\\sum_{i<j}\\mathrm{path}_{ij}^2`. Any multipliers give a valid bound
 ``L``; they are taken from CLARABEL's solve of this reduced problem
-(:func:`solve_reduced`). Built for a linear objective only (``distances="equality"``; the
-other modes' penalties are not written here): elsewhere there is no lower side.
+(:func:`solve_reduced`). Built for a linear objective (``distances="equality"`` or
+``"shrink"``) and for ``"interval"`` by its L1 form (:func:`lower`; no trace bound is
+known there, so :math:`S` must come out PSD); the quadratic penalty has no lower side
+here.
 
 What a verdict then means: ``L <= optimum <= U`` holds up to the rounding of evaluating
 them (both are computed, not trusted: the point's eigenvalues and rows are evaluated,
@@ -182,7 +185,7 @@ def reduced(gp) -> Reduced | None:
         red.w_pen = float(gp.slack_weight) / red.t_pen
     red.M_eq = np.array([red.svec(A) for A in eq]) if eq else np.zeros((0, N))
     red.M_in = np.array([red.svec(A) for A in ineq]) if ineq else np.zeros((0, N))
-    if gp.distances == "equality":
+    if gp.distances == "equality" and gp.centering is None:   # G1 = 0: tr G by distances
         m = len(gp.target)
         graph = sp.csr_matrix((np.sqrt(np.maximum(gp.target, 0.0)), (i, j)), shape=(n, n))
         paths = shortest_path(graph, directed=False)
