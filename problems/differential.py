@@ -64,6 +64,13 @@ that matters only for objectives near 0. Counted (``summary``):
   above (:func:`_one_sided`, 109046): LOWRANK's result judged on that side only
   (``outside_gap``, ``disagree``, ``far`` where it contradicts the result; never
   agreement);
+* ``bracketed``: where a LOWRANK result is left ``unjudged`` or ``one_sided`` by the
+  references, the affine judge (:func:`_bracket_outcome`,
+  :mod:`problems.differential_affine`; 109252) brackets the optimum between a dual bound
+  and an exactly feasible point's objective, both independent of LOWRANK: a bracket
+  within :data:`BRACKET` is the optimum (LOWRANK judged against it as against an
+  ``optimal`` reference); otherwise each side judges alone (:func:`_sides`, counted
+  ``one_sided``);
 * ``unjudged``: a LOWRANK result counted in none of ``agree``, ``agree_within_gap``,
   ``disagree``, ``disagree_inaccurate`` and ``one_sided`` (no reference gives an optimum
   and no reference point could be repaired, or a reference proves infeasibility: then
