@@ -64,6 +64,13 @@ that matters only for objectives near 0. Counted (``summary``):
   above (:func:`_one_sided`, 109046): LOWRANK's result judged on that side only
   (``outside_gap``, ``disagree``, ``far`` where it contradicts the result; never
   agreement);
+* ``bracketed``: where a LOWRANK result is left ``unjudged`` or ``one_sided`` by the
+  references, the affine judge (:func:`_bracket_outcome`,
+  :mod:`problems.differential_affine`; 109252) brackets the optimum between a dual bound
+  and an exactly feasible point's objective, both independent of LOWRANK: a bracket
+  within :data:`BRACKET` is the optimum (LOWRANK judged against it as against an
+  ``optimal`` reference); otherwise each side judges alone (:func:`_sides`, counted
+  ``one_sided``);
 * ``unjudged``: a LOWRANK result counted in none of ``agree``, ``agree_within_gap``,
   ``disagree``, ``disagree_inaccurate`` and ``one_sided`` (no reference gives an optimum
   and no reference point could be repaired, or a reference proves infeasibility: then
@@ -82,6 +89,12 @@ the record says which reference settled it (``settled_by``). Where no tight re-s
 gives such a result, the first verdict stands.
 
 Run ``python -m problems.differential --n 1000 --out diff.jsonl`` (a record a line).
+LOWRANK's ``time_limit`` (``--time-limit``, :data:`TIME_LIMIT`) is read on the process's
+CPU time by default (``--clock cpu``, :func:`lowrank_clock`), so that the verdicts do not
+depend on the machine's load; ``--clock wall`` reads it on the wall clock, as LOWRANK
+does by itself. The references are not cut. Each record states LOWRANK's limits and the
+clock (``limits``; the truncation mode: ``cuts`` and ``clock``), and each outcome its
+wall and CPU seconds.
 
 **Truncation mode** (``--truncate``, :func:`run_truncated`): the same instances, each
 solve cut short by a limit drawn per seed (:func:`draw_cuts`, recorded in the record's
@@ -99,6 +112,7 @@ reference solves). A conic solve that used up its limit is refused
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 import traceback
@@ -109,6 +123,7 @@ from typing import Any
 import cvxpy as cp
 import numpy as np
 
+from problems import differential_affine as affine
 from problems import differential_reference as reference
 from problems import differential_rows as rows
 from problems.differential_repair import repaired_objective
@@ -133,12 +148,21 @@ AGREE = 1e-4
 FAR = 1e-2
 #: constraint violation, relative to max(1, trace G), beyond which a returned point is wrong
 FEAS = 1e-4
-#: LOWRANK's time limit per instance (seconds)
+#: LOWRANK's time limit per instance (seconds, on :data:`CLOCK`)
 TIME_LIMIT = 60.0
+#: the clocks LOWRANK's ``time_limit`` may be read on (:func:`lowrank_clock`): ``"cpu"``,
+#: the process's CPU time, so that a verdict does not depend on the machine's load;
+#: ``"wall"``, the wall clock LOWRANK reads by itself
+CLOCKS = ("cpu", "wall")
+#: the harness's default clock
+CLOCK = "cpu"
 #: the tight re-solves (:func:`_tight_outcome`), in order: a backend and its options
 TIGHT = (("CLARABEL", {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12,
                        "max_iter": 400}),
          ("CSDP", {"axtol": 1e-12, "atytol": 1e-12, "objtol": 1e-12}))
+#: the widest relative bracket [lower, upper] of the affine judge (:func:`_bracket_outcome`)
+#: taken as the optimum: the optimum known 10 times finer than ``AGREE``
+BRACKET = 1e-5
 #: the largest gap a tight re-solve's result may state to settle the optimum (CLARABEL's
 #: default ``tol_gap_rel``: a point no less converged than a default-tolerance one)
 TIGHT_GAP = 1e-8
@@ -261,6 +285,31 @@ def make_instance(seed: int, n_range: tuple[int, int] = (12, 60)) -> Instance:
                     estimator if method == "dvu" and not add else None)
 
 
+@contextlib.contextmanager
+def lowrank_clock(clock: str = CLOCK):
+    """Within the block, LOWRANK's ``time_limit`` is read on ``clock`` (:data:`CLOCKS`).
+
+    LOWRANK reads every deadline and every step estimate as ``time.perf_counter()``, an
+    attribute looked up at each call; ``"cpu"`` puts :func:`time.process_time` there for
+    the block's duration (and back after it), so that a solve's cut depends on the work
+    it did, not on the machine's load (seed 110221: 14 CPU s certify, 54 s of wall clock
+    did not at a wall/CPU ratio near 3.5). Every reading of ``time.perf_counter`` in the
+    process during the block is CPU time, the solve report's seconds included. The
+    process's CPU time counts its threads (run with one BLAS thread) and not its child
+    processes (CSDP's: it is never run within the block). ``"wall"``: nothing changes."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
+    if clock == "wall":
+        yield
+        return
+    wall = time.perf_counter
+    time.perf_counter = time.process_time
+    try:
+        yield
+    finally:
+        time.perf_counter = wall
+
+
 #: what :func:`_guarded` returns where its call raised
 _RAISED = object()
 
@@ -295,20 +344,27 @@ def _result(rep) -> dict[str, Any]:
             "objective_scale": scale, "bound_gap": bound_gap(rep.objective, rep.bound, scale)}
 
 
-def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> dict[str, Any]:
+def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, clock: str = CLOCK,
+             keep: dict[str, np.ndarray] | None = None, **options) -> dict[str, Any]:
     """Solve, and check the returned point independently; a reference's result also
     states ``repaired_objective``, its objective at its point repaired to feasibility
     (:func:`~problems.differential_repair.repaired_objective`, mixing with ``anchor``,
     LOWRANK's point, where needed; ``None`` where it cannot be repaired), and so does a
     reference's refusal (``SolverFailedError``) that carries its point (:func:`_one_sided`
-    judges by it where no reference gives an optimum)."""
-    t0 = time.perf_counter()
+    judges by it where no reference gives an optimum). LOWRANK reads its ``time_limit``
+    on ``clock`` (:func:`lowrank_clock`; the other backends are given no time limit).
+    ``seconds``: wall clock; ``cpu_seconds``: this process's CPU time (a backend's child
+    process, CSDP's, not counted), each of the whole outcome, the check included.
+    ``keep``: where given, the point (a result's or a refusal's Gram matrix of the
+    points) is kept in it under the solver's name (for :func:`_bracket_outcome`)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"solver": solver}
     refused: dict[str, Any] = {}
 
     def call():
         try:
-            return solve(f, solver=solver, **options)
+            with lowrank_clock(clock if solver == "LOWRANK" else "wall"):
+                return solve(f, solver=solver, **options)
         except SolverFailedError as exc:
             refused["point"] = exc.point
             raise
@@ -318,11 +374,17 @@ def _outcome(f, solver: str, *, anchor: np.ndarray | None = None, **options) -> 
         out.update(_result(rep))
         state = rows.snapshot(f.problem)   # every row's violation, read once for both measures
         out.update(_check_point(f, rep.objective, state), rows=state)
+        if keep is not None:
+            keep[solver] = np.array(f.value("gram"), dtype=float)
         if solver != "LOWRANK":
             _repair(out, f, f.value("gram"), anchor)
-    elif solver != "LOWRANK" and isinstance(refused.get("point"), np.ndarray):
-        _repair(out, f, refused["point"], anchor)   # a refused point proves one side
+    elif isinstance(refused.get("point"), np.ndarray):
+        if keep is not None:
+            keep[solver] = np.array(refused["point"], dtype=float)
+        if solver != "LOWRANK":
+            _repair(out, f, refused["point"], anchor)   # a refused point proves one side
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
     return out
 
 
@@ -439,24 +501,28 @@ def _build(inst: Instance, rec: dict[str, Any]):
 
 
 def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
-                 time_limit: float = TIME_LIMIT, max_outer: int | None = None
-                 ) -> dict[str, Any]:
-    """Build, solve with LOWRANK (``time_limit``, ``max_outer``: its limits) and CLARABEL
-    (and a second reference on disagreement), and judge (a reference re-solved at tight
-    tolerances where a feasible LOWRANK result would be counted against the default ones:
-    :func:`_tight_outcome`); one record."""
+                 time_limit: float = TIME_LIMIT, max_outer: int | None = None,
+                 clock: str = CLOCK) -> dict[str, Any]:
+    """Build, solve with LOWRANK (``time_limit``, read on ``clock``, :func:`lowrank_clock`,
+    and ``max_outer``: its limits) and CLARABEL (and a second reference on disagreement;
+    no reference is cut), and judge (a reference re-solved at tight tolerances where a
+    feasible LOWRANK result would be counted against the default ones:
+    :func:`_tight_outcome`); one record, LOWRANK's limits and clock in ``limits``."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
     inst = make_instance(seed, n_range)
-    rec: dict[str, Any] = {"instance": inst.description}
+    limits: dict[str, Any] = {"time_limit": time_limit}
+    if max_outer is not None:
+        limits["max_outer"] = max_outer
+    rec: dict[str, Any] = {"instance": inst.description, "limits": {**limits, "clock": clock}}
     f = _build(inst, rec)
     if f is None:
         return rec
     _ = f.problem   # built first, so that every backend writes its point into the variables
-    limits: dict[str, Any] = {"time_limit": time_limit}
-    if max_outer is not None:
-        limits["max_outer"] = max_outer
-    low = _outcome(f, "LOWRANK", **limits)
+    points: dict[str, np.ndarray] = {}
+    low = _outcome(f, "LOWRANK", clock=clock, keep=points, **limits)
     anchor = _point(f, low)
-    ref = _outcome(f, "CLARABEL", anchor=anchor)
+    ref = _outcome(f, "CLARABEL", anchor=anchor, keep=points)
     rec["LOWRANK"], rec["CLARABEL"] = low, ref
     agree = (low["kind"] == ref["kind"] == "result"
              and _close(low["objective"], ref["objective"], AGREE, _unit(low, ref)))
@@ -466,7 +532,7 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
     if not (agree or same_error):
         name = _second_reference()
         if name is not None:
-            second = _outcome(f, name, anchor=anchor)
+            second = _outcome(f, name, anchor=anchor, keep=points)
             rec[name] = second
     rows.weigh((low,), (_optimum(ref, second, witnesses=(low,)), ref, second),
                _unit(low, ref, second))
@@ -478,7 +544,84 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
             rows.weigh((tight,), (tight,), _unit(low, ref, second, tight))
             rec["verdict"] = _judge(low, ref, second, tight=tight)
     rec["settled_by"] = _settled_by(ref, second, tight, (low,))
+    if _needs_bracket(rec["verdict"]):
+        bracket = rec["bracket"] = _bracket_outcome(f, points)
+        rec["verdict"] = _judge(low, ref, second, tight=tight, bracket=bracket)
+        if rec["verdict"]["bracketed"]:
+            rec["settled_by"] = "bracket"
     return rec
+
+
+def _needs_bracket(verdict: dict[str, int]) -> bool:
+    """Whether the affine judge is asked (:func:`_bracket_outcome`): a LOWRANK result
+    that the references left unjudged or judged on one side only."""
+    return bool(verdict.get("unjudged") or verdict.get("one_sided"))
+
+
+def _bracket_outcome(f, points: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The affine judge (:mod:`problems.differential_affine`) on ``f``: the optimum
+    bracketed by ``lower`` (a dual bound of the reduced problem solved by CLARABEL,
+    linear objectives only) and ``upper`` (the least objective of ``points``, every
+    solver's point, refused or not, and the reduced solve's, each projected onto the
+    equality rows and mixed with a strictly feasible centre, so exactly feasible up to
+    rounding). Where no strictly feasible centre exists, a point PSD only to ``eps`` is
+    recorded (``uppers``, ``exact`` False) and used for nothing: on 109252 CSDP's point,
+    rows exact and PSD to 1.6e-10 of its largest eigenvalue, lies 3.1e-5 (relative) below
+    the proven ``lower``. Where both sides exist and ``upper - lower`` is at most
+    :data:`BRACKET` (relative, with the floor of the points' objective scale), the
+    outcome is a result, status ``optimal``, objective ``upper``; else ``kind``
+    ``"sides"``: :func:`_judge` then uses each side that exists on its own
+    (:func:`_sides`)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    out: dict[str, Any] = {"solver": "bracket", "kind": "sides", "lower": None,
+                           "upper": None, "upper_exact": None, "upper_from": None}
+    try:
+        gp = f.current_problem()
+        red = affine.reduced(gp)
+    except (SdpEmbedError, AttributeError, ValueError) as exc:
+        red = None
+        out["why"] = repr(exc)[:200]
+    if red is not None:
+        pts = dict(points)
+        sol = affine.solve_reduced(red)
+        if sol is not None:
+            out["reduced"] = {k: sol.get(k) for k in ("status", "objective")}
+            if sol.get("G") is not None:
+                pts["reduced"] = sol["G"]
+            lo = affine.lower(red, sol.get("nu"), sol.get("mu"), sol.get("y"))
+            out.update(lower=lo["bound"], lower_min_eig=lo.get("min_eig"),
+                       trace_bound=lo["trace_bound"])
+        size = 2.0 * max([float(np.trace(G)) for G in pts.values()] + [1.0])
+        cen = affine.centre(red, size)
+        out["centre_delta"] = None if cen is None else cen["delta"]
+        uppers = {}
+        for name, G in pts.items():
+            if G.shape != (gp.n, gp.n) or not np.all(np.isfinite(G)):
+                continue
+            u = affine.upper(red, G, cen)
+            uppers[name] = {k: u.get(k) for k in ("objective", "exact", "t", "eps",
+                                                  "min_eig", "residual", "why")}
+        out["uppers"] = uppers
+        exact = [(u["objective"], k) for k, u in uppers.items()
+                 if u["objective"] is not None and u["exact"]]
+        if exact:
+            out.update(upper=min(exact)[0], upper_from=min(exact)[1], upper_exact=True)
+        scales = [s for G in pts.values() for s in [_point_scale(f, G)] if s is not None]
+        out["scale"] = max(scales, default=None)
+        lo_, up_ = out["lower"], out["upper"]
+        if lo_ is not None and up_ is not None:
+            width = up_ - lo_
+            floor = OBJECTIVE_RESOLUTION * (out["scale"] or 0.0)
+            out["width"] = width / max(abs(lo_), abs(up_), floor, 1e-300)
+            if width < -BRACKET * max(abs(lo_), abs(up_), floor):
+                out["inconsistent"] = True    # a feasible point below a dual bound
+            elif width <= BRACKET * max(abs(lo_), abs(up_), floor):
+                out.update(kind="result", status="optimal", objective=up_,
+                           violation=0.0, objective_mismatch=0.0, bound=None,
+                           gap=out["width"])
+    out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
+    return out
 
 
 #: the counts a tight re-solve may overrule (:func:`_needs_tight`)
@@ -551,21 +694,25 @@ def _settled_by(ref, second, tight=None, witnesses=()) -> str | None:
 
 
 def _judge(low, ref, second, *, references: bool = True,
-           tight: dict[str, Any] | None = None, witnesses=None) -> dict[str, int]:
+           tight: dict[str, Any] | None = None, witnesses=None,
+           bracket: dict[str, Any] | None = None) -> dict[str, int]:
     """The counts of one instance (see the module docstring): ``low``'s outcome judged
     against the references ``ref`` (CLARABEL) and ``second``, and ``tight``, a re-solve at
     tight tolerances (:func:`_tight_outcome`) that, where it settles (:func:`_settles`),
     is the optimum. ``references=False``: the references' own untruths (untyped, wrong
     point, far) are not counted (they are, once, in the verdict of another subject of the
     same instance). ``witnesses``: the subjects whose feasible objectives may contradict a
-    reference (:func:`_optimum`; default ``low``)."""
+    reference (:func:`_optimum`; default ``low``). ``bracket``: the affine judge's outcome
+    (:func:`_bracket_outcome`), used only where no reference gives an optimum nor proves
+    there is none: a closed bracket is the optimum (``bracketed``), else its sides are
+    used one by one (:func:`_sides`)."""
     witnesses = (low,) if witnesses is None else witnesses
     v = {"wrong_point": 0, "bound_above_objective": 0, "untyped": 0, "far": 0, "agree": 0,
          "agree_within_gap": 0, "disagree": 0, "disagree_inaccurate": 0,
          "lowrank_result": 0, "lowrank_error": 0, "false_infeasible": 0,
          "false_unbounded": 0, "outside_gap": 0, "reference_bought": 0,
          "reference_inaccurate": 0, "tight_reference": 0, "reference_repaired": 0,
-         "one_sided": 0, "unjudged": 0}
+         "one_sided": 0, "bracketed": 0, "unjudged": 0}
     results = [o for o in ((low, ref, second) if references else (low,)) if o is not None]
     for o in results:
         if o["kind"] == "untyped":
@@ -592,9 +739,13 @@ def _judge(low, ref, second, *, references: bool = True,
         ref_, second, tight = (None if o is best else o for o in (ref, second, tight))
         best = _optimum(ref_, second, tight, witnesses)
         v["tight_reference"] = int(best is not None and best is tight)
-    optimum = None if best is None else best["objective"]
     proven = next((o["error"] for o in refs if o["kind"] == "error"
                    and o["error"] in ("InfeasibleError", "UnboundedError")), None)
+    if (best is None and proven is None and bracket is not None
+            and bracket.get("kind") == "result"):
+        best = bracket
+        v["bracketed"] = 1
+    optimum = None if best is None else best["objective"]
     for o in (low, ref) if references else (low,):
         if o["kind"] != "result":
             continue
@@ -633,6 +784,8 @@ def _judge(low, ref, second, *, references: bool = True,
             v["disagree_inaccurate"] = 1
     elif low["kind"] == "result" and best is None and proven is None:
         _one_sided(v, low, refs, unit)
+        if bracket is not None:
+            _sides(v, low, bracket, unit)
     if low["kind"] == "result" and not any(
             v[k] for k in ("agree", "agree_within_gap", "disagree", "disagree_inaccurate",
                            "one_sided")):
@@ -668,6 +821,32 @@ def _one_sided(v: dict[str, int], low: dict[str, Any], refs, unit: float) -> Non
         if low["status"] == "optimal" or p - upper > room + slack:
             v["disagree"] = 1
     if p - upper > FAR * max(abs(upper), abs(p), unit):
+        v["far"] = 1
+
+
+def _sides(v: dict[str, int], low: dict[str, Any], bracket: dict[str, Any],
+           unit: float) -> None:
+    """Judge result ``low`` by the affine judge's sides where they do not close
+    (:func:`_bracket_outcome`): an exact ``upper`` side (a point exactly feasible up to
+    rounding) as :func:`_one_sided` judges a repaired point; a ``lower`` side (a dual
+    bound) from below: ``low``'s objective more than ``AGREE`` below it is an objective
+    its point's violations bought, counted ``disagree`` for an ``optimal`` result or one
+    whose stated gap does not reach the bound, ``far`` beyond ``FAR``. Counted
+    ``one_sided`` where a side was used."""
+    p = low["objective"]
+    if bracket.get("upper") is not None and bracket.get("upper_exact"):
+        _one_sided(v, low, [{"repaired_objective": bracket["upper"]}], unit)
+    lower = bracket.get("lower")
+    if lower is None:
+        return
+    v["one_sided"] = 1
+    slack = AGREE * max(abs(lower), abs(p), unit)
+    if p < lower - slack:
+        room = (p - low["bound"] if low.get("bound") is not None
+                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(lower)))
+        if low["status"] == "optimal" or lower - p > room + slack:
+            v["disagree"] = 1
+    if lower - p > FAR * max(abs(lower), abs(p), unit):
         v["far"] = 1
 
 
@@ -718,11 +897,16 @@ def draw_cuts(seed: int) -> dict[str, dict[str, Any]]:
     return {"LOWRANK": low, "SCS": scs, "CLARABEL": clarabel, "DVU.fit": low}
 
 
-def _fit_outcome(estimator, X, y) -> dict[str, Any]:
-    """Fit the estimator, and check its solve's point and embedding as :func:`_outcome`."""
-    t0 = time.perf_counter()
+def _fit_outcome(estimator, X, y, clock: str = CLOCK) -> dict[str, Any]:
+    """Fit the estimator (its LOWRANK ``time_limit`` read on ``clock``), and check its
+    solve's point and embedding as :func:`_outcome`."""
+    t0, c0 = time.perf_counter(), time.process_time()
     out: dict[str, Any] = {"solver": "DVU.fit"}
-    if _guarded(out, lambda: estimator.fit(X, y)) is not _RAISED:
+
+    def fit():
+        with lowrank_clock(clock):
+            return estimator.fit(X, y)
+    if _guarded(out, fit) is not _RAISED:
         rep = estimator.solve_report_
         out.update(_result(rep))
         fm = estimator.formulation_
@@ -737,20 +921,25 @@ def _fit_outcome(estimator, X, y) -> dict[str, Any]:
         if not np.all(np.isfinite(estimator.embedding_)):
             out["violation"] = np.inf     # a non-finite embedding is a wrong point
     out["seconds"] = time.perf_counter() - t0
+    out["cpu_seconds"] = time.process_time() - c0
     return out
 
 
-def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, Any]:
+def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60), *,
+                  clock: str = CLOCK) -> dict[str, Any]:
     """The truncation mode's record of ``seed``: the instance of :func:`run_instance`,
-    solved by each subject of :func:`draw_cuts` under its cut (``rec["cut:<subject>"]``)
+    solved by each subject of :func:`draw_cuts` under its cut (``rec["cut:<subject>"]``;
+    LOWRANK's and ``DVU.fit``'s ``time_limit`` read on ``clock``, ``rec["clock"]``)
     and by CLARABEL without a cut (the reference), a second reference where a subject's
     result or proof is not the reference's; each subject judged by :func:`_judge`
     (``rec["verdicts"]``), their sum in ``rec["verdict"]``; a tight re-solve as in
     :func:`run_instance` where a feasible LOWRANK or ``DVU.fit`` result would be counted
     against the default-tolerance references."""
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {CLOCKS}, not {clock!r}")
     inst = make_instance(seed, n_range)
     cuts = draw_cuts(seed)
-    rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts}
+    rec: dict[str, Any] = {"instance": inst.description, "cuts": cuts, "clock": clock}
     f = _build(inst, rec)
     if f is None:
         return rec
@@ -758,11 +947,12 @@ def run_truncated(seed: int, n_range: tuple[int, int] = (12, 60)) -> dict[str, A
     subjects: dict[str, dict[str, Any]] = {}
     anchor = None
     for name in ("LOWRANK", "SCS", "CLARABEL"):
-        subjects[name] = _outcome(f, name, anchor=anchor, **cuts[name])
+        subjects[name] = _outcome(f, name, anchor=anchor, clock=clock, **cuts[name])
         if name == "LOWRANK":
             anchor = _point(f, subjects[name])
     if inst.estimator is not None:
-        subjects["DVU.fit"] = _fit_outcome(*inst.estimator(dict(cuts["DVU.fit"])))
+        subjects["DVU.fit"] = _fit_outcome(*inst.estimator(dict(cuts["DVU.fit"])),
+                                           clock=clock)
     ref = _outcome(f, "CLARABEL", anchor=anchor)   # last: every subject's point checked
     rec["CLARABEL"] = ref
     for name, o in subjects.items():
@@ -835,7 +1025,11 @@ def main(argv=None) -> int:
     ap.add_argument("--min-points", type=int, default=12)
     ap.add_argument("--max-points", type=int, default=60)
     ap.add_argument("--time-limit", type=float, default=TIME_LIMIT,
-                    help="LOWRANK's time limit per instance (seconds)")
+                    help="LOWRANK's time limit per instance (seconds, on --clock)")
+    ap.add_argument("--clock", choices=CLOCKS, default=CLOCK,
+                    help="the clock LOWRANK's time limits are read on: the process's CPU "
+                         "time (default; a verdict then does not depend on the load) or "
+                         "the wall clock")
     ap.add_argument("--max-outer", type=int, default=None, help="LOWRANK's max_outer")
     ap.add_argument("--truncate", action="store_true",
                     help="truncation mode: each solve cut short by a random limit drawn per "
@@ -847,10 +1041,12 @@ def main(argv=None) -> int:
     try:
         for seed in range(args.start, args.start + args.n):
             if args.truncate:
-                rec = run_truncated(seed, (args.min_points, args.max_points))
+                rec = run_truncated(seed, (args.min_points, args.max_points),
+                                    clock=args.clock)
             else:
                 rec = run_instance(seed, (args.min_points, args.max_points),
-                                   time_limit=args.time_limit, max_outer=args.max_outer)
+                                   time_limit=args.time_limit, max_outer=args.max_outer,
+                                   clock=args.clock)
             records.append(rec)
             if sink:
                 sink.write(json.dumps(rec, default=rows.jsonable) + "\n")

@@ -34,6 +34,7 @@ from problems.differential import (
     _needs_tight,
     _settles,
     draw_cuts,
+    lowrank_clock,
     make_instance,
     run_instance,
     run_truncated,
@@ -224,20 +225,46 @@ def test_judge_agreement_where_both_return_a_result():
     assert v["outside_gap"] == v["disagree"] == 1
 
 
-def test_fast_slice_reports_nothing_untrue(monkeypatch):
-    """Twenty small instances, LOWRANK cut at 3 s and 30 outer iterations. LOWRANK reads
-    ``time_limit`` on :func:`time.perf_counter`; here it reads the process's CPU time
-    instead (as tests/test_face.py's seed 90381 does), so that the cut, and with it the
-    number of instances that reach a result, does not depend on the machine's load: at
-    load 28 each instance took 0.03-0.3 s of CPU but up to 4 s of wall clock, and a 3 s
-    wall cut turned two of 17 agreements into typed errors. Cut by CPU time all 17 results
-    agree with CLARABEL; the count is asserted near it, so a solver that stops reaching
-    results on these instances fails here."""
-    monkeypatch.setattr(time, "perf_counter", time.process_time)
-    total, bad = _run(range(100, 120), (12, 14), time_limit=3.0, max_outer=30)
+def test_fast_slice_reports_nothing_untrue():
+    """Twenty small instances, LOWRANK cut at 3 s and 30 outer iterations. The harness
+    reads LOWRANK's ``time_limit`` on the process's CPU time (its default clock), so that
+    the cut, and with it the number of instances that reach a result, does not depend on
+    the machine's load: at load 28 each instance took 0.03-0.3 s of CPU but up to 4 s of
+    wall clock, and a 3 s wall cut turned two of 17 agreements into typed errors. Cut by
+    CPU time all 17 results agree with CLARABEL; the count is asserted near it, so a
+    solver that stops reaching results on these instances fails here."""
+    records = [run_instance(s, (12, 14), time_limit=3.0, max_outer=30)
+               for s in range(100, 120)]
+    total = summarize(records)
+    bad = [(r["instance"], r["verdict"]) for r in records
+           if any(r["verdict"].get(k) for k in UNTRUE)]
     assert bad == [], bad
     assert all(total.get(k, 0) == 0 for k in UNTRUE), total
     assert total["agree"] >= 15, total     # the comparison is not vacuous (17 agree)
+    # every record states LOWRANK's limits and the clock they were read on
+    assert all(r["limits"] == {"time_limit": 3.0, "max_outer": 30, "clock": "cpu"}
+               for r in records)
+    assert all("cpu_seconds" in r["LOWRANK"] for r in records if "LOWRANK" in r)
+
+
+def test_lowrank_clock_reads_cpu_time_within_its_block_only():
+    """``lowrank_clock("cpu")`` puts the process's CPU time where LOWRANK reads its clock,
+    ``time.perf_counter``, for the block only (restored after an error too). ``"wall"``
+    changes nothing; another name is refused before anything runs."""
+    wall = time.perf_counter
+    with lowrank_clock("cpu"):
+        assert time.perf_counter is time.process_time
+    assert time.perf_counter is wall
+    with pytest.raises(RuntimeError), lowrank_clock("cpu"):
+        raise RuntimeError("inside")
+    assert time.perf_counter is wall
+    with lowrank_clock("wall"):
+        assert time.perf_counter is wall
+    with pytest.raises(ValueError, match="clock"), lowrank_clock("gpu"):
+        pass
+    with pytest.raises(ValueError, match="clock"):
+        run_instance(100, (12, 14), clock="gpu")
+
 
 
 @pytest.mark.slow
