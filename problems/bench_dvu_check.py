@@ -129,7 +129,8 @@ def load(folders: list[str]) -> list[dict]:
                     "folds": folds, "folds_asked": len(v["folds"]), "folds_failed": failed,
                     "check_skipped": v.get("skipped"),
                     "unlabelled": unl, "recorded_warned": v.get("warned"),
-                    "unlabelled_disagree": v.get("unlabelled_disagree")})
+                    "unlabelled_disagree": v.get("unlabelled_disagree"),
+                    "unlabelled_cells": v.get("unlabelled_cells")})
     return out
 
 
@@ -139,8 +140,11 @@ def decide(row: dict, splits: int, rule: tuple) -> tuple[bool, dict]:
     ``("code", loss, probability)`` is the estimator's
     (:func:`sdpembed.estimators._held_out.check_verdict`: with unlabelled rows, warn when
     a loss of ``loss`` or more on them has probability ``probability`` or more; without,
-    the held-out bound); a row recorded before the estimator kept its unlabelled rows'
-    counts is judged by the bound (``p_loss`` NaN). ``("bound", loss, alpha)``: warn unless
+    the held-out bound); ``("cells", loss, probability)`` the same with each vote cell's
+    differing rows split as that cell's held-out rows (``unlabelled_cells``, recorded from
+    the twenty-eighth round on; the pooled split where a fit lacks them); a row recorded
+    before the estimator kept its unlabelled rows' counts is judged by the bound
+    (``p_loss`` NaN). ``("bound", loss, alpha)``: warn unless
     the held-out rows rule out an expected loss of ``loss`` at level ``alpha``
     (:func:`~sdpembed.estimators._held_out.held_out_verdict`; the rule before the
     twenty-fourth round); ``("sign", margin, alpha)`` the one before (warn when the pooled
@@ -151,9 +155,10 @@ def decide(row: dict, splits: int, rule: tuple) -> tuple[bool, dict]:
     b = sum(f["input_only"] for f in use)
     c = sum(f["embedding_only"] for f in use)
     kind, level, alpha = rule
-    if kind == "code" and row.get("unlabelled") is not None:
+    if kind in ("code", "cells") and row.get("unlabelled") is not None:
         v = check_verdict(use, row.get("unlabelled_disagree"), row["unlabelled"], loss=level,
-                          probability=alpha)
+                          probability=alpha,
+                          cells=row.get("unlabelled_cells") if kind == "cells" else None)
         warned = v["warned"]
     elif kind == "sign":
         v = held_out_verdict(b, c, m)
@@ -171,6 +176,9 @@ def rule_name(rule: tuple) -> str:
     if kind == "code":
         return (f"P(loss >= {100 * level:g} on the unlabelled rows) >= {alpha:g} (the code's "
                 "form; without unlabelled rows the held-out bound)")
+    if kind == "cells":
+        return (f"P(loss >= {100 * level:g} on the unlabelled rows) >= {alpha:g}, each vote "
+                "cell split as its held-out rows (not adopted)")
     if kind == "bound":
         return f"loss >= {100 * level:g} not ruled out at {alpha:g}"
     return f"diff <= -{100 * level:g} or sign p < {alpha:g}"
@@ -262,7 +270,8 @@ def goal_verdict(rate: tuple, interval: tuple, *, at_least: float | None = None,
 #: from 90 % to the point estimate (alpha 0.5: warn when the estimated loss reaches it)
 HALF_RULES = ([("bound", loss, alpha) for loss in (0.03, 0.04, 0.05)
                for alpha in (0.1, 0.2, 0.3, 0.5)]
-              + [("code", WARN_LOSS, p) for p in (0.2, 0.3, 0.4, 0.5)])
+              + [(kind, WARN_LOSS, p) for kind in ("code", "cells")
+                 for p in (0.2, 0.3, 0.4, 0.5)])
 
 
 def _shortfall(s: dict) -> tuple:
@@ -566,7 +575,7 @@ def main(argv=None) -> int:
         rules = ([("sign", 0.03, 0.1)] + [("bound", loss, alpha) for loss in (0.03, 0.05)
                                           for alpha in (0.1, 0.2, 0.3)]
                  + [("code", WARN_LOSS, p) for p in (0.2, 0.3, 0.4, 0.5) if p != rule[2]]
-                 + [rule])
+                 + [("cells", WARN_LOSS, p) for p in (0.2, 0.3, 0.4, 0.5)] + [rule])
     results = []
     for r_ in rules:
         for splits in range(1, 6):

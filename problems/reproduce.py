@@ -144,9 +144,8 @@ def check_score_markdown(checks: dict) -> list[str]:
         f"on >= {100 * bench.GOAL_RECALL:.0f} % of the fits whose 3-NN accuracy on their "
         f"hidden labels is {bench.LOSS_POINTS:g} points or more below 3-NN on the input "
         f"features, and on <= {100 * bench.GOAL_FALSE_ALARMS:.0f} % of the others. Scored by "
-        "`problems/bench_dvu_check.py` on the DVU fits of the runs below (folders "
-        + ", ".join(f"`{f}`" for folders in present.values() for f in folders)
-        + "): every fit as the estimator "
+        "`problems/bench_dvu_check.py` on the DVU fits of the runs below (how to rerun "
+        "them, after the table): every fit as the estimator "
         "decided it (its rule on every fold whose pre-fit ran; a fit whose check did not "
         "run counts as silent, a fit that failed outright has no loss and is not counted); "
         "each rate with its exact (Clopper-Pearson) two-sided 90 % interval, percent; "
@@ -158,7 +157,30 @@ def check_score_markdown(checks: dict) -> list[str]:
     body += ["", "The fits of each run (a run cut short has fewer than its spec lists). "
              + " ".join(f"`{name}`: " + _fits_text(bench.load(folders)) + "."
                         for name, folders in present.items())]
+    body += ["", "To rerun: " + " ".join(_rerun_text(name, folders)
+                                         for name, folders in present.items())]
     return head + body + ["", CHECK_END]
+
+
+def _rerun_text(name: str, folders: list[str]) -> str:
+    """How a reader reruns one check run: the runner's command on the committed spec, the
+    solver's time limit its DVU fits ran under (and the spec's where they differ), and the
+    command that writes this block from the finished folder."""
+    from problems import bench_dvu_check as bench
+
+    spec = f"problems/benchmarks/{name}.toml"
+    ran = sorted({json.loads(r["solver_options"]).get("time_limit")
+                  for r in bench._records(folders)
+                  if r.get("estimator") == "DVU" and r.get("solver_options")}, key=str)
+    asked = (thaw(load_spec(ROOT / spec).raw).get("solver_options", {}).get("LOWRANK", {})
+             .get("time_limit") if (ROOT / spec).exists() else None)
+    limit = " / ".join("none" if s is None else f"{s:g} s" for s in ran) or "not recorded"
+    if asked is not None and ran and ran != [asked]:
+        limit += f" (the spec's: {asked:g} s; these fits ran from a copy of the spec with this "
+        limit += "limit and the seeds and graphs listed above)"
+    return (f"`{name}`: `sdpembed run {spec} --out results`, then `python -m "
+            f"problems.reproduce --check-score --include {name}=results/{name}`; LOWRANK's "
+            f"time_limit a solve (wall clock): {limit}.")
 
 
 def _fits_text(rows: list[dict]) -> str:

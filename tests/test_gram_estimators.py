@@ -133,6 +133,14 @@ def test_held_out_check_warns_when_the_graph_does_not_follow_the_classes():
     assert v["unlabelled"] == 20 and 0 < d <= 20 and v["loss_ceiling"] == d / 20
     assert v["p_loss"] >= 0.3 and 0.05 <= v["expected_loss"] <= v["loss_ceiling"]
     assert sum(f["votes_differ"] for f in v["folds"]) == v["votes_differ"] >= b + c
+    # the differing rows by vote cell (how many of the 3 neighbours voted for each vote):
+    # per fold the cells' splits add up to its counts, the unlabelled cells to d
+    for f in v["folds"]:
+        splits = np.array(list(f["differ_cells"].values())).reshape(-1, 3)
+        assert splits.sum(axis=0)[[0, 2]].tolist() == [f["input_only"], f["embedding_only"]]
+        assert splits.sum() == f["votes_differ"]
+        assert all(1 <= int(s) <= 3 for key in f["differ_cells"] for s in key.split("/"))
+    assert sum(v["unlabelled_cells"].values()) == d
     # the decision is check_verdict's on the recorded counts (what bench_dvu_check scores)
     from sdpembed.estimators._held_out import check_verdict
     again = check_verdict(v["folds"], d, v["unlabelled"])

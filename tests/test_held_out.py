@@ -115,3 +115,57 @@ def test_check_verdict_is_the_unlabelled_predictive_or_the_held_out_bound():
     assert bound["warned"] == _held_out.held_out_verdict(10, 3, 80)["warned"]
     with pytest.raises(ValueError, match="need d"):
         _held_out.check_verdict(folds, None, 40)
+
+
+def test_vote_cells_get_their_own_predictive_summed_exactly():
+    """``unlabelled_loss_by_votes``: each vote cell's differing rows a Dirichlet-multinomial
+    of its own held-out split plus ``prior_rows`` rows of the pooled split, the loss their
+    sum. Against scipy's ``dirichlet_multinomial`` pmf enumerated over both cells' outcomes
+    (a second computation of the same model): P(loss >= 2 rows of 40), the mean, the
+    ceiling."""
+    from itertools import product
+
+    from scipy.stats import dirichlet_multinomial
+
+    from sdpembed.estimators._held_out import unlabelled_loss_by_votes
+
+    held = {"3/2": [9, 1, 1], "2/3": [2, 3, 7], "2/2": [4, 4, 4]}
+    unl = {"3/2": 3, "2/3": 2}
+    u = unlabelled_loss_by_votes(held, unl, 40, prior_rows=2.0)
+    pooled = np.array([15, 8, 12]) + 0.5
+    share = pooled / pooled.sum()
+    dist = []
+    for key, n in unl.items():
+        a = np.asarray(held[key], float) + 2.0 * share
+        outcomes = [(i, n - i - j, j) for i, j in product(range(n + 1), repeat=2) if i + j <= n]
+        dist.append([(o[0] - o[2], dirichlet_multinomial.pmf(o, a, n)) for o in outcomes])
+    p_loss = sum(p * q for (x, p), (y, q) in product(*dist) if x + y >= 2)
+    mean = sum(p * q * (x + y) for (x, p), (y, q) in product(*dist))
+    assert u["p_loss"] == pytest.approx(p_loss, rel=1e-10)
+    assert u["expected_loss"] == pytest.approx(mean / 40, rel=1e-10)
+    assert u["loss_ceiling"] == 5 / 40 and u["unlabelled_disagree"] == 5
+    assert u["cells"] == {"2/3": {"unlabelled": 2, "held_out": [2, 3, 7]},
+                          "3/2": {"unlabelled": 3, "held_out": [9, 1, 1]}}
+
+
+def test_rows_whose_inputs_vote_is_sure_are_judged_by_their_own_cell():
+    """Held-out rows that split evenly in all, but by how sure each vote is: every row the
+    inputs' neighbours agreed on went the inputs' way, every other the embedding's. Three
+    unlabelled rows of the first kind (40 rows: 5 points = 2 rows) are then a likely loss,
+    which the pooled split (an even one) does not say; three of the second kind are not.
+    ``check_verdict`` decides by the cells where the folds and the unlabelled rows have
+    them, by the pooled split otherwise."""
+    from sdpembed.estimators._held_out import check_verdict, unlabelled_loss_by_votes
+
+    held = {"3/2": [10, 0, 0], "2/3": [0, 0, 10]}
+    sure = unlabelled_loss_by_votes(held, {"3/2": 3}, 40)
+    other = unlabelled_loss_by_votes(held, {"2/3": 3}, 40)
+    pooled = unlabelled_loss(10, 10, 20, 3, 40)
+    assert sure["p_loss"] > 0.7 > WARN_PROBABILITY > pooled["p_loss"] > other["p_loss"]
+    folds = [{"held_out": 30, "input_only": 5, "embedding_only": 5, "votes_differ": 10,
+              "differ_cells": {"3/2": [5, 0, 0], "2/3": [0, 0, 5]}}] * 2
+    v = check_verdict(folds, 3, 40, cells={"3/2": 3})
+    assert v["warned"] and v["p_loss"] == pytest.approx(sure["p_loss"])
+    assert not check_verdict(folds, 3, 40)["warned"]          # no cells: the pooled split
+    old = [{k: f[k] for k in f if k != "differ_cells"} for f in folds]
+    assert check_verdict(old, 3, 40, cells={"3/2": 3})["p_loss"] == pooled["p_loss"]

@@ -45,7 +45,7 @@ from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import refuse_options_under_auto, solve
-from ._held_out import check_verdict, held_out_verdict, warning_message
+from ._held_out import check_verdict, held_out_verdict, vote_cell, warning_message
 from ._validation import TypedParameterValidation
 
 __all__ = ["DVU", "MVU"]
@@ -61,6 +61,16 @@ _WHERE_DEFAULTS_LOSE = (
     "1.2 at 2,500; on scikit-learn's digits by 3.0 at 200 and 1.2 at 1,000 rows. On USPS "
     "more neighbours did not close it, and metric='tangent' turned it into a gain of 3.5-9 "
     "points over the inputs; see the DVU docstring.)")
+
+
+def _vote(neighbour_labels: np.ndarray, strength: bool = False):
+    """The k-NN vote of each row of neighbours' labels (ties: the smallest label, as
+    ``KNeighborsClassifier``), and with ``strength`` how many neighbours voted for it."""
+    counts = [np.bincount(v) for v in neighbour_labels]
+    vote = np.array([c.argmax() for c in counts], dtype=int)
+    if not strength:
+        return vote
+    return vote, np.array([c.max() for c in counts], dtype=int)
 
 
 def _num_rows(X) -> int:
@@ -428,8 +438,11 @@ class DVU(_GramEmbedding):
         ``p_value`` (the sign test), ``votes_differ`` (held-out rows the votes differ on);
         on the unlabelled rows ``unlabelled``, ``unlabelled_disagree`` (rows the
         transduction and the inputs' vote differ on), ``loss_ceiling``, ``expected_loss``,
-        ``loss_interval`` (80 %), ``p_loss``; ``warned``, ``folds`` (each fold's counts),
-        ``neighbors``, the last
+        ``loss_interval`` (80 %), ``p_loss``, ``unlabelled_cells`` (the differing rows by
+        how many of the k neighbours voted for each vote, ``"3/2"``: all 3 in the inputs, 2
+        in the embedding); ``warned``, ``folds`` (each fold's counts; ``differ_cells``: its
+        differing rows by the same cells, each split right only on the inputs / on neither
+        / only on the embedding), ``neighbors``, the last
         pre-fit's ``solver`` and ``status``; or ``skipped`` and why.
     """
 
@@ -524,7 +537,7 @@ class DVU(_GramEmbedding):
             codes[~labeled] = knn.predict(self.embedding_[~labeled])
         self.transduction_ = classes[codes]
         if "embedding_accuracy" in self.validation_:
-            self._judge_unlabelled(X, y_int, labeled, codes)
+            self._judge_unlabelled(X, y_int, labeled, codes, knn)
         elif "folds" in self.validation_:   # asked for, but every pre-fit failed
             warn(f"DVU: the held-out check did not run ({self.validation_['skipped']}); the "
                  "fit is returned unchecked: nothing says whether its embedding classifies "
@@ -534,14 +547,15 @@ class DVU(_GramEmbedding):
         self._fit_out_of_sample(X)
         return self
 
-    def _input_vote(self, X, y_int, train, rows, k) -> np.ndarray:
-        """The k-NN vote of the ``train`` rows' labels for ``rows`` in the input features."""
+    def _input_vote(self, X, y_int, train, rows, k, *, strength: bool = False):
+        """The k-NN vote of the ``train`` rows' labels for ``rows`` in the input features
+        (with ``strength``: and how many of the k neighbours voted for it)."""
         Xr = X[rows] if self.metric != "precomputed" else X[rows][:, train]
         _, ind = fitted_neighbors(Xr, X[train], k, metric=self.metric,
                                   **(self.metric_params or {}))
-        return np.array([np.bincount(v).argmax() for v in y_int[train][ind]])
+        return _vote(y_int[train][ind], strength)
 
-    def _judge_unlabelled(self, X, y_int, labeled, codes) -> None:
+    def _judge_unlabelled(self, X, y_int, labeled, codes, knn) -> None:
         """The check's decision (see ``validation_fraction``), on the unlabelled rows if any.
 
         With unlabelled rows, ``check_verdict`` (``unlabelled_loss`` of the held-out counts
@@ -551,8 +565,15 @@ class DVU(_GramEmbedding):
         v = self.validation_
         if (~labeled).any():
             k = min(self.transductive_neighbors, int(labeled.sum()))
-            d = int(np.sum(self._input_vote(X, y_int, labeled, ~labeled, k) != codes[~labeled]))
-            v.update(check_verdict(v["folds"], d, int((~labeled).sum())))
+            p_inp, s_inp = self._input_vote(X, y_int, labeled, ~labeled, k, strength=True)
+            _, ind = knn.kneighbors(self.embedding_[~labeled])
+            _, s_emb = _vote(y_int[labeled][ind], True)
+            differ = p_inp != codes[~labeled]
+            cells: dict[str, int] = {}
+            for si, se in zip(s_inp[differ], s_emb[differ]):
+                cells[vote_cell(si, se)] = cells.get(vote_cell(si, se), 0) + 1
+            v["unlabelled_cells"] = cells
+            v.update(check_verdict(v["folds"], int(differ.sum()), int((~labeled).sum())))
         if not v["warned"]:
             return
         if self.graph is not None:
@@ -641,15 +662,23 @@ class DVU(_GramEmbedding):
             k = min(self.transductive_neighbors, int(train.sum()))
             knn = KNeighborsClassifier(n_neighbors=k).fit(Z[train], y_int[train])
             p_emb = knn.predict(Z[held])
-            p_inp = self._input_vote(X, y_int, train, held, k)
+            _, s_emb = _vote(y_int[train][knn.kneighbors(Z[held])[1]], True)
+            p_inp, s_inp = self._input_vote(X, y_int, train, held, k, strength=True)
             r_emb, r_inp = p_emb == y_int[held], p_inp == y_int[held]
+            cells: dict[str, list[int]] = {}
+            differ = p_emb != p_inp
+            for si, se, ri, re in zip(s_inp[differ], s_emb[differ], r_inp[differ],
+                                      r_emb[differ]):
+                row = cells.setdefault(vote_cell(si, se), [0, 0, 0])
+                row[0 if ri else (2 if re else 1)] += 1
             right_emb.append(r_emb)
             right_inp.append(r_inp)
             per_fold.append({"held_out": int(held.sum()), "embedding_right": int(r_emb.sum()),
                              "input_right": int(r_inp.sum()),
                              "input_only": int(np.sum(r_inp & ~r_emb)),
                              "embedding_only": int(np.sum(r_emb & ~r_inp)),
-                             "votes_differ": int(np.sum(p_emb != p_inp))})
+                             "votes_differ": int(np.sum(p_emb != p_inp)),
+                             "differ_cells": cells})
         if report is None:
             return {"skipped": "every held-out fit failed: " + per_fold[0]["skipped"],
                     "folds": per_fold}, {}
