@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO
-from .space import FactorSpace, _rank_deficient
+from .space import _NULL_RTOL, FactorSpace
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -45,14 +45,28 @@ _STUCK_WINDOW = 10
 _SATURATED = 1e-3
 
 
-def _saturated(space: FactorSpace, W: np.ndarray) -> bool:
+def _sv_ratio(W: np.ndarray) -> float:
+    r""":math:`\sigma_{\min}(W)/\sigma_{\max}(W)` (0 for a zero factor), from one thin SVD:
+    what both :func:`_null_direction` and :func:`_saturated` read."""
+    s = np.linalg.svd(W, compute_uv=False)
+    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
+
+
+def _null_direction(ratio: float) -> bool:
+    """Whether a factor of singular-value ratio ``ratio`` (:func:`_sv_ratio`) is
+    rank-deficient, as :func:`~.space._rank_deficient` says from its own SVD."""
+    return ratio <= _NULL_RTOL
+
+
+def _saturated(space: FactorSpace, W: np.ndarray | None = None,
+               ratio: float | None = None) -> bool:
     r"""Whether rank growth may start from ``W``: always where ``space.dim`` <=
     ``DenseLimits.eig``, else only if :math:`\sigma_{\min}(W) >` ``_SATURATED``
-    :math:`\sigma_{\max}(W)`."""
+    :math:`\sigma_{\max}(W)` (``ratio``: that ratio, :func:`_sv_ratio`, when already
+    computed)."""
     if space.dim <= space.limits.eig:
         return True
-    s = np.linalg.svd(W, compute_uv=False)
-    return bool(s[-1] > _SATURATED * s[0])
+    return (_sv_ratio(W) if ratio is None else ratio) > _SATURATED
 
 
 class StallGrowth:
@@ -111,7 +125,8 @@ class StallGrowth:
         factorisation or the solves would end past it, the rank does not grow; nor, where
         ``space.dim`` > ``DenseLimits.eig``, from a factor that is not saturated
         (:func:`_saturated`). Returns whether the rank grew."""
-        if _rank_deficient(self.W) or not _saturated(self.space, self.W):
+        ratio = _sv_ratio(self.W)
+        if _null_direction(ratio) or not _saturated(self.space, ratio=ratio):
             return False
         space = self.space
         k = min(_ESCAPE_BLOCK, space.dim - 2)
