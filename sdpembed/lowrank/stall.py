@@ -44,6 +44,15 @@ _STUCK_WINDOW = 10
 #: "Rank growth only from a saturated factor at n > limits.eig")
 _SATURATED = 1e-3
 
+#: where the bottom eigenpairs are dense (n <= ``DenseLimits.eig``: one ``eigh``, whose cost
+#: hardly depends on how many pairs it returns) the stall growth reads this many bottom
+#: eigenpairs and adds a column for every eigenvalue below ``_STALL_SHARE`` times the most
+#: negative: the number of negative eigenvalues of the dual slack, short of those near
+#: rounding, is the deficit (docs/tuning.md, "The stall growth sized by the negative
+#: eigenvalues"); above, ``_ESCAPE_BLOCK`` pairs and ``_ESCAPE_RATIO``
+_STALL_BLOCK = 64
+_STALL_SHARE = 1e-3
+
 
 def _sv_ratio(W: np.ndarray) -> float:
     r""":math:`\sigma_{\min}(W)/\sigma_{\max}(W)` (0 for a zero factor), from one thin SVD:
@@ -118,9 +127,13 @@ class StallGrowth:
         certificate attempt, whose negative eigenvector would grow the rank, is ever made
         (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
         L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
-        bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
-        where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
-        column (:func:`~.escape.grow`), up to ``max_rank``. They are computed under the
+        bottom eigenpairs at the current multipliers say whether and where: where
+        ``space.dim`` <= ``DenseLimits.eig``, every eigenvalue of the bottom ``_STALL_BLOCK``
+        below ``_STALL_SHARE`` times the most negative gives a column (the slack's negative
+        eigenvalues short of rounding: the deficit at once, where a tenth of the most
+        negative found two or three and the rank crept), above it every one of the bottom
+        ``_ESCAPE_BLOCK`` below ``_ESCAPE_RATIO`` times it (:func:`~.escape.grow`), up to
+        ``max_rank``. They are computed under the
         solve's time limit (:meth:`~.certificate.CertificateCache.bottom`): where a
         factorisation or the solves would end past it, the rank does not grow; nor, where
         ``space.dim`` > ``DenseLimits.eig``, from a factor that is not saturated
@@ -129,7 +142,9 @@ class StallGrowth:
         if _null_direction(ratio) or not _saturated(self.space, ratio=ratio):
             return False
         space = self.space
-        k = min(_ESCAPE_BLOCK, space.dim - 2)
+        dense = space.dim <= space.limits.eig
+        k = min(_STALL_BLOCK if dense else _ESCAPE_BLOCK, space.dim - 2)
+        share = _STALL_SHARE if dense else _ESCAPE_RATIO
         if k < 1:
             return False
         pairs = self.cache.bottom(space, self.y, self.nu, k)
@@ -139,7 +154,6 @@ class StallGrowth:
         room = self.opts.max_rank - self.W.shape[1]
         if not lam[0] < 0:
             return False
-        self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
-                   entry)
+        self._grow([X[:, i] for i in range(lam.size) if lam[i] < share * lam[0]][:room], entry)
         entry["stall_lambda_min"] = float(lam[0])
         return True
