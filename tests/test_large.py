@@ -632,11 +632,11 @@ def test_rank_growth_is_refused_for_a_rank_deficient_factor():
     genuine (DVU, ~4e-4 of the largest) may still grow."""
     rng = np.random.default_rng(0)
     W = rng.standard_normal((200, 6))
-    assert not lowrank.outer._rank_deficient(W)
+    assert not lowrank.space._rank_deficient(W)
     W[:, 5] = W[:, :5] @ rng.standard_normal(5)  # rank 5 in 6 columns
-    assert lowrank.outer._rank_deficient(W)
+    assert lowrank.space._rank_deficient(W)
     U, s, Vt = np.linalg.svd(rng.standard_normal((200, 6)), full_matrices=False)
-    assert not lowrank.outer._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
+    assert not lowrank.space._rank_deficient(U @ np.diag(np.r_[s[:5], 4e-4 * s[0]]) @ Vt)
 
 
 def test_trim_rank_drops_null_directions_and_keeps_the_gram_matrix():
@@ -651,7 +651,7 @@ def test_trim_rank_drops_null_directions_and_keeps_the_gram_matrix():
     assert T.shape == (300, 5 + 2)
     # exact up to the dropped sigma_i^2 = 1e-18 and rounding of the SVD (~1e-15 relative)
     assert np.linalg.norm(T @ T.T - W @ W.T) <= 1e-13 * np.linalg.norm(W @ W.T)
-    assert lowrank.outer._rank_deficient(T)
+    assert lowrank.space._rank_deficient(T)
     # 9 genuine of 12: trimming would drop only 1 column, not worth a restart
     s2 = np.r_[np.linspace(3.0, 1.0, 9), 1e-9 * np.ones(3)]
     assert lowrank.outer._trim_rank(U @ np.diag(s2) @ Vt) is None

@@ -33,8 +33,15 @@ from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
-from .space import FactorSpace, _rank_deficient, _trim_rank
-from .stall import _LIFT_GAP, _LIFT_GAP_SPARSE, StallGrowth, _saturated
+from .space import FactorSpace, _trim_rank
+from .stall import (
+    _LIFT_GAP,
+    _LIFT_GAP_SPARSE,
+    StallGrowth,
+    _null_direction,
+    _saturated,
+    _sv_ratio,
+)
 from .sweep import warm_multipliers
 
 logger = logging.getLogger(__name__)
@@ -558,11 +565,11 @@ class _OuterLoop(StallGrowth):
         # (n > limits.eig: only from a saturated factor, else the lift first)
         fresh = 0 < self.last_growth == self.it - 1
         lift_gap = _LIFT_GAP_SPARSE if self.space.dim > self.space.limits.eig else _LIFT_GAP
-        saturated = _saturated(space, self.W)
+        ratio = _sv_ratio(self.W)       # one SVD for both tests; W is not changed below
+        deficient, saturated = _null_direction(ratio), _saturated(space, ratio=ratio)
         grow_first = (gap is not None and gap > lift_gap * opts.tol and certificate.lambda_min
                       is not None and certificate.lambda_min < 0 and self.W.shape[1]
-                      < opts.max_rank and (fresh or not _rank_deficient(self.W))
-                      and saturated)
+                      < opts.max_rank and (fresh or not deficient) and saturated)
         # nor far from tol where the warm barrier runs at this step's end (its point is
         # certified there; docs/tuning.md, "The last rows over 10 s at n <= 600")
         far = gap is not None and gap > _LIFT_GAP * opts.tol and self.dual.warm_due()
@@ -593,7 +600,7 @@ class _OuterLoop(StallGrowth):
             if certificate.bound is not None else np.inf
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
-                and not _rank_deficient(self.W) and saturated and not self._late():
+                and not deficient and saturated and not self._late():
             self._grow(escape_directions(self.space, self.cache, certificate,
                                          self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)

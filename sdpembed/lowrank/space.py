@@ -336,7 +336,12 @@ def _block_chunk(n: int, k: int) -> int:
     return max(1, min(n, max(16, _BLOCK_SCRATCH // (8 * k * k))))
 
 
-def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
+#: a factor's smallest singular value at or below this share of its largest is a numerically
+#: null direction (:func:`_rank_deficient`, :func:`_trim_rank`)
+_NULL_RTOL = 1e-6
+
+
+def _rank_deficient(W: np.ndarray, rtol: float = _NULL_RTOL) -> bool:
     r"""Whether the factor has a numerically null column direction,
     :math:`\sigma_{\min}(W) \le` ``rtol`` :math:`\sigma_{\max}(W)`.
 
@@ -351,7 +356,7 @@ def _rank_deficient(W: np.ndarray, rtol: float = 1e-6) -> bool:
     return bool(s[-1] <= rtol * s[0])
 
 
-def _trim_rank(W: np.ndarray, rtol: float = 1e-6, margin: int = 2) -> np.ndarray | None:
+def _trim_rank(W: np.ndarray, rtol: float = _NULL_RTOL, margin: int = 2) -> np.ndarray | None:
     r"""The factor without its numerically null directions, or ``None`` to keep it.
 
     With :math:`W = U\Sigma V^T`, returns :math:`U_k\Sigma_k`: the same :math:`WW^T` up

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO
-from .space import FactorSpace, _rank_deficient
+from .space import _NULL_RTOL, FactorSpace
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -44,15 +44,38 @@ _STUCK_WINDOW = 10
 #: "Rank growth only from a saturated factor at n > limits.eig")
 _SATURATED = 1e-3
 
+#: where the bottom eigenpairs are dense (n <= ``DenseLimits.eig``: one ``eigh``, whose cost
+#: hardly depends on how many pairs it returns) the stall growth reads this many bottom
+#: eigenpairs and adds a column for every eigenvalue below ``_STALL_SHARE`` times the most
+#: negative: the number of negative eigenvalues of the dual slack, short of those near
+#: rounding, is the deficit (docs/tuning.md, "The stall growth sized by the negative
+#: eigenvalues"); above, ``_ESCAPE_BLOCK`` pairs and ``_ESCAPE_RATIO``
+_STALL_BLOCK = 64
+_STALL_SHARE = 1e-3
 
-def _saturated(space: FactorSpace, W: np.ndarray) -> bool:
+
+def _sv_ratio(W: np.ndarray) -> float:
+    r""":math:`\sigma_{\min}(W)/\sigma_{\max}(W)` (0 for a zero factor), from one thin SVD:
+    what both :func:`_null_direction` and :func:`_saturated` read."""
+    s = np.linalg.svd(W, compute_uv=False)
+    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
+
+
+def _null_direction(ratio: float) -> bool:
+    """Whether a factor of singular-value ratio ``ratio`` (:func:`_sv_ratio`) is
+    rank-deficient, as :func:`~.space._rank_deficient` says from its own SVD."""
+    return ratio <= _NULL_RTOL
+
+
+def _saturated(space: FactorSpace, W: np.ndarray | None = None,
+               ratio: float | None = None) -> bool:
     r"""Whether rank growth may start from ``W``: always where ``space.dim`` <=
     ``DenseLimits.eig``, else only if :math:`\sigma_{\min}(W) >` ``_SATURATED``
-    :math:`\sigma_{\max}(W)`."""
+    :math:`\sigma_{\max}(W)` (``ratio``: that ratio, :func:`_sv_ratio`, when already
+    computed)."""
     if space.dim <= space.limits.eig:
         return True
-    s = np.linalg.svd(W, compute_uv=False)
-    return bool(s[-1] > _SATURATED * s[0])
+    return (_sv_ratio(W) if ratio is None else ratio) > _SATURATED
 
 
 class StallGrowth:
@@ -104,17 +127,24 @@ class StallGrowth:
         certificate attempt, whose negative eigenvector would grow the rank, is ever made
         (docs/tuning.md, "LOWRANK robustness, dense graphs"). Not called after a subproblem
         L-BFGS left at ``max_inner``: its gap is that of an unfinished subproblem. The
-        bottom ``_ESCAPE_BLOCK`` eigenpairs at the current multipliers say whether and
-        where: every eigenvalue below ``_ESCAPE_RATIO`` times the most negative gives a
-        column (:func:`~.escape.grow`), up to ``max_rank``. They are computed under the
+        bottom eigenpairs at the current multipliers say whether and where: where
+        ``space.dim`` <= ``DenseLimits.eig``, every eigenvalue of the bottom ``_STALL_BLOCK``
+        below ``_STALL_SHARE`` times the most negative gives a column (the slack's negative
+        eigenvalues short of rounding: the deficit at once, where a tenth of the most
+        negative found two or three and the rank crept), above it every one of the bottom
+        ``_ESCAPE_BLOCK`` below ``_ESCAPE_RATIO`` times it (:func:`~.escape.grow`), up to
+        ``max_rank``. They are computed under the
         solve's time limit (:meth:`~.certificate.CertificateCache.bottom`): where a
         factorisation or the solves would end past it, the rank does not grow; nor, where
         ``space.dim`` > ``DenseLimits.eig``, from a factor that is not saturated
         (:func:`_saturated`). Returns whether the rank grew."""
-        if _rank_deficient(self.W) or not _saturated(self.space, self.W):
+        ratio = _sv_ratio(self.W)
+        if _null_direction(ratio) or not _saturated(self.space, ratio=ratio):
             return False
         space = self.space
-        k = min(_ESCAPE_BLOCK, space.dim - 2)
+        dense = space.dim <= space.limits.eig
+        k = min(_STALL_BLOCK if dense else _ESCAPE_BLOCK, space.dim - 2)
+        share = _STALL_SHARE if dense else _ESCAPE_RATIO
         if k < 1:
             return False
         pairs = self.cache.bottom(space, self.y, self.nu, k)
@@ -124,7 +154,6 @@ class StallGrowth:
         room = self.opts.max_rank - self.W.shape[1]
         if not lam[0] < 0:
             return False
-        self._grow([X[:, i] for i in range(lam.size) if lam[i] < _ESCAPE_RATIO * lam[0]][:room],
-                   entry)
+        self._grow([X[:, i] for i in range(lam.size) if lam[i] < share * lam[0]][:room], entry)
         entry["stall_lambda_min"] = float(lam[0])
         return True
