@@ -217,6 +217,8 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
     g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]), 0.0)
     assert left == [1]
     assert loop.max_inner == after
+    # with added rows the stall rule's window restarts at the exit (outer iteration 3)
+    assert getattr(loop, "left_kink_at", 0) == (3 if added_rows else 0)
     assert outer._MAX_INNER == 6000 and outer._MAX_INNER_KINK == 2000
     np.testing.assert_array_equal(g, [1.0, -0.5, -1.0])
 
@@ -244,3 +246,41 @@ def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, r
     outer._OuterLoop._leave_kink(loop, np.zeros(3), k_viol)
     assert outer._KINK_ROWS_FAR == 0.15 and outer._KINK_ROWS_RAISE == 9.0
     np.testing.assert_allclose(loop.rho, expected, rtol=1e-12)
+
+
+def _stall_loop(gaps, left_kink_at):
+    """A :class:`StallGrowth` above ``limits.eig`` (stall floor 1e-2 at tol 1e-4) after the
+    cheap gaps ``gaps``, the added rows feasible."""
+    from types import SimpleNamespace
+
+    from sdpembed.lowrank.options import DenseLimits
+    from sdpembed.lowrank.stall import StallGrowth
+
+    loop = StallGrowth()
+    loop.history = [{"cheap_gap": g} for g in gaps]
+    loop.it, loop.last_growth, loop.k_viol = len(gaps) + 1, 0, 3.9e-7
+    loop.left_kink_at = left_kink_at
+    loop.W = np.ones((2500, 14))
+    loop.space = SimpleNamespace(Q=None, dim=2500, limits=DenseLimits(eig=800))
+    loop.opts = SimpleNamespace(tol=1e-4, max_rank=200, feas_tol=1e-6)
+    return loop
+
+
+def test_the_stall_window_restarts_where_the_kink_is_left():
+    """``dvu_scale``'s links row, link seed 2: the kink envelope's last cheap gaps were 0.029
+    and 0.0727 (outers 4 and 5, the exit), the first Huber subproblem's 0.0158, above half
+    the kink's best, so the stall rule grew the rank 14 -> 30 there and the next
+    subproblem ran at rank 30. The kink's gaps measure another augmented Lagrangian: the
+    window restarts at the exit, as after a growth, and the rule reads the Huber gaps from
+    ``_STALL_WINDOW`` outer iterations on (docs/tuning.md, "The links row at seeds 0, 2 and
+    3: the stall window from the kink exit")."""
+    from sdpembed.lowrank.stall import _STALL_WINDOW
+
+    kink = [1.81, 0.0882, 0.0377, 0.029, 0.0727]
+    assert _stall_loop(kink, left_kink_at=0)._stalled(0.0158)      # before: a stall
+    assert not _stall_loop(kink, left_kink_at=5)._stalled(0.0158)  # the exit restarts it
+    assert not _stall_loop(kink + [0.0158], left_kink_at=5)._stalled(0.0158)
+    # from _STALL_WINDOW outers after the exit on, a stalled Huber gap still grows the rank
+    assert _STALL_WINDOW == 3
+    assert _stall_loop(kink + [0.0158, 0.0160], left_kink_at=5)._stalled(0.0159)
+    assert not _stall_loop(kink + [0.0158, 0.0160], left_kink_at=5)._stalled(0.0070)

@@ -212,9 +212,14 @@ class _OuterLoop(StallGrowth):
         multipliers the solve goes on from at the Huber envelope's first penalty; with
         added rows the default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``,
         and where the kink's point violates them by more than ``_KINK_ROWS_FAR``
-        (``k_viol``) their penalty is raised ``_KINK_ROWS_RAISE`` times (within its cap)."""
+        (``k_viol``) their penalty is raised ``_KINK_ROWS_RAISE`` times (within its cap);
+        with added rows the stall rule's window restarts here (``left_kink_at``: the kink's
+        cheap gaps are no measure of the Huber envelope's, docs/tuning.md, "The links row
+        at seeds 0, 2 and 3: the stall window from the kink exit")."""
         pen = self.pen
         self.alm.leave_kink()
+        if self.space.K is not None:
+            self.left_kink_at = self.it
         if self.opts.max_inner is None and self.space.K is not None:
             self.max_inner = _MAX_INNER
         if self.space.K is not None and k_viol > _KINK_ROWS_FAR:

@@ -81,18 +81,24 @@ def _saturated(space: FactorSpace, W: np.ndarray | None = None,
 class StallGrowth:
     """The outer loop's rank growth on a stalled cheap gap (:class:`~.outer._OuterLoop`
     inherits it; its attributes ``space``, ``opts``, ``W``, ``y``, ``nu``, ``it``,
-    ``last_growth``, ``history``, ``k_viol``, ``cache`` and method ``_grow`` are the
-    loop's)."""
+    ``last_growth``, ``left_kink_at``, ``history``, ``k_viol``, ``cache`` and method
+    ``_grow`` are the loop's)."""
+
+    #: with added rows, the outer iteration that left the kink envelope (0: not left)
+    left_kink_at = 0
 
     def _stalled(self, cheap_gap: float) -> bool:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
         ``tol`` and ``_STALL_FLOOR`` (where the bottom eigenpairs are dense, n <=
         ``DenseLimits.eig``: above ``_STALL_LOW`` times ``tol``), and above ``_STALL_RATIO``
         times the best of the two iterations before, at least ``_STALL_WINDOW`` outer
-        iterations after the start or the last rank growth (full space only, below
-        ``max_rank``), and never while added rows are violated beyond ``feas_tol``."""
+        iterations after the start, the last rank growth or (``left_kink_at``) the kink
+        envelope's exit with added rows, whose gaps are not the Huber envelope's (full
+        space only, below ``max_rank``), and never while added rows are violated beyond
+        ``feas_tol``."""
         if self.space.Q is not None or self.W.shape[1] >= self.opts.max_rank \
-                or self.it < self.last_growth + _STALL_WINDOW or len(self.history) < 2:
+                or self.it < max(self.last_growth, self.left_kink_at) + _STALL_WINDOW \
+                or len(self.history) < 2:
             return False
         if self.k_viol > self.opts.feas_tol:
             # violated added rows stall the gap until their multipliers have grown (their
