@@ -132,3 +132,57 @@ def test_orthogonalise_repeats_the_pass_only_where_it_cancels():
     assert passes1 == 1
     assert np.abs(basis.T @ out1).max() < 1e-12 * norm1
     assert abs(out1.sum()) < 1e-12 * norm1 * np.sqrt(n)
+
+
+def test_top_pairs_end_early_at_the_largest_pair_when_asked():
+    """``early``: asked with the largest Ritz value once its pair converged; True ends the
+    run there with that pair alone (the dense top eigenpair, in fewer steps than the
+    block's), False leaves the full run unchanged, step for step."""
+    n, k = 600, 40
+    O, A, count = _crowded(n, k)
+    v0 = np.random.default_rng(1).standard_normal(n)
+    theta, X = top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=6 * k)
+    full = count[0]
+    w = np.linalg.eigvalsh(A)
+    asked = []
+    count[0] = 0
+    th1, X1 = top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=6 * k,
+                        early=lambda t: asked.append(t) or True)
+    assert th1.shape == (1,) and X1.shape == (n, 1) and count[0] < full
+    np.testing.assert_allclose(asked, [w[-1]], atol=1e-12 * w[-1])
+    np.testing.assert_allclose(th1, w[-1:], atol=1e-12 * w[-1])
+    assert np.linalg.norm(A @ X1 - X1 * th1) < 1e-8 * w[-1]
+    count[0] = 0
+    th2, X2 = top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=6 * k, early=lambda t: False)
+    assert count[0] == full
+    np.testing.assert_array_equal(th2, theta)
+    np.testing.assert_array_equal(X2, X)
+
+
+def test_a_lift_above_the_dense_limit_ends_on_the_smallest_pair_alone(
+        partial_digits, returns_of, monkeypatch):
+    """lift_multipliers on the shift-invert path (blocks of 60 pairs by the unrestarted
+    run): the block that ends the lift stops at its smallest pair, and the lift is the one
+    made with whole blocks (the same multipliers, bit for bit), its eigenvalue the dense
+    lambda_min of the lifted slack on 1-perp."""
+    X, y, graph, rng = partial_digits(90)
+    gp = dvu_problem(graph, y)
+    res = lowrank.lowrank_solve(gp, options=lowrank.LowRankOptions(tol=1e-8))
+    space = lowrank.FactorSpace(gp, None, limits=lowrank.DenseLimits(eig=10, block=60))
+    pen = lowrank.DistancePenalty(gp)
+    noise = 1e-4 * np.random.default_rng(0).standard_normal(res.y.shape) * np.abs(res.y).max()
+    y_noisy = np.clip(res.y + noise, -pen.w, pen.w)
+    outs = returns_of(sparse_slack, "top_pairs")
+    y_l, eig = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
+    sizes = [None if out is None else out[0].size for out in outs]
+    assert sizes[-1] == 1 and all(s == 60 for s in sizes[:-1]) and len(sizes) >= 2
+    real = sparse_slack.top_pairs
+    monkeypatch.setattr(sparse_slack, "top_pairs",
+                        lambda *a, early=None, **kw: real(*a, **kw))
+    y_w, eig_w = lowrank.lift_multipliers(space, pen, y_noisy, res.nu)
+    np.testing.assert_array_equal(y_l, y_w)
+    H = centering_basis(gp.n)
+    SH = space.apply_S(H, y_l, res.nu)
+    lam = np.linalg.eigvalsh(0.5 * (H.T @ SH + SH.T @ H))[0]
+    assert eig.value == pytest.approx(lam, rel=1e-6, abs=1e-12 * np.abs(SH).max())
+    assert eig_w.value == pytest.approx(eig.value, rel=1e-6, abs=1e-12 * np.abs(SH).max())

@@ -34,6 +34,8 @@ Only the span matters to the caller (the values it returns are Rayleigh quotient
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator
@@ -59,7 +61,8 @@ def _orthogonalise(w: np.ndarray, basis: np.ndarray) -> tuple[np.ndarray, float,
 
 
 def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
-              max_steps: int) -> tuple[np.ndarray, np.ndarray] | None:
+              max_steps: int, early: Callable[[float], bool] | None = None
+              ) -> tuple[np.ndarray, np.ndarray] | None:
     r"""The ``k`` largest eigenpairs ``(theta, X)`` (ascending, ``X`` n x k orthonormal, in
     :math:`\mathbf 1^\perp`) of the symmetric operator ``O`` on :math:`\mathbf 1^\perp`
     (``O.matvec``) by
@@ -69,7 +72,13 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
     (see the module docstring). ``None`` if the test fails at ``max_steps`` (capped at
     ``n - 1``). An invariant subspace found early (:math:`\beta = 0`) ends the run with
     every Ritz pair exact, or with ``None`` where it holds fewer than ``k`` (repeated
-    eigenvalues: ARPACK restarts from random vectors there)."""
+    eigenvalues: ARPACK restarts from random vectors there).
+
+    ``early``: given the largest Ritz value once its pair meets the test (asked at every
+    test, from the first step on), whether that pair alone is enough; if so the run ends
+    there and returns it alone (``theta`` and ``X`` of one pair). The steps before are
+    those of the full run, so a run that ``early`` never ends is the full run, step for
+    step."""
     max_steps = int(min(max_steps, n - 1))
     Q = np.empty((n, max_steps))
     alpha, beta = np.zeros(max_steps), np.zeros(max_steps)
@@ -87,12 +96,16 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
         w, beta[j], _ = _orthogonalise(w, Q[:, :j + 1])
         m = j + 1
         exhausted = not beta[j] > 1e-14 * max(abs(alpha[:m]).max(), 1e-300)
-        if m >= k and (exhausted or m % _TEST_EVERY == 0 or m == max_steps):
+        test = exhausted or m % _TEST_EVERY == 0 or m == max_steps
+        if test and (m >= k or early is not None):
             theta, S = sla.eigh_tridiagonal(alpha[:m], beta[:m - 1])
             theta, S = theta[-k:], S[:, -k:]
             limit = tol * np.maximum(eps23, np.abs(theta))
-            if exhausted or np.all(beta[j] * np.abs(S[-1]) <= limit):
+            done = exhausted or beta[j] * np.abs(S[-1]) <= limit
+            if m >= k and np.all(done):
                 return theta, Q[:, :m] @ S
+            if early is not None and done[-1] and early(float(theta[-1])):
+                return theta[-1:], Q[:, :m] @ S[:, -1:]
         if exhausted:
             return None
         q = w / beta[j]

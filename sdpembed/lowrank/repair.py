@@ -478,6 +478,13 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     off = space.linear_offset(nu)
     eta = _LIFT_MARGIN * _gershgorin(space, y, nu)
     lowered, before = False, None
+
+    def stops(lam0: float) -> bool:
+        # the round's stopping test but the clock: it needs lambda_min alone
+        return bool(lam0 >= 0 or r == rounds
+                    or (floor is not None and -pen.conjugate(y) - off < floor)
+                    or (target is not None and _shifted_bound(pen, y, lam0, mu0, off) >= target))
+
     for r in range(rounds + 1):
         if r == 0 and eigenpairs is not None:
             lam, X = eigenpairs[0][:k_all], eigenpairs[1][:, :k_all]
@@ -485,19 +492,22 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl);
             # not after a round that lowered multipliers
             weyl = r > 0 and near_shifts and not lowered
+            args = dict(guess=None if r == 0 else float(lam[0]),
+                        lower=float(lam[0]) if weyl else None,
+                        raise_shift=near_shifts, late=late, times=times)
             try:
-                lam, X = _bottom(space, y, nu, k_all, guess=None if r == 0 else float(lam[0]),
-                                 lower=float(lam[0]) if weyl else None,
-                                 raise_shift=near_shifts, late=late, times=times)
+                # a block that would end the lift needs only its smallest pair
+                # (sparse_bottom's enough: the unrestarted run stops there)
+                lam, X = _bottom(space, y, nu, k_all, enough=stops, **args)
+                if lam.size < k_all and not (stops(float(lam[0])) or _past(deadline)):
+                    lam, X = _bottom(space, y, nu, k_all, **args)   # the whole block after all
             except EigenStop:   # late, or a failed eigensolve
                 if before is None:
                     raise
                 return before   # the last multipliers whose eigenpair is known
         eig = EigenEstimate(float(lam[0]), X[:, 0], float(lam[0]), 0.0,
                             "dense" if n <= space.limits.eig else "shift-invert")
-        if lam[0] >= 0 or r == rounds or _past(deadline) \
-                or (floor is not None and -pen.conjugate(y) - off < floor) \
-                or (target is not None and _shifted_bound(pen, y, lam[0], mu0, off) >= target):
+        if stops(float(lam[0])) or _past(deadline):
             break
         before = (y.copy(), eig)
         neg = lam < 0

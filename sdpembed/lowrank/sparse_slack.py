@@ -702,7 +702,8 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
                   tol: float = 1e-10, parts: SlackParts | None = None,
                   raise_to: float | None = None,
                   late: Callable[[float | None], bool] | None = None,
-                  times: FactorTimes | None = None
+                  times: FactorTimes | None = None,
+                  enough: Callable[[float], bool] | None = None
                   ) -> tuple[np.ndarray, np.ndarray, float]:
     r"""The ``k`` smallest eigenpairs :math:`(\Lambda, X)` of :math:`S` on :math:`\mathbf 1^\perp`
     by shift-invert Lanczos, :math:`P(S - \sigma I)^{-1}P` (for ``k >=
@@ -729,7 +730,12 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     solves): a factorisation that only raises the shift is left out, one that is needed
     (the first, a lower shift, the solves) raises :class:`CertificateLate`. A failed
     ARPACK run, or no shift below the spectrum, raises :class:`EigensolveFailed`; both
-    are :class:`EigenStop`, which every caller handles."""
+    are :class:`EigenStop`, which every caller handles.
+
+    ``enough``: given an estimate of :math:`\lambda_{\min}` (:math:`\sigma + 1/\theta`, the
+    unrestarted run's largest Ritz value once its pair has converged), whether the smallest
+    pair alone will do (a caller that may stop at it); if so only that pair is returned
+    (``lam`` and ``X`` of one pair; ARPACK's blocks always return ``k``)."""
     parts = SlackParts.of(space, y, nu) if parts is None else parts
     n = space.dim
     times = FactorTimes() if times is None else times
@@ -764,8 +770,9 @@ def sparse_bottom(space: FactorSpace, y: np.ndarray, nu: float | np.ndarray | No
     if late is not None and late(times.estimate(0, ncv)):
         raise CertificateLate("the shift-invert solves would end past the time limit")
     try:
+        early = None if enough is None else (lambda theta: enough(sigma + 1.0 / theta))
         pairs = None if k < _LANCZOS_MIN_PAIRS else top_pairs(
-            O, n, k, v0=v0, tol=tol, max_steps=max(_LANCZOS_STEPS * k, ncv))
+            O, n, k, v0=v0, tol=tol, max_steps=max(_LANCZOS_STEPS * k, ncv), early=early)
         nu_, X = eigsh(O, k=k, which="LA", v0=v0, ncv=ncv, tol=tol) if pairs is None else pairs
     except spla.ArpackError as exc:   # e.g. error 3, no shifts, on a small slack
         raise EigensolveFailed(f"shift-invert Lanczos failed ({exc})") from exc

@@ -230,7 +230,7 @@ _LOWER_MARGIN = 0.1
 def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
             lower: float | None = None,
             raise_shift: bool = True, late=None,
-            times=None) -> tuple[np.ndarray, np.ndarray]:
+            times=None, enough=None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest eigenpairs of :math:`S(y,\\nu)` on :math:`\\mathbf 1^\\perp` (full
     space): dense (:func:`_dense_bottom`) for n <= ``limits.eig``, else by shift-invert
     Lanczos on a sparse factorisation
@@ -247,7 +247,8 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
     Values are Rayleigh quotients (unverified above ``limits.eig``). ``late``, ``times``:
     the time limit's test and the factorisations' seconds, as in ``sparse_bottom``
     (which raises ``CertificateLate``). A failed ARPACK run (the coarse estimate's or
-    shift-invert's) raises ``EigensolveFailed``; both are ``EigenStop``."""
+    shift-invert's) raises ``EigensolveFailed``; both are ``EigenStop``. ``enough``: as
+    in ``sparse_bottom`` (the smallest pair alone where it says so; dense: ignored)."""
     if space.dim <= space.limits.eig:
         return _dense_bottom(space, y, nu, k)
     scale = _gershgorin(space, y, nu)
@@ -265,7 +266,7 @@ def _bottom(space: FactorSpace, y, nu, k: int, *, guess: float | None = None,
         sigma = min(guess, 0.0) - max(abs(guess), floor)
     lam, X, _ = sparse_bottom(space, y, nu, k, sigma=sigma,
                               raise_to=-floor if k > 1 and raise_shift else None,
-                              late=late, times=times)
+                              late=late, times=times, enough=enough)
     return lam, X
 
 
