@@ -291,8 +291,8 @@ def item6_threshold():
     lam = min_bounded_slack_weight(blobs30().points_problem)
     f = blobs30(slack_weight=lam)
     _ = f.problem   # the cvxpy variables exist: LOWRANK writes its point into them
-    # a time limit: at the threshold the problem is bounded but barely, and the default
-    # limit (an hour) is what ends the solve
+    # a time limit so that a regression ends: LOWRANK refuses the threshold before any
+    # iteration (its dual barrier used to search for an interior until the limit)
     return f"slack_weight {lam:.6g}, time_limit 60: " + outcome(
         lambda: solve(f, "LOWRANK", time_limit=60.0))
 

@@ -655,6 +655,22 @@ def test_preparation_errors_are_rows_of_the_grid():
     assert result.meta["errors"] == 5 and "## Errors (5 runs)" in result.summary()
 
 
+def test_summary_shows_an_error_message_whole_with_its_advice():
+    # a refusal's advice comes at the end of its message, past 300 characters
+    d = _smoke_dict()
+    d["labels"]["fraction"] = 20
+    result = run_spec(parse_spec(d), seeds=[0], progress=False)
+    long = ("SolverFailedError: LOWRANK stopped without a certificate: "
+            + "objective 1.0, bound -1.0; " * 20 + "\n  raise time_limit, or use CLARABEL.")
+    assert len(long) > 500
+    for r in result.rows:
+        r["error"] = long
+    summary = result.summary()
+    assert "## Errors (5 runs)" in summary
+    line = next(x for x in summary.splitlines() if "SolverFailedError" in x)
+    assert line.startswith("- ") and line.endswith("raise time_limit, or use CLARABEL.")
+    assert line.count("objective 1.0, bound -1.0;") == 20
+
 def test_spectrum_and_prototype_figures(tmp_path):
     from sdpembed.estimators.discriminative import DiscriminativeProjections
     from sdpembed.estimators.dne import DNE

@@ -249,11 +249,16 @@ def _summary_markdown(result: ExperimentResult) -> str:
                                              f.get("error_stage", "")) == (method, params,
                                                                            solver, stage))
             lines.append(f"- {method} {params_text(params)} {solver or ''} ({_n(n, 'run')}, while "
-                         f"{_STAGES.get(stage, stage or 'running')}): {r['error'][:300]}")
+                         f"{_STAGES.get(stage, stage or 'running')}): {_one_line(r['error'])}")
     return "\n".join(lines) + "\n"
 
 
 _STAGES = {"prepare": "preparing the data", "fit": "fitting", "evaluate": "evaluating"}
+
+
+def _one_line(message: str) -> str:
+    """The whole error message on one Markdown list line (its advice comes last)."""
+    return " ".join(message.split())
 
 
 def _statuses_text(rows: list) -> str:

@@ -153,9 +153,55 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
         return None
     if cache is not None and pen.mode == "interval":
         cache.mu0, cache.eig_seconds = eig.value, time.perf_counter() - t0
-    if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)):
+    if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)) \
+            or _below_threshold(space, pen, y0, eig):
         return y0, eig.ritz
     return None
+
+
+#: relative distance of ``slack_weight`` from its boundedness threshold below which LOWRANK
+#: refuses the problem: its dual barrier finds no interior there (docs/tuning.md, "slack_weight
+#: at the boundedness threshold")
+THRESHOLD_BAND = 5e-9
+
+
+def _below_threshold(space: FactorSpace, pen: DistancePenalty, y0: np.ndarray, eig) -> bool:
+    r"""Whether ``slack_weight`` is below its boundedness threshold by more than
+    ``THRESHOLD_BAND`` (relative); an ``UnsupportedProblemError`` naming the threshold when
+    it is within that band of it.
+
+    With :math:`x` the unit eigenvector of :math:`\lambda_{\min}(S(y_0))`, the slope of the
+    objective along the stretch :math:`t\,xx^T` is :math:`x^TS(y_0)x`, and raising
+    ``slack_weight`` by the fraction :math:`\delta` raises it by :math:`\delta q` with
+    :math:`q = \sum_e y_{0,e} D_e(xx^T)`. So :math:`\hat\delta = \lambda_{\min}/q` is, to first
+    order, the relative distance of ``slack_weight`` above the threshold
+    :math:`\lambda^* = \lambda/(1+\hat\delta)` (``min_bounded_slack_weight``). Within
+    ``THRESHOLD_BAND`` of it (an eigenvalue whose residual is above that decides nothing) the
+    objective is flat along the stretch, the optimal set is unbounded or nearly so and the
+    dual feasible set has (almost) no interior: no certificate is reached, by LOWRANK or the
+    interior-point backends. Below the band the problem is unbounded (the absolute test
+    before this one misses :math:`\lambda_{\min}` above -1e-9).
+    """
+    x = np.asarray(eig.vector, dtype=float).reshape(-1)
+    q = float(y0 @ np.asarray(space.E @ x).reshape(-1) ** 2)
+    if not np.isfinite(q) or q <= 0.0 or eig.residual > THRESHOLD_BAND * q:
+        return False
+    delta = eig.ritz / q
+    if abs(delta) > THRESHOLD_BAND:
+        return delta < 0.0
+    lam = pen.lam
+    star = lam / (1.0 + delta)
+    why = ("the objective is flat along a stretch of the embedding, so the optimal set is "
+           "unbounded (or nearly so)" if pen.mode == "interval" else
+           "the penalty's linear part no longer rises along a stretch of the embedding, so the "
+           "optimum lies arbitrarily far out (or is unbounded)")
+    raise UnsupportedProblemError(
+        f"slack_weight = {lam:.9g} is at the threshold below which the problem is unbounded "
+        f"(min_bounded_slack_weight = {star:.9g}; relative distance {delta:+.1e}, within "
+        f"{THRESHOLD_BAND:.0e}): there {why}, and no backend certifies a solution "
+        "(CLARABEL and CSDP fail there too). Raise slack_weight a little above it (e.g. "
+        f"slack_weight = {1.001 * star:.6g}), or add a trace term (trace='min', trace_weight "
+        "> 0), or use distances='equality'.")
 
 
 def _starting_factor(space: FactorSpace, opts: LowRankOptions, state: _SolveState
