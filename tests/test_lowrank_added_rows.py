@@ -225,15 +225,17 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
 
 @pytest.mark.parametrize("k_viol, rho, expected", [
     (0.308, [3.0, 0.9], [27.0, 8.1]),       # links seed 3's kink point: raised
+    (0.1456, [9.0, 9.0], [81.0, 81.0]),     # n = 1,200, link seed 1's: raised
     (0.0835, [27.0, 8.1], [27.0, 8.1]),     # links seed 0's: as it was
     (0.308, [2e5, 1.0], [1e6, 9.0]),        # within the cap, 1e6 times the start
 ])
 def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, rho, expected):
     """On leaving the kink with its point violating the added rows by more than
-    ``_KINK_ROWS_FAR`` (``dvu_scale``'s links row, link seed 3: 0.308), their penalty is
-    raised ``_KINK_ROWS_RAISE`` times for the Huber envelope, capped as the schedule caps it;
-    nearer (seeds 0 and 2: 0.07-0.08) it is left as the kink left it (docs/tuning.md, "The
-    links row at seed 3: the rows' penalty at the Huber start")."""
+    ``_KINK_ROWS_FAR`` (``dvu_scale``'s links row, link seed 3: 0.308; n = 1,200, 100 + 100
+    rows, link seed 1: 0.1456), their penalty is raised ``_KINK_ROWS_RAISE`` times for the
+    Huber envelope, capped as the schedule caps it; nearer (seeds 0 and 2: 0.07-0.08) it is
+    left as the kink left it (docs/tuning.md, "The links row at seed 3: the rows' penalty at
+    the Huber start", "The added rows' far line at the kink exit")."""
     from types import SimpleNamespace
 
     from sdpembed.lowrank import outer
@@ -244,7 +246,7 @@ def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, r
         alm=SimpleNamespace(leave_kink=lambda: None), _start_penalty=lambda: None,
         rho=np.array(rho), rho0=np.ones(2))
     outer._OuterLoop._leave_kink(loop, np.zeros(3), k_viol)
-    assert outer._KINK_ROWS_FAR == 0.15 and outer._KINK_ROWS_RAISE == 9.0
+    assert outer._KINK_ROWS_FAR == 0.1 and outer._KINK_ROWS_RAISE == 9.0
     np.testing.assert_allclose(loop.rho, expected, rtol=1e-12)
 
 

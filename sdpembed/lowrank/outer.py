@@ -67,8 +67,8 @@ _SIGMA_KINK = 0.1
 #: rows' penalty low (it is tripled only on stalled kink iterations) while the rows are
 #: far from feasible, and the first Huber subproblems then move the configuration without
 #: moving the rows (docs/tuning.md, "The links row at seed 3: the rows' penalty at the
-#: Huber start")
-_KINK_ROWS_FAR, _KINK_ROWS_RAISE = 0.15, 9.0
+#: Huber start"; the line from "The added rows' far line at the kink exit")
+_KINK_ROWS_FAR, _KINK_ROWS_RAISE = 0.1, 9.0
 
 #: ``"interval"`` factors of at most this many entries, no added rows, get Newton-CG once a
 #: subproblem took L-BFGS ``_LBFGS_HARD`` iterations (docs/tuning.md, "Small interval ...")
