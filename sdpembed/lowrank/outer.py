@@ -89,6 +89,15 @@ _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
 
+#: n > ``DenseLimits.eig``: after two lifts, the best lifted gap still above ``_SPACE_MIN``
+#: times ``tol``, no try (refinement, certificate, lift, stall check) is made for
+#: ``_SPACE_SHARE`` of the outer iterations the best gap's rate of fall between them needs
+#: to reach ``tol`` (``_SPACE_CAP`` where it did not fall), at least one, at most
+#: ``_SPACE_CAP``; never on the last outer iteration nor where the window would not fit
+#: before the loop's deadline (docs/tuning.md, "usps2500-tangent-k8 on main, where its CPU
+#: goes", and "Spaced certificate tries at n > 800")
+_SPACE_MIN, _SPACE_SHARE, _SPACE_CAP = 2.0, 0.5, 4
+
 
 class _OuterLoop(StallGrowth):
     r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
@@ -158,6 +167,7 @@ class _OuterLoop(StallGrowth):
         self.timings = {"subproblems": 0.0, "certificates": 0.0, "multipliers": 0.0}
         self.max_abs_y: list[float] = []
         self.last_growth = 0  # outer iteration of the last rank growth
+        self.lifts, self.next_try = [], 0   # (outer, lifted gap) of each lift; _space_tries
         self.stall_raise = False  # raise the penalty although the residual is below feas_tol
         self.max_inner = opts.max_inner if opts.max_inner is not None else (
             _MAX_INNER_KINK if alm.on_kink and space.dim <= space.limits.eig else _MAX_INNER)
@@ -391,10 +401,18 @@ class _OuterLoop(StallGrowth):
         if new_best:
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
+        # the lifts' trend cannot close yet: no try, unless a limit would end the solve
+        # before the next one (the last outer iteration, or the window past the deadline)
+        spaced = self.it < min(self.next_try, opts.max_outer) and (
+            self.loop_deadline - time.perf_counter()
+            > (self.next_try - self.it + 1) * (time.perf_counter() - t_sub))
+        if spaced:
+            entry["spaced"] = self.next_try     # the outer iteration of the next try
         # "interval": refined only at a new best point (the refinements that closed the
         # gap were all there). Not for "equality", whose restored points are not
         # comparable that way
-        if certifiable and cheap_gap <= 100 * opts.tol and (new_best or pen.mode != "interval"):
+        if certifiable and cheap_gap <= 100 * opts.tol and not spaced and (
+                new_best or pen.mode != "interval"):
             # complementary slackness is fitted at the stationary iterate, not the restored one
             refine = partial(refine_multipliers, space, pen, W, self.y, self.nu,
                              deadline=self.deadline)
@@ -409,13 +427,13 @@ class _OuterLoop(StallGrowth):
                                            - space.linear_offset(nu_ref))
             self.timings["multipliers"] += time.perf_counter() - t_dual
             entry["refined_cheap_gap"] = refined_gap
-        if certifiable and min(gate_gap, refined_gap) <= opts.tol:
+        if certifiable and min(gate_gap, refined_gap) <= opts.tol and not spaced:
             candidates = [(self.y, self.nu)] + (
                 [(y_ref, nu_ref)] if refined_gap <= opts.tol else [])
             t_cert = time.perf_counter()
             self.attempt_certificate(entry, candidates, p, p_c, lb_cheap)
             self.timings["certificates"] += time.perf_counter() - t_cert
-        elif not self._late() and self.last_inner != "cut" and (
+        elif not spaced and not self._late() and self.last_inner != "cut" and (
                 self._stalled(cheap_gap)
                 or self.dual.rank_short(cheap_gap, refined_gap, self.it - self.last_growth)):
             t_cert = time.perf_counter()
@@ -585,6 +603,8 @@ class _OuterLoop(StallGrowth):
             entry.update(lifted_gap=relative_gap(p_c, lifted.bound),
                          lift_seconds=time.perf_counter() - t_lift)
             self.best_dual = _higher_bound(self.best_dual, lifted)
+            if space.dim > space.limits.eig:
+                self._space_tries(relative_gap(p_best, lifted.bound))
         best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
         combined = relative_gap(p_best, best.bound) if best is not None else None
         if combined is not None and gap is not None and combined < gap:
@@ -609,6 +629,25 @@ class _OuterLoop(StallGrowth):
             self._grow(escape_directions(self.space, self.cache, certificate,
                                          self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
+
+    def _space_tries(self, gap: float | None) -> None:
+        """Record a lift's gap (the best so far); from the second on, the last above
+        ``_SPACE_MIN`` tol, set ``next_try`` ``_SPACE_SHARE`` of the outer iterations the
+        fall between the last two needs to reach ``tol`` ahead (between 1 and
+        ``_SPACE_CAP``; ``_SPACE_CAP`` where it did not fall)."""
+        if gap is None:
+            return
+        if self.lifts:
+            gap = min(gap, self.lifts[-1][1])    # the best lifted gap so far
+        self.lifts.append((self.it, gap))
+        if len(self.lifts) < 2:
+            return
+        (o0, g0), (o1, g1) = self.lifts[-2:]
+        tol = self.opts.tol
+        if g1 > _SPACE_MIN * tol:
+            wait = _SPACE_CAP if g1 >= g0 else int(
+                _SPACE_SHARE * np.log(g1 / tol) * (o1 - o0) / np.log(g0 / g1))
+            self.next_try = o1 + max(1, min(_SPACE_CAP, wait))
 
     def _best_understated(self, entry: dict) -> bool:
         """Whether the best point's infeasibility, measured here in full (distance rows, SNR
