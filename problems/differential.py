@@ -812,15 +812,28 @@ def _one_sided(v: dict[str, int], low: dict[str, Any], refs, unit: float) -> Non
         return
     v["one_sided"] = 1
     upper, p = min(fixed), low["objective"]
-    slack = AGREE * max(abs(upper), abs(p), unit)
-    if low.get("bound") is not None and low["bound"] > upper + slack:
+    if low.get("bound") is not None \
+            and low["bound"] > upper + AGREE * max(abs(upper), abs(p), unit):
         v["outside_gap"] = v["disagree"] = 1
-    elif p > upper + slack:
+    _past(v, low, upper, p - upper, unit)
+
+
+def _past(v: dict[str, int], low: dict[str, Any], ref: float, excess: float,
+          unit: float) -> None:
+    """Count result ``low`` whose objective lies ``excess`` on the wrong side of a
+    reference value ``ref`` (above an exactly feasible point's objective, or below a
+    dual bound): beyond ``AGREE`` it is ``disagree`` for an ``optimal`` result or one
+    whose stated gap (its bound, else its stated relative gap) does not cover it;
+    beyond ``FAR`` it is also ``far``."""
+    p = low["objective"]
+    scale = max(abs(ref), abs(p), unit)
+    slack = AGREE * scale
+    if excess > slack:
         room = (p - low["bound"] if low.get("bound") is not None
-                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(upper)))
-        if low["status"] == "optimal" or p - upper > room + slack:
+                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(ref)))
+        if low["status"] == "optimal" or excess > room + slack:
             v["disagree"] = 1
-    if p - upper > FAR * max(abs(upper), abs(p), unit):
+    if excess > FAR * scale:
         v["far"] = 1
 
 
@@ -840,14 +853,7 @@ def _sides(v: dict[str, int], low: dict[str, Any], bracket: dict[str, Any],
     if lower is None:
         return
     v["one_sided"] = 1
-    slack = AGREE * max(abs(lower), abs(p), unit)
-    if p < lower - slack:
-        room = (p - low["bound"] if low.get("bound") is not None
-                else (low.get("stated_gap") or 0.0) * max(abs(p), abs(lower)))
-        if low["status"] == "optimal" or lower - p > room + slack:
-            v["disagree"] = 1
-    if lower - p > FAR * max(abs(lower), abs(p), unit):
-        v["far"] = 1
+    _past(v, low, lower, lower - p, unit)
 
 
 def _below_proven_bound(low, best, unit: float) -> bool:
