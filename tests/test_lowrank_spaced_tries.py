@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sdpembed.lowrank.outer import _SPACE_CAP, _SPACE_MIN, _SPACE_SHARE, _OuterLoop
+from sdpembed.lowrank.outer import _OuterLoop
+from sdpembed.lowrank.spacing import _SPACE_CAP, _SPACE_MIN, _SPACE_SHARE
 
 TOL = 1e-4
 

@@ -16,8 +16,8 @@ import numpy as np
 from scipy.special import gammaln
 from scipy.stats import binom, norm
 
-__all__ = ["check_verdict", "held_out_verdict", "unlabelled_loss",
-           "unlabelled_loss_by_votes", "vote_cell"]
+__all__ = ["check_verdict", "count_cells", "held_out_verdict", "knn_vote", "split_cells",
+           "unlabelled_loss", "unlabelled_loss_by_votes", "validation_folds", "vote_cell"]
 
 #: the loss the check is about (a share of rows: 5 points)
 WARN_LOSS = 0.05
@@ -256,3 +256,50 @@ def warning_message(v: dict[str, Any], *, metric: str, context: str) -> str:
                  f"{loss:g} points or more on new points is not ruled out. ")
     return (text + context + " The check is validation_fraction / validation_splits "
             "(validation_fraction=None: off); its numbers are in validation_.")
+
+
+def knn_vote(neighbour_labels: np.ndarray, strength: bool = False):
+    """The k-NN vote of each row of neighbours' labels (ties: the smallest label, as
+    ``KNeighborsClassifier``), and with ``strength`` how many neighbours voted for it."""
+    counts = [np.bincount(v) for v in neighbour_labels]
+    vote = np.array([c.argmax() for c in counts], dtype=int)
+    if not strength:
+        return vote
+    return vote, np.array([c.max() for c in counts], dtype=int)
+
+
+def count_cells(s_inp: np.ndarray, s_emb: np.ndarray) -> dict[str, int]:
+    """How many rows fall in each vote cell (:func:`vote_cell` of the two votes' strengths)."""
+    cells: dict[str, int] = {}
+    for si, se in zip(s_inp, s_emb):
+        cells[vote_cell(si, se)] = cells.get(vote_cell(si, se), 0) + 1
+    return cells
+
+
+def split_cells(s_inp: np.ndarray, s_emb: np.ndarray, r_inp: np.ndarray,
+                r_emb: np.ndarray) -> dict[str, list[int]]:
+    """Per vote cell, the held-out rows right only on the inputs / on neither / only on the
+    embedding (``r_inp``, ``r_emb``: whether each row's vote was right)."""
+    cells: dict[str, list[int]] = {}
+    for si, se, ri, re in zip(s_inp, s_emb, r_inp, r_emb):
+        row = cells.setdefault(vote_cell(si, se), [0, 0, 0])
+        row[0 if ri else (2 if re else 1)] += 1
+    return cells
+
+
+def validation_folds(y_int: np.ndarray, labeled: np.ndarray, fraction: float, splits: int,
+                     rs: np.random.RandomState) -> list[np.ndarray]:
+    """Disjoint stratified folds of the labelled rows, at most ``splits`` of them.
+
+    Each class's labelled rows are shuffled (``rs``) and cut into
+    :math:`K = \\max(2, \\lfloor 1/f \\rceil)` near-equal parts (``f`` = ``fraction``);
+    fold :math:`s` takes part :math:`s` of every class, at most (class size - 2) rows of it,
+    so that each pre-fit keeps two labels a class."""
+    n_parts = max(2, int(np.floor(1.0 / fraction + 0.5)))
+    splits = min(splits, n_parts)
+    folds = [np.zeros(y_int.shape[0], dtype=bool) for _ in range(splits)]
+    for c in np.unique(y_int[labeled]):
+        idx = rs.permutation(np.flatnonzero(labeled & (y_int == c)))
+        for s, part in enumerate(np.array_split(idx, n_parts)[:splits]):
+            folds[s][part[:max(0, idx.size - 2)]] = True
+    return [f for f in folds if f.any()]

@@ -45,7 +45,8 @@ from ..graphs import NeighborhoodGraph, knn_graph
 from ..outofsample import OUT_OF_SAMPLE_METHODS, extend, fitted_neighbors
 from ..recovery import embedding_from_factor, embedding_from_gram, spectrum, spectrum_from_factor
 from ..solvers import refuse_options_under_auto, solve
-from ._held_out import check_verdict, held_out_verdict, vote_cell, warning_message
+from . import _held_out as held_out
+from ._held_out import check_verdict, held_out_verdict, knn_vote, warning_message
 from ._validation import TypedParameterValidation
 
 __all__ = ["DVU", "MVU"]
@@ -61,16 +62,6 @@ _WHERE_DEFAULTS_LOSE = (
     "1.2 at 2,500; on scikit-learn's digits by 3.0 at 200 and 1.2 at 1,000 rows. On USPS "
     "more neighbours did not close it, and metric='tangent' turned it into a gain of 3.5-9 "
     "points over the inputs; see the DVU docstring.)")
-
-
-def _vote(neighbour_labels: np.ndarray, strength: bool = False):
-    """The k-NN vote of each row of neighbours' labels (ties: the smallest label, as
-    ``KNeighborsClassifier``), and with ``strength`` how many neighbours voted for it."""
-    counts = [np.bincount(v) for v in neighbour_labels]
-    vote = np.array([c.argmax() for c in counts], dtype=int)
-    if not strength:
-        return vote
-    return vote, np.array([c.max() for c in counts], dtype=int)
 
 
 def _num_rows(X) -> int:
@@ -553,7 +544,7 @@ class DVU(_GramEmbedding):
         Xr = X[rows] if self.metric != "precomputed" else X[rows][:, train]
         _, ind = fitted_neighbors(Xr, X[train], k, metric=self.metric,
                                   **(self.metric_params or {}))
-        return _vote(y_int[train][ind], strength)
+        return knn_vote(y_int[train][ind], strength)
 
     def _judge_unlabelled(self, X, y_int, labeled, codes, knn) -> None:
         """The check's decision (see ``validation_fraction``), on the unlabelled rows if any.
@@ -567,12 +558,9 @@ class DVU(_GramEmbedding):
             k = min(self.transductive_neighbors, int(labeled.sum()))
             p_inp, s_inp = self._input_vote(X, y_int, labeled, ~labeled, k, strength=True)
             _, ind = knn.kneighbors(self.embedding_[~labeled])
-            _, s_emb = _vote(y_int[labeled][ind], True)
+            _, s_emb = knn_vote(y_int[labeled][ind], True)
             differ = p_inp != codes[~labeled]
-            cells: dict[str, int] = {}
-            for si, se in zip(s_inp[differ], s_emb[differ]):
-                cells[vote_cell(si, se)] = cells.get(vote_cell(si, se), 0) + 1
-            v["unlabelled_cells"] = cells
+            v["unlabelled_cells"] = held_out.count_cells(s_inp[differ], s_emb[differ])
             v.update(check_verdict(v["folds"], int(differ.sum()), int((~labeled).sum())))
         if not v["warned"]:
             return
@@ -592,21 +580,9 @@ class DVU(_GramEmbedding):
         warn(warning_message(v, metric=metric, context=context), EmbeddingWorseThanInputWarning)
 
     def _validation_folds(self, y_int, labeled) -> list[np.ndarray]:
-        """Disjoint stratified folds of the labelled rows, ``validation_splits`` of them.
-
-        Each class's labelled rows are shuffled (``random_state``) and cut into
-        :math:`K = \\max(2, \\lfloor 1/f \\rceil)` near-equal parts (``f`` =
-        ``validation_fraction``); fold :math:`s` takes part :math:`s` of every class, at most
-        (class size - 2) rows of it, so that each pre-fit keeps two labels a class."""
-        rs = check_random_state(self.random_state)
-        n_parts = max(2, int(np.floor(1.0 / self.validation_fraction + 0.5)))
-        splits = min(self.validation_splits, n_parts)
-        folds = [np.zeros(y_int.shape[0], dtype=bool) for _ in range(splits)]
-        for c in np.unique(y_int[labeled]):
-            idx = rs.permutation(np.flatnonzero(labeled & (y_int == c)))
-            for s, part in enumerate(np.array_split(idx, n_parts)[:splits]):
-                folds[s][part[:max(0, idx.size - 2)]] = True
-        return [f for f in folds if f.any()]
+        """The check's folds (:func:`~._held_out.validation_folds`)."""
+        return held_out.validation_folds(y_int, labeled, self.validation_fraction,
+                                self.validation_splits, check_random_state(self.random_state))
 
     def _held_out_check(self, X, y_int, labeled, formulation_of) -> tuple[dict, dict]:
         r"""``validation_`` and the warm start of the full fit (see ``validation_fraction``).
@@ -662,15 +638,11 @@ class DVU(_GramEmbedding):
             k = min(self.transductive_neighbors, int(train.sum()))
             knn = KNeighborsClassifier(n_neighbors=k).fit(Z[train], y_int[train])
             p_emb = knn.predict(Z[held])
-            _, s_emb = _vote(y_int[train][knn.kneighbors(Z[held])[1]], True)
+            _, s_emb = knn_vote(y_int[train][knn.kneighbors(Z[held])[1]], True)
             p_inp, s_inp = self._input_vote(X, y_int, train, held, k, strength=True)
             r_emb, r_inp = p_emb == y_int[held], p_inp == y_int[held]
-            cells: dict[str, list[int]] = {}
             differ = p_emb != p_inp
-            for si, se, ri, re in zip(s_inp[differ], s_emb[differ], r_inp[differ],
-                                      r_emb[differ]):
-                row = cells.setdefault(vote_cell(si, se), [0, 0, 0])
-                row[0 if ri else (2 if re else 1)] += 1
+            cells = held_out.split_cells(s_inp[differ], s_emb[differ], r_inp[differ], r_emb[differ])
             right_emb.append(r_emb)
             right_inp.append(r_inp)
             per_fold.append({"held_out": int(held.sum()), "embedding_right": int(r_emb.sum()),

@@ -24,7 +24,7 @@ from .certificate import (
 )
 from .dual_barrier import DualOptimum
 from .equality_barrier import EqualityOptimum
-from .escape import escape_directions, grow
+from .escape import escape_directions
 from .farkas import RayTest
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
@@ -34,6 +34,7 @@ from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _trim_rank
+from .spacing import TrySpacing
 from .stall import (
     _LIFT_GAP,
     _LIFT_GAP_SPARSE,
@@ -89,17 +90,7 @@ _MAX_INNER, _MAX_INNER_KINK = 6000, 2000
 _TIGHTEN_WINDOW = 10
 _TIGHTEN_RATIO = 0.5
 
-#: n > ``DenseLimits.eig``: after two lifts, the best lifted gap still above ``_SPACE_MIN``
-#: times ``tol``, no try (refinement, certificate, lift, stall check) is made for
-#: ``_SPACE_SHARE`` of the outer iterations the best gap's rate of fall between them needs
-#: to reach ``tol`` (``_SPACE_CAP`` where it did not fall), at least one, at most
-#: ``_SPACE_CAP``; never on the last outer iteration nor where the window would not fit
-#: before the loop's deadline (docs/tuning.md, "usps2500-tangent-k8 on main, where its CPU
-#: goes", and "Spaced certificate tries at n > 800")
-_SPACE_MIN, _SPACE_SHARE, _SPACE_CAP = 2.0, 0.5, 4
-
-
-class _OuterLoop(StallGrowth):
+class _OuterLoop(StallGrowth, TrySpacing):
     r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
 
     Each iteration (:meth:`step`) solves the subproblem at the current
@@ -401,11 +392,7 @@ class _OuterLoop(StallGrowth):
         if new_best:
             self.best_primal = (p_c, W_c.copy(), infeas_c)
         y_ref, nu_ref, refined_gap = self.y, self.nu, np.inf
-        # the lifts' trend cannot close yet: no try, unless a limit would end the solve
-        # before the next one (the last outer iteration, or the window past the deadline)
-        spaced = self.it < min(self.next_try, opts.max_outer) and (
-            self.loop_deadline - time.perf_counter()
-            > (self.next_try - self.it + 1) * (time.perf_counter() - t_sub))
+        spaced = self._spaced(t_sub)
         if spaced:
             entry["spaced"] = self.next_try     # the outer iteration of the next try
         # "interval": refined only at a new best point (the refinements that closed the
@@ -630,25 +617,6 @@ class _OuterLoop(StallGrowth):
                                          self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
 
-    def _space_tries(self, gap: float | None) -> None:
-        """Record a lift's gap (the best so far); from the second on, the last above
-        ``_SPACE_MIN`` tol, set ``next_try`` ``_SPACE_SHARE`` of the outer iterations the
-        fall between the last two needs to reach ``tol`` ahead (between 1 and
-        ``_SPACE_CAP``; ``_SPACE_CAP`` where it did not fall)."""
-        if gap is None:
-            return
-        if self.lifts:
-            gap = min(gap, self.lifts[-1][1])    # the best lifted gap so far
-        self.lifts.append((self.it, gap))
-        if len(self.lifts) < 2:
-            return
-        (o0, g0), (o1, g1) = self.lifts[-2:]
-        tol = self.opts.tol
-        if g1 > _SPACE_MIN * tol:
-            wait = _SPACE_CAP if g1 >= g0 else int(
-                _SPACE_SHARE * np.log(g1 / tol) * (o1 - o0) / np.log(g0 / g1))
-            self.next_try = o1 + max(1, min(_SPACE_CAP, wait))
-
     def _best_understated(self, entry: dict) -> bool:
         """Whether the best point's infeasibility, measured here in full (distance rows, SNR
         constraint, added rows), exceeds what any path may record, ``max(feas_tol,
@@ -661,16 +629,6 @@ class _OuterLoop(StallGrowth):
         entry["best_dropped"] = {"stated": stated, "infeasibility": real}
         self.best_primal = None
         return True
-
-    def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
-        """Add one factor column along each of ``vectors`` (:func:`~.escape.grow`) and record it."""
-        self.W = grow(self.alm, self.W, vectors, self.y, self.nu, self.sigma, self.sigma_h,
-                      self.rho)
-        entry["grew_rank"] = self.W.shape[1]
-        self.last_growth, self.lbfgs_hard = self.it, False
-        # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
-        # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
-        self.cheap_prev = np.inf
 
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified

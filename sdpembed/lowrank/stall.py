@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO
+from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, grow
 from .space import _NULL_RTOL, FactorSpace
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
@@ -81,11 +81,21 @@ def _saturated(space: FactorSpace, W: np.ndarray | None = None,
 class StallGrowth:
     """The outer loop's rank growth on a stalled cheap gap (:class:`~.outer._OuterLoop`
     inherits it; its attributes ``space``, ``opts``, ``W``, ``y``, ``nu``, ``it``,
-    ``last_growth``, ``left_kink_at``, ``history``, ``k_viol``, ``cache`` and method
-    ``_grow`` are the loop's)."""
+    ``last_growth``, ``left_kink_at``, ``history``, ``k_viol``, ``cache``, ``alm``,
+    ``sigma``, ``sigma_h``, ``rho``, ``lbfgs_hard`` and ``cheap_prev`` are the loop's)."""
 
     #: with added rows, the outer iteration that left the kink envelope (0: not left)
     left_kink_at = 0
+
+    def _grow(self, vectors: list[np.ndarray], entry: dict) -> None:
+        """Add one factor column along each of ``vectors`` (:func:`~.escape.grow`) and record it."""
+        self.W = grow(self.alm, self.W, vectors, self.y, self.nu, self.sigma, self.sigma_h,
+                      self.rho)
+        entry["grew_rank"] = self.W.shape[1]
+        self.last_growth, self.lbfgs_hard = self.it, False
+        # the new columns are far from stationary: L-BFGS first (Newton-CG, capped at
+        # max_newton steps, stalls there), Newton-CG again once the cheap gap is small
+        self.cheap_prev = np.inf
 
     def _stalled(self, cheap_gap: float) -> bool:
         r"""Whether the cheap gap has stalled far from ``tol``: above ``_LIFT_GAP`` times
