@@ -33,7 +33,7 @@ from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
-from .space import FactorSpace, _trim_rank
+from .space import FactorSpace, _sv_ratio, _trim_rank
 from .spacing import TrySpacing
 from .stall import (
     _LIFT_GAP,
@@ -41,7 +41,6 @@ from .stall import (
     StallGrowth,
     _null_direction,
     _saturated,
-    _sv_ratio,
 )
 from .sweep import warm_multipliers
 

@@ -352,8 +352,15 @@ def _rank_deficient(W: np.ndarray, rtol: float = _NULL_RTOL) -> bool:
     converged point. The default ``rtol`` leaves DVU's small but genuine singular
     values (about 1e-4 of the largest and above) alone.
     """
+    return _sv_ratio(W) <= rtol
+
+
+def _sv_ratio(W: np.ndarray) -> float:
+    r""":math:`\sigma_{\min}(W)/\sigma_{\max}(W)` (0 for a zero factor), from one thin SVD:
+    what :func:`_rank_deficient` and the rank growth's saturation test
+    (:func:`~.stall._saturated`) read."""
     s = np.linalg.svd(W, compute_uv=False)
-    return bool(s[-1] <= rtol * s[0])
+    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
 
 
 def _trim_rank(W: np.ndarray, rtol: float = _NULL_RTOL, margin: int = 2) -> np.ndarray | None:

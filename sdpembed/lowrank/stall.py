@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .escape import _ESCAPE_BLOCK, _ESCAPE_RATIO, grow
-from .space import _NULL_RTOL, FactorSpace
+from .space import _NULL_RTOL, FactorSpace, _sv_ratio
 
 #: the lift of the multipliers is tried only once the unlifted certified gap is within
 #: this factor of ``tol``, or when the factor is rank-deficient or at ``max_rank``; before,
@@ -54,16 +54,9 @@ _STALL_BLOCK = 64
 _STALL_SHARE = 1e-3
 
 
-def _sv_ratio(W: np.ndarray) -> float:
-    r""":math:`\sigma_{\min}(W)/\sigma_{\max}(W)` (0 for a zero factor), from one thin SVD:
-    what both :func:`_null_direction` and :func:`_saturated` read."""
-    s = np.linalg.svd(W, compute_uv=False)
-    return float(s[-1] / s[0]) if s[0] > 0 else 0.0
-
-
 def _null_direction(ratio: float) -> bool:
-    """Whether a factor of singular-value ratio ``ratio`` (:func:`_sv_ratio`) is
-    rank-deficient, as :func:`~.space._rank_deficient` says from its own SVD."""
+    """Whether a factor of singular-value ratio ``ratio`` (:func:`~.space._sv_ratio`) is
+    rank-deficient: :func:`~.space._rank_deficient` from a ratio already computed."""
     return ratio <= _NULL_RTOL
 
 
@@ -71,7 +64,7 @@ def _saturated(space: FactorSpace, W: np.ndarray | None = None,
                ratio: float | None = None) -> bool:
     r"""Whether rank growth may start from ``W``: always where ``space.dim`` <=
     ``DenseLimits.eig``, else only if :math:`\sigma_{\min}(W) >` ``_SATURATED``
-    :math:`\sigma_{\max}(W)` (``ratio``: that ratio, :func:`_sv_ratio`, when already
+    :math:`\sigma_{\max}(W)` (``ratio``: that ratio, :func:`~.space._sv_ratio`, when already
     computed)."""
     if space.dim <= space.limits.eig:
         return True
