@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .evaluate import EvaluationKernel
 from .gn_precond import _GN_MAX_DIM, gn_fits, gn_preconditioner, scalar_fill
 from .inner import _lbfgs, _LBFGSResult, _newton_cg
 from .options import LowRankOptions
@@ -103,8 +102,6 @@ class _ALM:
         def fun(x):
             self.nfev += 1
             self.work += (shape[0] + pen.t.size) * shape[1]
-            if sp_.Q is None:
-                return full_space(x.reshape(shape))
             W = sp_.project(x.reshape(shape))
             CW = sp_.apply_C(W)
             Z = sp_.diffs(W)
@@ -126,38 +123,6 @@ class _ALM:
                 grad = grad + sp_.apply_K(W, gk)
             grad *= 2.0
             return val, sp_.project(grad).ravel()
-
-        kernel = None
-
-        def full_space(X):
-            """:func:`fun` in the full space on the evaluation kernel of the factor's shape
-            (:class:`~.evaluate.EvaluationKernel`): the same operations, to the bit, on
-            buffers kept between calls, the edges' scaling folded into the scatter."""
-            nonlocal kernel
-            if kernel is None or kernel.k != shape[1]:
-                kernel = EvaluationKernel(sp_, shape[1])
-            W = kernel.centre(X)
-            CW = kernel.objective(W)
-            Z = kernel.differences(W)
-            D = np.einsum("ij,ij->i", Z, Z)
-            val, g = pen.envelope(D, y, sigma, kind)
-            val += kernel.quadratic(W, CW)
-            grad = kernel.scatter(g)
-            grad += CW
-            if sp_.H is not None:
-                HW = sp_.apply_H(W)
-                h = float(np.sum(W * HW))
-                gs = max(0.0, nu_h + sigma_h * h)
-                val += (gs * gs - nu_h * nu_h) / (2 * sigma_h)
-                HW *= gs
-                grad += HW
-            if K is not None:
-                gk = k_multipliers(W)
-                val += float(np.sum((gk * gk - z * z) / (2.0 * rho)))
-                grad += sp_.apply_K(W, gk)
-            grad *= 2.0
-            grad -= sp_._ones_n @ grad
-            return val, grad.ravel()
 
         def hess_at(x):
             """Hessian-vector product at ``x``; the point's quantities are computed once."""
