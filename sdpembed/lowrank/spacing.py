@@ -8,13 +8,14 @@ import time
 import numpy as np
 
 #: n > ``DenseLimits.eig``: after two lifts, the best lifted gap still above ``_SPACE_MIN``
-#: times ``tol``, no try (refinement, certificate, lift, stall check) is made for
+#: times ``tol`` (tol itself: the rule's own wait shrinks to one outer as the gap nears tol),
+#: no try (refinement, certificate, lift, stall check) is made for
 #: ``_SPACE_SHARE`` of the outer iterations the best gap's rate of fall between them needs
 #: to reach ``tol`` (``_SPACE_CAP`` where it did not fall), at least one, at most
 #: ``_SPACE_CAP``; never on the last outer iteration nor where the window would not fit
 #: before the loop's deadline (docs/tuning.md, "usps2500-tangent-k8 on main, where its CPU
-#: goes", and "Spaced certificate tries at n > 800")
-_SPACE_MIN, _SPACE_SHARE, _SPACE_CAP = 2.0, 0.5, 4
+#: goes", "Spaced certificate tries at n > 800" and "Spaced tries down to tol")
+_SPACE_MIN, _SPACE_SHARE, _SPACE_CAP = 1.0, 0.5, 4
 
 
 class TrySpacing:
