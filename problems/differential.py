@@ -21,7 +21,9 @@ that matters only for objectives near 0. Counted (``summary``):
 * ``wrong_point``: a result violating a row by more than ``FEAS`` of max(1, trace G), or
   whose objective is not its own, or the subject's (LOWRANK's) result whose violations
   buy more than ``FEAS`` of its objective at the references' multipliers (``worth``,
-  :mod:`problems.differential_rows`; a reference's: ``reference_bought``);
+  :mod:`problems.differential_rows`; a reference's: ``reference_bought``) and at the
+  affine judge's multipliers checked dual feasible where it has them
+  (``worth_validated``, :func:`_validated_worth`; 110566);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
   objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`
   (:func:`~sdpembed.solve_status.bound_gap` in the unit the report states);
