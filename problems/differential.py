@@ -21,7 +21,9 @@ that matters only for objectives near 0. Counted (``summary``):
 * ``wrong_point``: a result violating a row by more than ``FEAS`` of max(1, trace G), or
   whose objective is not its own, or the subject's (LOWRANK's) result whose violations
   buy more than ``FEAS`` of its objective at the references' multipliers (``worth``,
-  :mod:`problems.differential_rows`; a reference's: ``reference_bought``);
+  :mod:`problems.differential_rows`; a reference's: ``reference_bought``) and at the
+  affine judge's multipliers checked dual feasible where it has them
+  (``worth_validated``, :func:`_validated_worth`; 110566);
 * ``bound_above_objective``: a LOWRANK result whose reported bound exceeds its
   objective by more than :data:`sdpembed.solve_status.BOUND_TOLERANCE`
   (:func:`~sdpembed.solve_status.bound_gap` in the unit the report states);
@@ -536,6 +538,9 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
             rec[name] = second
     rows.weigh((low,), (_optimum(ref, second, witnesses=(low,)), ref, second),
                _unit(low, ref, second))
+    if rows.convicted(low, FEAS):
+        _validated_worth(f, low, points.get("LOWRANK"),
+                         _optimum(ref, second, witnesses=(low,)), _unit(low, ref, second))
     rec["verdict"] = _judge(low, ref, second)
     tight = None
     if _needs_tight(low, rec["verdict"]):
@@ -550,6 +555,37 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
         if rec["verdict"]["bracketed"]:
             rec["settled_by"] = "bracket"
     return rec
+
+
+def _validated_worth(f, o: dict[str, Any], G: np.ndarray | None,
+                     best: dict[str, Any] | None, unit: float) -> None:
+    """Set ``worth_validated`` on result ``o`` (point ``G``) where the affine judge's
+    multipliers are checked dual feasible: what its rows' violations can lower the
+    optimum by, the optimum (``best``'s objective) less
+    :func:`problems.differential_affine.lower_at` (a proven lower bound on the optimum of
+    the problem whose rows the point meets), relative as ``worth``. ``worth`` prices the
+    violations at a reference's multipliers, which are not checked and, without a
+    strictly feasible point, are one of an unbounded set (110566: CSDP's up to 1,574
+    price LOWRANK's row residuals of 2.7e-8 at 2.2e-4 of its objective; multipliers of
+    the reduced problem with S PSD, up to 123, at 1.7e-5). Both bound the same
+    quantity, so :func:`problems.differential_rows.convicted` takes the smaller. Left
+    unset where there is no optimum, no point, or no such multipliers."""
+    if best is None or G is None:
+        return
+    try:
+        red = affine.reduced(f.current_problem())
+    except (SdpEmbedError, AttributeError, ValueError):
+        return
+    if red is None:
+        return
+    sol = affine.solve_reduced(red)
+    if not sol or sol.get("status") not in ("optimal", "optimal_inaccurate"):
+        return
+    bound = affine.lower_at(red, G, sol.get("nu"), sol.get("mu"), sol.get("y"))
+    if bound is None:
+        return
+    o["worth_validated"] = max(0.0, best["objective"] - bound) / max(
+        abs(o["objective"]), unit, 1e-300)
 
 
 def _needs_bracket(verdict: dict[str, int]) -> bool:

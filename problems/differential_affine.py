@@ -60,7 +60,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from sdpembed.lowrank.penalty import DistancePenalty
 
-__all__ = ["Reduced", "reduced", "centre", "upper", "solve_reduced", "lower"]
+__all__ = ["Reduced", "reduced", "centre", "upper", "solve_reduced", "lower", "lower_at"]
 
 #: the mixing weight is taken this much larger than the smallest that makes the point feasible
 MIX_MARGIN = 1.01
@@ -372,3 +372,48 @@ def lower(red: Reduced, nu: np.ndarray | None, mu: np.ndarray | None,
     if best is not None:
         out.update(bound=best[0], min_eig=best[1])
     return out
+
+
+def lower_at(red: Reduced, G: np.ndarray, nu: np.ndarray | None, mu: np.ndarray | None,
+             y: np.ndarray | None = None) -> float | None:
+    r"""A proven lower bound on the optimum of ``red`` with its rows moved to the values
+    they take at the points' Gram matrix ``G`` (equality rows :math:`b + r`, inequality
+    rows :math:`b_\le + \max(r, 0)`): ``None`` where the multipliers give no bound
+    without a trace bound. For multipliers with :math:`S \succeq 0` (:func:`lower`),
+    every :math:`Y \succeq 0` meeting the moved rows has
+    :math:`\langle C, Y\rangle \ge L - \mathrm{sign}\,\nu^Tr - \mu^T\max(r, 0)`
+    (:math:`\mu \ge 0`), ``L`` that multipliers' bound; the largest over each sign of
+    ``nu`` (and of the interval penalty's ``y``) with :math:`S` PSD is returned. What a
+    point's violations can lower the optimum by is at most the optimum less this
+    (:func:`problems.differential._validated_worth`): a price at multipliers that are
+    checked dual feasible, where a reference's (not checked) can be far larger on a
+    problem without a strictly feasible point (110566: CSDP's up to 1,574)."""
+    if not red.linear and red.M_pen is None:
+        return None
+    nu = np.zeros(red.M_eq.shape[0]) if nu is None else np.asarray(nu, dtype=float).ravel()
+    mu = np.zeros(red.M_in.shape[0]) if mu is None else np.maximum(
+        np.asarray(mu, dtype=float).ravel(), 0.0)
+    if nu.shape[0] != red.M_eq.shape[0] or mu.shape[0] != red.M_in.shape[0]:
+        return None
+    v = red.svec(red.of_gram(np.asarray(G, dtype=float)))
+    r_eq = red.M_eq @ v - red.b_eq if red.M_eq.shape[0] else np.zeros(0)
+    r_in = np.maximum(red.M_in @ v - red.b_in, 0.0) if red.M_in.shape[0] else np.zeros(0)
+    pen_signs: tuple[float, ...] = (0.0,)
+    if red.M_pen is not None:
+        if y is None or np.asarray(y).size != red.M_pen.shape[0]:
+            return None
+        y = np.clip(np.asarray(y, dtype=float).ravel(), -red.w_pen, red.w_pen)
+        pen_signs = (1.0, -1.0)
+    best = None
+    for sign in (1.0, -1.0):
+        for ps in pen_signs:
+            s = red.svec(red.C) + sign * (nu @ red.M_eq) + mu @ red.M_in
+            bound = -sign * float(nu @ (red.b_eq + r_eq)) - float(mu @ (red.b_in + r_in))
+            if ps:
+                s = s + ps * (y @ red.M_pen)
+                bound -= ps * float(y @ red.t_pen)
+            if float(np.linalg.eigvalsh(red.smat(s))[0]) < 0:
+                continue
+            if best is None or bound > best:
+                best = bound
+    return best

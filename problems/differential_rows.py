@@ -121,6 +121,10 @@ def jsonable(x):
 
 
 def convicted(o: dict[str, Any], feas: float) -> bool:
-    """Whether result ``o``'s violations can buy more than ``feas`` of its objective."""
+    """Whether result ``o``'s violations can buy more than ``feas`` of its objective: its
+    ``worth``, or where smaller its ``worth_validated`` (the same quantity bounded at
+    multipliers checked dual feasible, :func:`problems.differential._validated_worth`)."""
     w = o.get("worth")
+    if w is not None and o.get("worth_validated") is not None:
+        w = min(w, o["worth_validated"])
     return w is not None and w > feas

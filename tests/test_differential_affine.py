@@ -10,6 +10,8 @@ equality rows")."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -156,4 +158,61 @@ def test_run_instance_109252_judged_by_its_lower_side():
     assert rec["LOWRANK"]["kind"] == "result"
     assert rec["bracket"]["lower"] == pytest.approx(LOWER_109252, rel=1e-7)
     assert rec["verdict"]["one_sided"] == 1 and rec["verdict"]["unjudged"] == 0
+    assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
+
+
+def test_lower_at_bounds_the_optimum_of_the_moved_rows():
+    """``lower_at`` of a point whose rows are off (CLARABEL's point on 110343, equality
+    MVU with a trace row, plus a small PSD term: its distance rows moved) is at most the
+    optimum of the problem with the rows moved to the point's values, solved by CLARABEL;
+    at CLARABEL's own point it is the dual bound ``L`` to rounding."""
+    f, _ = make_instance(110343).build()
+    assert solve(f, "CLARABEL").status == "optimal"
+    G = np.array(f.value("gram"))
+    red = affine.reduced(f.current_problem())
+    sol = affine.solve_reduced(red)
+    lo = affine.lower(red, sol["nu"], sol["mu"])
+    assert lo["min_eig"] >= 0
+    at = affine.lower_at(red, G, sol["nu"], sol["mu"])
+    assert at == pytest.approx(lo["bound"], rel=1e-6)
+    V = np.random.default_rng(0).standard_normal((G.shape[0], 2))
+    V -= V.mean(axis=0)
+    moved = G + 1e-3 * np.trace(G) / G.shape[0] * (V @ V.T) / np.mean(np.sum(V * V, 1))
+    bound = affine.lower_at(red, moved, sol["nu"], sol["mu"])
+    r = red.M_eq @ red.svec(red.of_gram(moved)) - red.b_eq
+    assert np.max(np.abs(r)) > 1e-4 * np.max(red.b_eq)
+    red_moved = dataclasses.replace(red, b_eq=red.b_eq + r)
+    opt = affine.solve_reduced(red_moved)
+    assert opt["status"] == "optimal"
+    assert bound <= opt["objective"] + 1e-7 * abs(opt["objective"]), (bound, opt["objective"])
+    assert bound < at    # the rows moved to where the objective can go lower
+
+
+def test_judge_a_conviction_by_unchecked_multipliers_overruled_110566():
+    """110566 (equality DVU, 26 points, no strictly feasible point): LOWRANK 'optimal'
+    -0.5073367, its rows off by 2.7e-8, priced at CSDP's multipliers (up to 1,574) at
+    2.2e-4 of its objective (above FEAS: convicted) and at the reduced problem's
+    multipliers checked dual feasible at 1.8e-5 (the smaller bound: not convicted). A
+    validated price above FEAS still convicts."""
+    low = _low(-0.5073366675156316, status="optimal", bound=-0.5073316391798425)
+    low.update(worth=2.2315e-4)
+    ref = {"kind": "error", "error": "SolverFailedError", "solver": "CLARABEL"}
+    csdp = {"kind": "result", "status": "optimal", "objective": -0.5073316019307645,
+            "bound": None, "violation": 1.6e-12, "objective_mismatch": 0.0,
+            "solver": "CSDP", "worth": 2.8e-7}
+    assert _judge(low, ref, csdp)["wrong_point"] == 1
+    v = _judge({**low, "worth_validated": 1.77e-5}, ref, csdp)
+    assert v["wrong_point"] == 0 and v["agree"] == 1 and all(v[k] == 0 for k in UNTRUE)
+    assert _judge({**low, "worth_validated": 2e-4}, ref, csdp)["wrong_point"] == 1
+
+
+@pytest.mark.slow
+def test_run_instance_110566_priced_at_checked_multipliers():
+    """The whole instance: LOWRANK's result, convicted at CSDP's multipliers alone, is
+    priced at the reduced problem's checked ones below FEAS and agrees with CSDP."""
+    rec = run_instance(110566)
+    low = rec["LOWRANK"]
+    assert low["kind"] == "result" and low["worth"] > 1e-4
+    assert low["worth_validated"] < 1e-4
+    assert rec["verdict"]["agree"] == 1
     assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
