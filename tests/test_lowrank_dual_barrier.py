@@ -13,6 +13,7 @@ from sdpembed.lowrank.dual_barrier import DualOptimum, dual_barrier, dual_barrie
 from sdpembed.lowrank.options import DenseLimits
 from sdpembed.lowrank.penalty import DistancePenalty
 from sdpembed.lowrank.space import FactorSpace
+from sdpembed.lowrank.spectrum import _gershgorin
 from sdpembed.solvers import solve
 
 
@@ -91,6 +92,35 @@ def test_a_barrier_that_cannot_finish_in_time_leaves_it_to_the_refinement(monkey
     dual.result = db.DualBarrierResult(y, res.bound, np.inf, "deadline", 3, 0.0)
     assert dual.candidate(deadline) is None and dual.candidate(deadline, final=True) is None
     assert dual.label == "refined multipliers; " and dual.adopt() is None
+
+
+def test_a_path_without_an_interior_stops_at_its_first_null_step(monkeypatch):
+    """At the boundedness threshold the dual feasible set has no interior: the path's steps
+    shrink until ``y + s dy == y`` in floating point, a null step that Armijo's test passed
+    (its share rounded away) and the path repeated until its deadline (1,402 factorisations
+    of the slack in 60 s; 3,807 in a solve). It now stops there, "stalled", at the same
+    point (docs/tuning.md, "The dual barrier's null steps")."""
+    import sdpembed.lowrank.dual_barrier as db
+    from problems import issue_claims
+    from sdpembed.formulations.dvu import min_bounded_slack_weight
+
+    lam = min_bounded_slack_weight(issue_claims.blobs30().points_problem)
+    gp, _, _ = _formulation_problem(issue_claims.blobs30(slack_weight=lam))
+    space, pen = FactorSpace(gp), DistancePenalty(gp)
+    calls = []
+    factor = db._slack_cholesky
+    monkeypatch.setattr(db, "_slack_cholesky", lambda *a: calls.append(1) or factor(*a))
+    res = dual_barrier(space, pen, rel_gap=1e-5, deadline=time.perf_counter() + 600.0)
+    assert res.status == "stalled" and len(calls) <= 300
+    nu0 = space.duals(None)      # strictly feasible: S(y) positive definite on 1-perp
+    scale = _gershgorin(space, pen.w, nu0) + 1.0         # (the run's own scale of 11^T/n)
+    assert np.all(np.abs(res.y) < pen.w) and factor(space, res.y, nu0, scale) is not None
+    # a lower bound on the optimum at the threshold, which lies below the objective of any
+    # point at a larger weight (the objective grows with it): LOWRANK's at 1 + 1e-6 times it
+    # (-2.8127; the bound -2.8559)
+    above = solve(issue_claims.blobs30(slack_weight=lam * (1 + 1e-6)), "LOWRANK",
+                  time_limit=600.0).objective
+    assert res.bound <= above
 
 
 def test_small_moons_certify_through_the_dual_optimum(moons_dvu):

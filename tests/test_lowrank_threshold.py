@@ -51,20 +51,27 @@ def test_just_below_the_threshold_unbounded(factor):
             solve(issue_claims.blobs30(slack_weight=lam * factor), "CSDP")
 
 
-@pytest.mark.parametrize("kw", [{}, {"n": 60}], ids=["blobs30", "blobs60"])
+@pytest.mark.parametrize("kw", [{}, {"n": 60}, {"distances": "quadratic"},
+                                {"n": 60, "distances": "quadratic"}],
+                         ids=["blobs30", "blobs60", "blobs30-quadratic", "blobs60-quadratic"])
 def test_just_above_the_threshold_certified_at_the_conic_optimum(kw):
-    n = kw.get("n", 30)
-    lam = _threshold(n=n)
-    f = issue_claims.blobs30(n, slack_weight=lam * (1 + 1e-2))
+    """Quadratic DVU there was refused uncertified at max_outer, its point optimal from the
+    first outer iteration: its coercive point (0.9 slack_weight) left S indefinite, so no
+    shifted certificate existed (docs/tuning.md, "Quadratic DVU just above its threshold")."""
+    kw = dict(kw)
+    n = kw.pop("n", 30)
+    lam = _threshold(n=n, **kw)
+    f = issue_claims.blobs30(n, slack_weight=lam * (1 + 1e-2), **kw)
     rep = solve(f, "LOWRANK", time_limit=120.0)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
-    ref = solve(issue_claims.blobs30(n, slack_weight=lam * (1 + 1e-2)), "CLARABEL").objective
+    ref = solve(issue_claims.blobs30(n, slack_weight=lam * (1 + 1e-2), **kw),
+                "CLARABEL").objective
     assert rep.bound <= ref + 1e-6 * abs(ref)
     assert abs(rep.objective - ref) <= 1e-4 * abs(ref)
     # closer still: certified, and below the optimum at the larger weight (the objective
     # grows with slack_weight)
     for factor in (1 + 1e-3, 1 + 1e-6):
-        near = solve(issue_claims.blobs30(n, slack_weight=lam * factor), "LOWRANK",
+        near = solve(issue_claims.blobs30(n, slack_weight=lam * factor, **kw), "LOWRANK",
                      time_limit=120.0)
         assert near.status == "optimal" and near.certified_gap <= 1e-4
         assert near.objective < rep.objective

@@ -120,9 +120,18 @@ def _damped_step(x: np.ndarray, d: np.ndarray, step: float, slope: float, dec: f
     ``f_at(x_new, its factor)`` falls by the Armijo share ``1e-4 s slope`` below ``f_x``;
     ``None`` (stalled) if none does. Within the quadratic convergence region (decrement
     below 1/4) a full Newton step decreases :math:`f_\\mu` (self-concordance): there the
-    test would only compare roundings, and positive definiteness alone is asked."""
+    test would only compare roundings, and positive definiteness alone is asked.
+
+    Stalled too, before its last try, once a step no longer moves ``x`` in floating point
+    (``x + s d == x``) at a point not centred (decrement at least ``_CENTRED``): Armijo's
+    test holds there trivially (:math:`f_\\mu` unchanged, its share rounded away), and the
+    caller, at the same point and :math:`\\mu`, would compute the same direction and the
+    same null step until its step or time limit (docs/tuning.md, "The dual barrier's
+    null steps"). A centred point's null step is taken: :math:`\\mu` falls after it."""
     for _ in range(halvings):
         x_new = x + step * d
+        if dec >= _CENTRED and np.array_equal(x_new, x):
+            return None
         fac = factor(x_new)
         if fac is not None and (dec < 0.25 or f_at(x_new, fac) <= f_x + 1e-4 * step * slope):
             return x_new, fac

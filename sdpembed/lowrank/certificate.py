@@ -450,13 +450,10 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                                f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
                                check_note=check_note, y=y, nu=nu, rounding=delta)
         return best
-    y0 = pen.coercive_point()
     nu0 = np.zeros(space.q)
     if cache.mu0 is None:
-        try:
-            cache.mu0 = _lambda_min(space, y0, nu0, tol=eig_tol).value
-        except spla.ArpackError:   # ArpackNoConvergence among them: no coercive anchor
-            cache.mu0 = -np.inf
+        cache.mu0 = coercive_lambda_min(space, pen, eig_tol)
+    y0 = pen.coercive_point()
     mu0 = cache.mu0
     if check in (CHECK_SPARSE, CHECK_CHOLESKY) and np.isfinite(mu0) and mu0 > 0:
         # the combination's lambda_min rests on mu0 as well: verify it too (once)
@@ -511,6 +508,39 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                         f"(lambda_min there {mus:.3g})")
     return Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
                        check_note=check_note, y=y, nu=nu, rounding=delta)
+
+
+def coercive_lambda_min(space: FactorSpace, pen: DistancePenalty, eig_tol: float) -> float:
+    r""":math:`\mu_0 = \lambda_{\min}(S(y_0))` at the coercive point :math:`y_0` =
+    ``pen.coercive_point()`` (``-inf`` where Lanczos fails), after moving it, for
+    ``"quadratic"``, nearer to :math:`\lambda` where :math:`\mu_0 \le 0`.
+
+    ``"quadratic"``: :math:`\varphi^*` is finite for :math:`y < \lambda` and :math:`S(y)`
+    grows with :math:`y`; the problem is bounded exactly when :math:`\mu_1 =
+    \lambda_{\min}(S(\lambda\mathbf 1)) \ge 0` (the solve's boundedness test). Just
+    above the threshold :math:`\mu_1` is small and :math:`S((1 - \epsilon)\lambda)` at the
+    first :math:`\epsilon` = 0.1 is indefinite: without a coercive anchor no shifted
+    certificate exists and the solve could never certify (docs/tuning.md, "Quadratic DVU
+    just above its threshold"). :math:`f(s) = \lambda_{\min}(S(s\lambda\mathbf 1))` is
+    concave in :math:`s` (:math:`S` is affine in :math:`y`), so it lies above its secant
+    :math:`\ell` through :math:`s_a = 1 - \epsilon` and :math:`1`; with slope :math:`k =
+    (\mu_1 - f(s_a))/\epsilon`, the new share :math:`\epsilon' = \mu_1 / (2k)` gives
+    :math:`f(1 - \epsilon') \ge \mu_1/2`, and maximises :math:`\epsilon'\,\ell(1 -
+    \epsilon')`: the shifted bound's loss grows like :math:`1/\epsilon'` (through
+    :math:`\varphi^*(y_0)`) over :math:`\mu_0`."""
+    nu0 = np.zeros(space.q)
+    try:
+        mu0 = _lambda_min(space, pen.coercive_point(), nu0, tol=eig_tol).value
+        if pen.mode != "quadratic" or mu0 > 0:
+            return mu0
+        mu1 = _lambda_min(space, np.full_like(pen.t, pen.lam), nu0, tol=eig_tol).value
+        if not mu1 > 0:
+            return mu0
+        share = pen.coercive_share
+        pen.coercive_share = share * mu1 / (2.0 * (mu1 - mu0))
+        return _lambda_min(space, pen.coercive_point(), nu0, tol=eig_tol).value
+    except spla.ArpackError:   # ArpackNoConvergence among them: no coercive anchor
+        return -np.inf
 
 
 def _shift_theta(mu: float, mu_anchor: float, eps: float = 0.0) -> float:

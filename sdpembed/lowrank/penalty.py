@@ -68,6 +68,11 @@ class DistancePenalty:
         # robustness"): the Gauss-Newton curvature 4 sigma_e z_e z_e^T of an edge, with
         # |z_e|^2 ~ t_e, is then the same on every edge
         self.edge_scale = float(np.mean(self.t)) / self.t
+        #: ``"quadratic"``: the coercive point is :math:`(1 - \epsilon)\lambda` with this
+        #: :math:`\epsilon` (:meth:`coercive_point`); a certificate moves it nearer to
+        #: :math:`\lambda` where :math:`S` is not positive definite there
+        #: (:func:`~.certificate.coercive_lambda_min`)
+        self.coercive_share = 0.1
 
     def _sig(self, sigma: float) -> np.ndarray:
         """The per-edge penalties
@@ -205,7 +210,7 @@ class DistancePenalty:
         if self.mode == "interval":
             return self.w.copy()
         if self.mode == "quadratic":
-            return np.full_like(self.t, 0.9 * self.lam)
+            return np.full_like(self.t, (1.0 - self.coercive_share) * self.lam)
         return None
 
 
