@@ -38,7 +38,9 @@ that failed outright, :func:`failed_fits`, are in no table).
 
 Then the per-setting agreement of the held-out estimate with the hidden-label loss, and a
 ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach against
-hidden labels as noisy as these. ``--grid`` also scores the previous rules (the held-out
+hidden labels as noisy as these; and :func:`split_ceiling`: what any rule on the loss on
+the fits' own unlabelled rows can reach if it knew each fit's held-out split exactly (the
+bound the code's rule is measured against). ``--grid`` also scores the previous rules (the held-out
 bound; difference at most -3 points or sign test p < 0.1), other (loss, alpha) and the
 code's form at other probabilities: a calibration aid — rules
 chosen on these rows are scored on the same rows, so their rates are optimistic.
