@@ -38,7 +38,9 @@ that failed outright, :func:`failed_fits`, are in no table).
 
 Then the per-setting agreement of the held-out estimate with the hidden-label loss, and a
 ceiling (:func:`ceiling`): what any threshold on the held-out estimate can reach against
-hidden labels as noisy as these. ``--grid`` also scores the previous rules (the held-out
+hidden labels as noisy as these; and :func:`split_ceiling`: what any rule on the loss on
+the fits' own unlabelled rows can reach if it knew each fit's held-out split exactly (the
+bound the code's rule is measured against). ``--grid`` also scores the previous rules (the held-out
 bound; difference at most -3 points or sign test p < 0.1), other (loss, alpha) and the
 code's form at other probabilities: a calibration aid — rules
 chosen on these rows are scored on the same rows, so their rates are optimistic.
@@ -377,6 +379,60 @@ def ceiling(rows: list[dict], splits: int, *, draws: int = 200_000, seed: int = 
     return out
 
 
+def loss_probability_at_split(split, d: int, h: int, loss: float = WARN_LOSS) -> float:
+    """P(a loss of ``loss`` or more on a fit's ``h`` unlabelled rows) when its ``d``
+    differing rows are a multinomial draw from ``split`` (the shares right only on the
+    inputs, on neither, only on the embedding) taken as exact: the loss is
+    :math:`(n_+ - n_-)/h`, each row adding +1, 0 or -1 with those shares (the counts
+    ``validation_`` records, pooled over the folds, may be passed as they are)."""
+    s = np.asarray(split, dtype=float)
+    s = s / s.sum() if s.sum() > 0 else np.array([0.0, 1.0, 0.0])
+    need = int(np.ceil(loss * h - 1e-9))
+    p = np.ones(1)
+    for _ in range(d):   # P(n+ - n- = j), j = -d ... d, one row at a time
+        p = np.convolve(p, s[::-1])
+    return float(p[max(need + d, 0):].sum())
+
+
+def split_ceiling(rows: list[dict], loss: float = WARN_LOSS) -> dict:
+    """What any statistic of the held-out split can reach on the unlabelled rows.
+
+    For each fit with its unlabelled rows' counts, :math:`P_i` is
+    :func:`loss_probability_at_split` of its pooled held-out split (as if exact, the limit
+    of an infinite held-out set): a check that knew that split could do no better than
+    warn when :math:`P_i \\ge t`, whose expected recall on fits losing ``loss`` or more is
+    :math:`\\sum P_i w_i / \\sum P_i` and expected false alarms
+    :math:`\\sum (1 - P_i) w_i / \\sum (1 - P_i)`. Returned: the fits, their expected
+    number losing, the best expected recall at <= 10 % false alarms and the fewest
+    expected false alarms at >= 90 % recall (each with its ``t``). (The unlabelled rows
+    still split by chance: the ceiling is that chance, which no held-out count removes.)"""
+    P = []
+    for r in rows:
+        if not r["folds"] or not r.get("unlabelled"):
+            continue
+        b = sum(f["input_only"] for f in r["folds"])
+        c = sum(f["embedding_only"] for f in r["folds"])
+        v = sum(f["votes_differ"] for f in r["folds"])
+        P.append(loss_probability_at_split((b, v - b - c, c), r["unlabelled_disagree"],
+                                           r["unlabelled"], loss))
+    P = np.array(P)
+    out = {"fits": len(P), "expected_losing": float(P.sum()),
+           "recall_at_10pct_false_alarms": (np.nan, np.nan),
+           "false_alarms_at_90pct_recall": (np.nan, np.nan)}
+    if not len(P) or P.sum() == 0 or (1 - P).sum() == 0:
+        return out
+    curve = []
+    for t in np.unique(np.r_[P, np.inf]):
+        w = P >= t
+        curve.append((float(t), float((P * w).sum() / P.sum()),
+                      float(((1 - P) * w).sum() / (1 - P).sum())))
+    rec = max((c for c in curve if c[2] <= GOAL_FALSE_ALARMS), key=lambda c: (c[1], -c[2]))
+    fa = min((c for c in curve if c[1] >= GOAL_RECALL), key=lambda c: (c[2], -c[0]))
+    out["recall_at_10pct_false_alarms"] = (rec[1], rec[0])
+    out["false_alarms_at_90pct_recall"] = (fa[2], fa[0])
+    return out
+
+
 def binomial_interval(k: int, n: int, level: float = 0.9) -> tuple[float, float]:
     """The exact (Clopper-Pearson) two-sided ``level`` interval of a rate seen as ``k`` of
     ``n``: the rates under which ``k`` or fewer, and ``k`` or more, have probability at
@@ -632,12 +688,21 @@ def main(argv=None) -> int:
         f"{100 * c['noiseless check']['false_alarms_at_90pct_recall']:.0f} %."
         + (f" ({sum(len(r['folds']) < k for r in rows)} fits with fewer than {k} folds left "
            "out.)" if any(len(r["folds"]) < k for r in rows) else ""))
+    sc = split_ceiling(rows, args.loss)
+    if sc["fits"] and not np.isnan(sc["recall_at_10pct_false_alarms"][0]):
+        say(f"\nCeiling of any statistic of the held-out split (`split_ceiling`: each fit's "
+            f"pooled split taken as exact, its differing unlabelled rows a draw from it; "
+            f"{sc['fits']} fits, {sc['expected_losing']:.1f} expected to lose): at best "
+            f"{100 * sc['recall_at_10pct_false_alarms'][0]:.0f} % recall at <= 10 % false "
+            f"alarms, or {100 * sc['false_alarms_at_90pct_recall'][0]:.0f} % false alarms at "
+            ">= 90 % recall.")
     text = "\n".join(out) + "\n"
     print(text)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "failed": failed,
                                                "scores": results, "halves": halves,
-                                               "ceiling": c, "as_decided": as_decided(
+                                               "ceiling": c, "split_ceiling": sc,
+                                               "as_decided": as_decided(
                                                    rows, failed)}, indent=1))
     if args.tuning:
         key = "bench_dvu_check" + (f":{args.tag}" if args.tag else "")

@@ -3,6 +3,7 @@ verdicts follow from ``held_out_verdict``'s closed form (no DVU fit runs here)."
 
 import json
 
+import numpy as np
 import pytest
 
 bench = pytest.importorskip("problems.bench_dvu_check")
@@ -200,3 +201,38 @@ def test_the_goal_verdict_needs_the_whole_interval():
         "rate meets it, interval does not"
     assert bench.goal_verdict((4, 15), ci(4, 15), at_most=0.1) == "not met"
     assert bench.goal_verdict((0, 0), ci(0, 0), at_least=0.9) == "not met"
+
+
+def test_the_split_ceiling_is_the_multinomial_tail_of_the_differing_rows():
+    """A fit's loss probability at an exact split: with no row on neither, n+ of d rows
+    is binomial, so a loss of 10 of 200 rows needs n+ >= (d + 10)/2; with a three-way
+    split, scipy's multinomial pmf summed over the outcomes that lose. The ceiling's
+    rates follow from those probabilities: two sure fits are told apart exactly, and a
+    fit at P = 0.5 costs half a fit of recall or of false alarms."""
+    from scipy.stats import binom, multinomial
+
+    p = bench.loss_probability_at_split((30, 0, 10), 20, 200)
+    assert p == pytest.approx(binom.sf(14, 20, 0.75), rel=1e-12)     # n+ >= 15
+    split, d = np.array([5.0, 3.0, 2.0]), 12
+    want = sum(multinomial.pmf([a, d - a - c, c], d, split / 10)
+               for a in range(d + 1) for c in range(d + 1 - a) if a - c >= 3)
+    assert bench.loss_probability_at_split(split, d, 60) == pytest.approx(want, rel=1e-10)
+    assert bench.loss_probability_at_split((0, 5, 0), 30, 200) == 0.0
+    assert bench.loss_probability_at_split((4, 0, 0), 9, 200) == 0.0   # 9 rows < 10
+    assert bench.loss_probability_at_split((4, 0, 0), 10, 200) == pytest.approx(1.0)
+
+    sure, none = _fit(0, 9.0, 40, 0, d=12, h=200), _fit(1, 0.0, 0, 40, d=12, h=200)
+    c = bench.split_ceiling([sure, none])
+    assert c["fits"] == 2 and c["expected_losing"] == pytest.approx(1.0)
+    assert c["recall_at_10pct_false_alarms"][0] == pytest.approx(1.0)
+    assert c["false_alarms_at_90pct_recall"][0] == pytest.approx(0.0)
+    # an even split of 21 rows, 10 needed: P(n+ - n- >= 10) well below 1/2; warning
+    # on it as well as on the sure fit adds its (1 - P) to the false alarms
+    half = _fit(2, 0.0, 20, 20, d=21, h=200)
+    ph = bench.loss_probability_at_split((20, 0, 20), 21, 200)
+    assert ph == pytest.approx(binom.sf(15, 21, 0.5), rel=1e-12)       # n+ >= 16
+    c = bench.split_ceiling([sure, none, half])
+    assert c["recall_at_10pct_false_alarms"][0] == pytest.approx(1.0 / (1.0 + ph))
+    assert c["false_alarms_at_90pct_recall"][0] == pytest.approx(
+        0.0 if 1.0 / (1.0 + ph) >= 0.9 else (1 - ph) / (2 - ph))
+    assert bench.split_ceiling([_fit(3, 1.0, 40, 0)])["fits"] == 0     # no unlabelled rows
