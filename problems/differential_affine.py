@@ -341,36 +341,56 @@ def lower(red: Reduced, nu: np.ndarray | None, mu: np.ndarray | None,
     "trace_bound"}``; ``bound`` ``None`` where the penalty is another, or ``S`` is not
     PSD and no trace bound is known."""
     out: dict[str, Any] = {"bound": None, "trace_bound": red.trace_bound}
+    best = None
+    for bound, lam in _signed_bounds(red, nu, mu, y) or ():
+        if lam < 0 and not np.isfinite(red.trace_bound):
+            continue
+        if lam < 0:
+            bound += lam * red.trace_bound
+        if best is None or bound > best[0]:
+            best = (bound, lam)
+    if best is not None:
+        out.update(bound=best[0], min_eig=best[1])
+    return out
+
+
+def _signed_bounds(red: Reduced, nu: np.ndarray | None, mu: np.ndarray | None,
+                   y: np.ndarray | None, G: np.ndarray | None = None
+                   ) -> list[tuple[float, float]] | None:
+    r"""``(bound, lambda_min(S))`` of the multipliers for each sign of ``nu`` (and of
+    the interval penalty's ``y``), the rows' right-hand sides moved to their values at
+    ``G`` where given (equality rows :math:`b + r`, inequality rows
+    :math:`b_\le + \max(r, 0)`); ``None`` where the penalty is another or a
+    multiplier's length does not match (:func:`lower`, :func:`lower_at`)."""
     if not red.linear and red.M_pen is None:
-        return out
+        return None
     nu = np.zeros(red.M_eq.shape[0]) if nu is None else np.asarray(nu, dtype=float).ravel()
     mu = np.zeros(red.M_in.shape[0]) if mu is None else np.maximum(
         np.asarray(mu, dtype=float).ravel(), 0.0)
     if nu.shape[0] != red.M_eq.shape[0] or mu.shape[0] != red.M_in.shape[0]:
-        return out
+        return None
+    b_eq, b_in = red.b_eq, red.b_in
+    if G is not None:
+        v = red.svec(red.of_gram(np.asarray(G, dtype=float)))
+        if red.M_eq.shape[0]:
+            b_eq = b_eq + (red.M_eq @ v - red.b_eq)
+        if red.M_in.shape[0]:
+            b_in = b_in + np.maximum(red.M_in @ v - red.b_in, 0.0)
     pen_signs: tuple[float, ...] = (0.0,)
     if red.M_pen is not None:
         if y is None or np.asarray(y).size != red.M_pen.shape[0]:
-            return out
+            return None
         y = np.clip(np.asarray(y, dtype=float).ravel(), -red.w_pen, red.w_pen)
         pen_signs = (1.0, -1.0)
-    best = None
+    out = []
     for sign in (1.0, -1.0):
         for ps in pen_signs:
             s = red.svec(red.C) + sign * (nu @ red.M_eq) + mu @ red.M_in
-            bound = -sign * float(nu @ red.b_eq) - float(mu @ red.b_in)
+            bound = -sign * float(nu @ b_eq) - float(mu @ b_in)
             if ps:
                 s = s + ps * (y @ red.M_pen)
                 bound -= ps * float(y @ red.t_pen)
-            lam = float(np.linalg.eigvalsh(red.smat(s))[0])
-            if lam < 0 and not np.isfinite(red.trace_bound):
-                continue
-            if lam < 0:
-                bound += lam * red.trace_bound
-            if best is None or bound > best[0]:
-                best = (bound, lam)
-    if best is not None:
-        out.update(bound=best[0], min_eig=best[1])
+            out.append((bound, float(np.linalg.eigvalsh(red.smat(s))[0])))
     return out
 
 
@@ -388,32 +408,5 @@ def lower_at(red: Reduced, G: np.ndarray, nu: np.ndarray | None, mu: np.ndarray 
     (:func:`problems.differential._validated_worth`): a price at multipliers that are
     checked dual feasible, where a reference's (not checked) can be far larger on a
     problem without a strictly feasible point (110566: CSDP's up to 1,574)."""
-    if not red.linear and red.M_pen is None:
-        return None
-    nu = np.zeros(red.M_eq.shape[0]) if nu is None else np.asarray(nu, dtype=float).ravel()
-    mu = np.zeros(red.M_in.shape[0]) if mu is None else np.maximum(
-        np.asarray(mu, dtype=float).ravel(), 0.0)
-    if nu.shape[0] != red.M_eq.shape[0] or mu.shape[0] != red.M_in.shape[0]:
-        return None
-    v = red.svec(red.of_gram(np.asarray(G, dtype=float)))
-    r_eq = red.M_eq @ v - red.b_eq if red.M_eq.shape[0] else np.zeros(0)
-    r_in = np.maximum(red.M_in @ v - red.b_in, 0.0) if red.M_in.shape[0] else np.zeros(0)
-    pen_signs: tuple[float, ...] = (0.0,)
-    if red.M_pen is not None:
-        if y is None or np.asarray(y).size != red.M_pen.shape[0]:
-            return None
-        y = np.clip(np.asarray(y, dtype=float).ravel(), -red.w_pen, red.w_pen)
-        pen_signs = (1.0, -1.0)
-    best = None
-    for sign in (1.0, -1.0):
-        for ps in pen_signs:
-            s = red.svec(red.C) + sign * (nu @ red.M_eq) + mu @ red.M_in
-            bound = -sign * float(nu @ (red.b_eq + r_eq)) - float(mu @ (red.b_in + r_in))
-            if ps:
-                s = s + ps * (y @ red.M_pen)
-                bound -= ps * float(y @ red.t_pen)
-            if float(np.linalg.eigvalsh(red.smat(s))[0]) < 0:
-                continue
-            if best is None or bound > best:
-                best = bound
-    return best
+    bounds = [b for b, lam in _signed_bounds(red, nu, mu, y, G) or () if lam >= 0]
+    return max(bounds) if bounds else None
