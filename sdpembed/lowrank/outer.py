@@ -606,12 +606,16 @@ class _OuterLoop(StallGrowth, TrySpacing):
             self.certificate, self.y, self.nu = best, best.y, best.nu
             return
         # grow the rank only where the negative eigenvalue, not the multipliers,
-        # is what keeps the gap open
+        # is what keeps the gap open; from a rank-deficient factor too where no bound
+        # exists (no coercive anchor): its near-zero columns sit at a saddle the
+        # subproblems do not leave, and nothing else moves the multipliers into S >= 0
+        # (docs/tuning.md, "110,572: a rank-deficient factor with no bound")
         loss = (lb_cheap - certificate.bound) / max(abs(p), 1e-300) \
             if certificate.bound is not None else np.inf
         if certificate.lambda_min is not None and certificate.lambda_min < 0 \
                 and loss > 0.5 * opts.tol and self.W.shape[1] < opts.max_rank \
-                and not deficient and saturated and not self._late():
+                and (not deficient or certificate.bound is None) and saturated \
+                and not self._late():
             self._grow(escape_directions(self.space, self.cache, certificate,
                                          self.opts.max_rank - self.W.shape[1] - 1), entry)
         self.gtol = max(self.gtol * 0.1, 1e-9)
