@@ -340,8 +340,12 @@ def _solve_once(formulation: Formulation, solver: str, verbose: bool, options) -
         _check_result(name, report.status, report.objective, report, formulation)
         if report.status == cp.OPTIMAL_INACCURATE:
             gap = "none" if report.certified_gap is None else f"{report.certified_gap:.2g}"
+            # the backend's own word on why it stopped before its generic advice: where
+            # LOWRANK stopped on a rule that more time cannot change, it says so
+            advice = (report.extra.get("message") or report.extra.get("stop_advice")
+                      or "raise the time or iteration limits")
             _warn_inaccurate(name, f"{formulation.method} (certified gap {gap})",
-                             report.extra.get("message") or "raise the time or iteration limits")
+                             str(advice).rstrip("."))
         return report
     entry = _check_available(name)
     effective = {**entry.defaults, **options}

@@ -136,3 +136,26 @@ def test_after_the_rule_the_face_restoration_tries_one_rank_whatever_the_time_li
         backend._lower_rank_on_face(gp, result, LowRankOptions(time_limit=limit), extra, nulls)
         assert extra["face"]["lower_rank"] == {"rank": None}
     assert seen[:2] == [0.0, 0.0] and seen[2] > 0.0
+
+
+def test_the_inaccurate_warning_after_the_rule_gives_its_advice_not_more_time():
+    """Differential seed 110,564 (MVU, equality rows, no strictly feasible point): LOWRANK
+    returns ``optimal_inaccurate`` within its certified gap after the stalled-violation rule
+    (every reference's objective lies inside its interval, docs/tuning.md, twenty-ninth
+    round). The warning said "raise the time or iteration limits" while the report's
+    ``stop_advice`` says more time does not help; it now gives that advice."""
+    import warnings
+
+    from problems.differential import make_instance
+    from sdpembed.exceptions import InaccurateSolutionWarning
+
+    f, _ = make_instance(110564).build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = solve(f, solver="LOWRANK")
+    assert report.status == "optimal_inaccurate"
+    assert report.extra["stop_reason"] == STOP_REASON
+    said = [str(w.message) for w in caught if w.category is InaccurateSolutionWarning]
+    assert len(said) == 1
+    assert report.extra["stop_advice"].rstrip(".") in said[0]
+    assert "raise the time or iteration limits" not in said[0]
