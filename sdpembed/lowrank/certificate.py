@@ -130,6 +130,9 @@ class CertificateCache:
         :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, ``"shrink"``).
     mu0 : float or None
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
+    row_trace_bound : float or None
+        :math:`T \\ge \\mathrm{tr}\\,G` from an added row (``inf``: none;
+        :func:`_row_trace_bound`), where there is no coercive dual point.
     mu0_verified : (float or None, str) or None
         ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
     mu0_allowance : float or None
@@ -160,6 +163,7 @@ class CertificateCache:
     curvature: float | None = None
     trace_bound: float | None = None
     mu0: float | None = None
+    row_trace_bound: float | None = None
     mu0_verified: tuple[float | None, str] | None = None
     mu0_allowance: float | None = None
     deadline: float = np.inf
@@ -234,6 +238,33 @@ def _trace_bound_equality(gp: GramProblem) -> float:
     roots = np.unique(np.r_[np.argsort(deg)[-3:], 0])
     dist = dijkstra(A, directed=False, indices=roots)
     return float(np.min((dist**2).sum(axis=1)))
+
+
+def _row_trace_bound(space: FactorSpace) -> float:
+    r""":math:`T \ge \mathrm{tr}\,G` for every point feasible for the added rows, read from
+    the rows alone (``inf`` where none bounds it; full space only).
+
+    A row :math:`\langle A_k, G\rangle \le b_k` (or :math:`= b_k`) whose :math:`A_k` is
+    diagonal with every :math:`a_i \ge c > 0` (``trace(G) <= tau`` among them) gives, for
+    :math:`G \succeq 0` (so :math:`G_{ii} \ge 0`), :math:`c\,\mathrm{tr}\,G \le \sum_i
+    a_iG_{ii} \le b_k`, i.e. :math:`\mathrm{tr}\,G \le b_k/c`. Then for multipliers
+    :math:`(y, z)` in the dual domain with :math:`\mu = \lambda_{\min}(S(y, z)) < 0`,
+    weak duality at a feasible :math:`G` gives :math:`p(G) \ge \langle S, G\rangle -
+    \varphi^*(y) - z^Tb \ge \mu T - \varphi^*(y) - z^Tb`: a bound where no coercive dual
+    point is known (docs/tuning.md, "Quadratic distances: a trace bound where S(y) is not
+    PSD")."""
+    K = space.K
+    if K is None or space.Q is not None:
+        return np.inf
+    n, T = space.gp.n, np.inf
+    off_diag = np.bincount(K.row, weights=(K.i != K.j).astype(float), minlength=K.p)
+    for k in np.flatnonzero((off_diag == 0) & (K.rhs >= 0)):
+        t = K.row == k
+        a = np.bincount(K.i[t], weights=K.value[t], minlength=n)
+        c = float(np.min(a))
+        if c > 0 and np.all(np.isfinite(a)):
+            T = min(T, float(K.rhs[k]) / c)
+    return T
 
 
 def _objective_curvature(space: FactorSpace) -> float:
@@ -382,7 +413,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                           eig_tol, verify, anchors: bool = True) -> Certificate:
     """The certificate of multipliers ``(y, nu)`` whose :math:`\\lambda_{\\min}(S)` estimate is
     ``eig``: the dual function :math:`-\\varphi^*(y) - z^Tb` where :math:`S \\succeq 0`, else a
-    shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound).
+    shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound;
+    without a coercive point, the trace bound of an added row, :func:`_row_trace_bound`).
 
     Rounding: a dense ``eigh`` value :math:`\\mu` (``"dense"``) proves only
     :math:`\\lambda_{\\min}(S)\\ge\\mu-\\delta`, :math:`\\delta` =
@@ -476,6 +508,15 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             cache.mu0_allowance = eigh_allowance(space, y0, nu0)
         mu0 = mu0 - cache.mu0_allowance
     if mu0 <= 0:
+        if cache.row_trace_bound is None:
+            cache.row_trace_bound = _row_trace_bound(space)
+        T = cache.row_trace_bound
+        if np.isfinite(T):
+            # an added row bounds tr G of every feasible point: the bound of "equality"
+            return Certificate(-phi + mu * T - off - sum_allowance(pen, y), mu_est,
+                               "trace-bound", f"tr G <= {T:.6g} (an added row)", eig=eig,
+                               check=check, check_note=check_note, y=y, nu=nu,
+                               rounding=delta)
         return Certificate(None, mu_est, "none",
                            f"no coercive dual point (lambda_min at y0 = {mu0:.3g})", eig=eig,
                            check=check, y=y, nu=nu)

@@ -1,0 +1,53 @@
+"""A certificate without a coercive dual point takes its bound from an added row that bounds
+tr G: quadratic DVU below its boundedness threshold, bounded only by ``trace(G) <= tau``
+(docs/tuning.md, "Quadratic distances: a trace bound where S(y) is not PSD")."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import sdpembed.lowrank.certificate as certificate
+from problems.issue_claims import blobs30
+from sdpembed.formulations.dvu import min_bounded_slack_weight
+
+
+@pytest.mark.parametrize("tau", [10.0, 100.0])
+def test_a_trace_row_bounds_every_certificate_below_the_threshold(tau, quiet_solve,
+                                                                  monkeypatch):
+    lam = min_bounded_slack_weight(blobs30(distances="quadratic").points_problem)
+    f = blobs30(distances="quadratic", slack_weight=0.9 * lam)
+    f = f.with_constraints([cp.trace(f.expressions["gram"]) <= tau])
+    optimum = quiet_solve(f, "CLARABEL").objective
+    made = []
+    original = certificate._certificate_from_eig
+
+    def record(*args, **kwargs):
+        cert = original(*args, **kwargs)
+        made.append(cert)
+        return cert
+
+    monkeypatch.setattr(certificate, "_certificate_from_eig", record)
+    rep = quiet_solve(f, "LOWRANK")
+    assert rep.status == "optimal", rep.status
+    assert abs(rep.objective - optimum) <= 1e-4 * max(1.0, abs(optimum))
+    # the coercive point (nu = 0) is not dual feasible below the threshold: before the row's
+    # trace bound, certificates with lambda_min < 0 there had no bound at all
+    negative = [c for c in made if c.lambda_min is not None and c.lambda_min < 0]
+    assert negative
+    for cert in negative:
+        assert cert.bound is not None, cert.note
+        assert cert.bound <= optimum + 1e-6 * max(1.0, abs(optimum))
+    assert rep.extra["lower_bound"] <= optimum + 1e-6 * max(1.0, abs(optimum))
+
+
+def test_the_row_trace_bound_reads_diagonal_rows_only():
+    from sdpembed.lowrank.space import FactorSpace
+
+    f = blobs30(distances="quadratic")
+    G = f.expressions["gram"]
+    rows = [cp.trace(G) <= 7.0, 2 * G[0, 0] + cp.trace(G) <= 9.0, G[0, 1] <= 1.0]
+    gp = f.with_constraints(rows).current_problem()
+    # trace(G) <= 7 gives 7; 3 G00 + sum_(i>0) G_ii <= 9 gives 9 (c = 1); G01 bounds nothing
+    assert certificate._row_trace_bound(FactorSpace(gp)) == pytest.approx(7.0)
+    gp1 = f.with_constraints([G[0, 1] <= 1.0, G[0, 0] <= 1.0]).current_problem()
+    assert certificate._row_trace_bound(FactorSpace(gp1)) == np.inf
