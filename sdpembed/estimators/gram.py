@@ -358,8 +358,9 @@ class DVU(_GramEmbedding):
         the final embedding instead would cost nothing but cannot work: their labels shaped
         it (DVU contracts each class), so they look right whatever the unlabelled rows do.
         Cost: ``validation_splits`` extra fits, so :math:`1 +` ``validation_splits`` solves
-        in all (6 by default; each pre-fit starts from the previous one with
-        ``solver="LOWRANK"``, and the last starts the full fit; the unlabelled rows' verdict
+        in all (6 by default; each pre-fit is solved cold, since a start from a fit that saw
+        the fold's labels would carry them in, and with ``solver="LOWRANK"`` the last
+        starts the full fit; the unlabelled rows' verdict
         adds one k-NN query, 0.04 CPU s at 2,500 rows). ``None``: no check, one fit.
         Where every pre-fit fails (e.g. each hits ``time_limit``) but the full fit
         succeeds, the fit is returned unchecked with a
@@ -596,10 +597,12 @@ class DVU(_GramEmbedding):
         full fit's transduction gains over the inputs; ``held_out_verdict`` turns the
         pooled paired counts into the estimate and its bound, and :meth:`_judge_unlabelled`
         decides after the full fit whether to warn
-        (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`). Each
-        pre-fit starts from the previous one's factor and the last starts the full fit
-        (``warm_start`` of ``solver="LOWRANK"``): the problems differ only in the labels'
-        variance terms."""
+        (:class:`~sdpembed.exceptions.EmbeddingWorseThanInputWarning`). Each pre-fit
+        starts cold: a factor from a fit in which the fold's rows were labelled would carry
+        their labels into the fit that must not see them (the held-out score was kinder to
+        the embedding than the hidden labels: docs/tuning.md, "The held-out check at 1,000
+        rows"). The last pre-fit's factor starts the full fit (``warm_start`` of
+        ``solver="LOWRANK"``): the problems differ only in the labels' variance terms."""
         frac = self.validation_fraction
         if frac is None:
             return {"skipped": "validation_fraction=None"}, {}
@@ -619,8 +622,7 @@ class DVU(_GramEmbedding):
             self._say(f"DVU: held-out pre-fit {s + 1}/{len(folds)} ({int(held.sum())} labels "
                       f"held out, validation_fraction={frac})")
             try:
-                rep = solve(fs, solver="LOWRANK" if start else self.solver,
-                            verbose=bool(self.verbose), **{**options, **start})
+                rep = solve(fs, solver=self.solver, verbose=bool(self.verbose), **options)
             except InputError:
                 raise  # the user's settings: the full fit would refuse them too
             except SdpEmbedError as exc:
