@@ -536,11 +536,10 @@ def run_instance(seed: int, n_range: tuple[int, int] = (12, 60), *,
         if name is not None:
             second = _outcome(f, name, anchor=anchor, keep=points)
             rec[name] = second
-    rows.weigh((low,), (_optimum(ref, second, witnesses=(low,)), ref, second),
-               _unit(low, ref, second))
+    best, unit = _optimum(ref, second, witnesses=(low,)), _unit(low, ref, second)
+    rows.weigh((low,), (best, ref, second), unit)
     if rows.convicted(low, FEAS):
-        _validated_worth(f, low, points.get("LOWRANK"),
-                         _optimum(ref, second, witnesses=(low,)), _unit(low, ref, second))
+        _validated_worth(f, low, points.get("LOWRANK"), best, unit)
     rec["verdict"] = _judge(low, ref, second)
     tight = None
     if _needs_tight(low, rec["verdict"]):

@@ -612,7 +612,7 @@ class DVU(_GramEmbedding):
             return {"skipped": f"{n_held} labels to hold out (fewer than {_MIN_HELD_OUT}; at "
                     "least 2 are kept per class)"}, {}
         options = dict(self.solver_options or {})
-        per_fold, report, f, factor, start, selection = [], None, None, None, {}, None
+        per_fold, report, f, factor, warm_ok, selection = [], None, None, None, False, None
         right_emb, right_inp = [], []
         k = self.transductive_neighbors
         for s, held in enumerate(folds):
@@ -631,9 +631,10 @@ class DVU(_GramEmbedding):
             selection = rep.selection if report is None else selection
             report, f = rep, fs
             factor, G = self._solution(fs)
-            if factor is not None and rep.solver == "LOWRANK" and "warm_start" not in options \
-                    and self.basis_rank is None and self.centroids == "eliminated":
-                start = {"warm_start": fs.factor}
+            # whether the full fit may start from this pre-fit's factor
+            warm_ok = (factor is not None and rep.solver == "LOWRANK"
+                       and "warm_start" not in options and self.basis_rank is None
+                       and self.centroids == "eliminated")
             Z = embedding_from_factor(factor, self.n_components) if factor is not None \
                 else embedding_from_gram(G, self.n_components)
             train = labeled & ~held
@@ -667,7 +668,7 @@ class DVU(_GramEmbedding):
                "votes_differ": sum(f.get("votes_differ", 0) for f in per_fold),
                "folds": per_fold, "solver": report.solver, "status": report.status}
         warm = {}
-        if start and report.solver == "LOWRANK":
+        if warm_ok:
             warm = {"warm_start": f.factor, "solver": "LOWRANK"}
             if selection is not None:   # solver="auto" chose LOWRANK for the pre-fits
                 warm["selection"] = selection + "; started from the held-out fit"
