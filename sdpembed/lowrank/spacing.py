@@ -17,14 +17,6 @@ import numpy as np
 #: goes", "Spaced certificate tries at n > 800" and "Spaced tries down to tol")
 _SPACE_MIN, _SPACE_SHARE, _SPACE_CAP = 1.0, 0.5, 4
 
-#: ... and, after a lift that lowered the best gap, at least as many outer iterations as the
-#: best gap needs at its last rate to fall by this share (at most ``_SPACE_CAP``), unless
-#: that rate reaches ``tol`` at the next one: a lift stops where its bound falls below the
-#: best bound so far (its floor), so a lift whose gap has fallen less than the best lift's
-#: second, two-sided step gained ends at that floor, a try whose lift is wasted
-#: (docs/tuning.md, "A try right after a lift that lowered the best gap")
-_FLOOR_FALL = 0.03
-
 
 class TrySpacing:
     """The outer loop's spacing of certificate tries (:class:`~.outer._OuterLoop` inherits
@@ -43,9 +35,7 @@ class TrySpacing:
         """Record a lift's gap (the best so far); from the second on, the last above
         ``_SPACE_MIN`` tol, set ``next_try`` ``_SPACE_SHARE`` of the outer iterations the
         fall between the last two needs to reach ``tol`` ahead (between 1 and
-        ``_SPACE_CAP``; ``_SPACE_CAP`` where it did not fall), and no sooner than the
-        outer iteration where the fall at that rate reaches ``_FLOOR_FALL``, unless the
-        rate reaches ``tol`` at the next outer iteration."""
+        ``_SPACE_CAP``; ``_SPACE_CAP`` where it did not fall)."""
         if gap is None:
             return
         if self.lifts:
@@ -58,8 +48,4 @@ class TrySpacing:
         if g1 > _SPACE_MIN * tol:
             wait = _SPACE_CAP if g1 >= g0 else int(
                 _SPACE_SHARE * np.log(g1 / tol) * (o1 - o0) / np.log(g0 / g1))
-            if g1 < g0:
-                rate = np.log(g0 / g1) / (o1 - o0)      # the best gap's fall per outer
-                if g1 * np.exp(-rate) > tol:
-                    wait = max(wait, int(np.ceil(_FLOOR_FALL / rate)))
             self.next_try = o1 + max(1, min(_SPACE_CAP, wait))
