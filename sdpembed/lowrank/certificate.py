@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -309,6 +310,19 @@ def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[f
         if mu < 0:
             rho += -mu * (_row_trace_bound(space, K.rhs + r) - cert.trace_bound)
     return cert.bound - rho, rho
+
+
+def at_point(space: FactorSpace, cert: Certificate, W: np.ndarray) -> Certificate:
+    """``cert`` with the bound of :func:`point_bound` at the point ``W`` (itself where the
+    point meets its rows); its note states what the violations cost and the bound for the
+    rows as posed. The bound a solve reports with its point."""
+    lb, rho = point_bound(space, cert, W)
+    if not rho > 0:
+        return cert
+    return dataclasses.replace(
+        cert, bound=lb, note=(cert.note + "; " if cert.note else "")
+        + f"less {rho:.3g} for the point's row violations (the rows relaxed by them; "
+        f"{cert.bound:.10g} for the rows as posed)")
 
 
 def _objective_curvature(space: FactorSpace) -> float:

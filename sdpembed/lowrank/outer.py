@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from functools import partial
@@ -20,7 +19,7 @@ from .certificate import (
     _best_certificate,
     _higher_bound,
     _infeasible_or_failed,
-    point_bound,
+    at_point,
     relative_gap,
     verify_certificate,
 )
@@ -769,13 +768,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
         self.timings["certificates"] += time.perf_counter() - t_final
         # the point meets its added rows to a tolerance: its gap is stated against the bound
         # of the rows relaxed by its own violations, which its objective cannot lie below
-        lb, rho = point_bound(space, certificate, W)
-        if rho > 0:
-            certificate = dataclasses.replace(
-                certificate, bound=lb,
-                note=(certificate.note + "; " if certificate.note else "")
-                + f"less {rho:.3g} for the point's row violations (the rows relaxed by them; "
-                f"{certificate.bound:.10g} for the rows as posed)")
+        certificate = at_point(space, certificate, W)
         gap = relative_gap(p, certificate.bound)
         bound = certificate.bound
         estimated_gap = estimated_bound = None
