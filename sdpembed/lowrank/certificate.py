@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -64,6 +65,11 @@ class Certificate:
     #: ``"dense"``: the allowance :math:`\\delta` (:func:`~.rounding.eigh_allowance`) below
     #: ``lambda_min`` (the computed value) that the bound takes for rounding
     rounding: float = 0.0
+    #: the multipliers :math:`\bar\nu` of the dual point whose dual function ``bound`` is
+    #: (``"shifted"``: the combination with the anchor's); ``None``: ``nu``
+    dual_nu: np.ndarray | None = field(default=None, repr=False)
+    #: ``"trace-bound"``: the :math:`T \ge \mathrm{tr}\,G` the bound takes (``mu T``)
+    trace_bound: float | None = None
 
     @property
     def verified(self) -> bool:
@@ -240,7 +246,7 @@ def _trace_bound_equality(gp: GramProblem) -> float:
     return float(np.min((dist**2).sum(axis=1)))
 
 
-def _row_trace_bound(space: FactorSpace) -> float:
+def _row_trace_bound(space: FactorSpace, rhs: np.ndarray | None = None) -> float:
     r""":math:`T \ge \mathrm{tr}\,G` for every point feasible for the added rows, read from
     the rows alone (``inf`` where none bounds it; full space only).
 
@@ -252,19 +258,71 @@ def _row_trace_bound(space: FactorSpace) -> float:
     weak duality at a feasible :math:`G` gives :math:`p(G) \ge \langle S, G\rangle -
     \varphi^*(y) - z^Tb \ge \mu T - \varphi^*(y) - z^Tb`: a bound where no coercive dual
     point is known (docs/tuning.md, "Quadratic distances: a trace bound where S(y) is not
-    PSD")."""
+    PSD"). ``rhs``: right-hand sides in place of the rows' own (:func:`point_bound`)."""
     K = space.K
     if K is None or space.Q is not None:
         return np.inf
+    b = K.rhs if rhs is None else rhs
     n, T = space.gp.n, np.inf
     off_diag = np.bincount(K.row, weights=(K.i != K.j).astype(float), minlength=K.p)
-    for k in np.flatnonzero((off_diag == 0) & (K.rhs >= 0)):
+    for k in np.flatnonzero((off_diag == 0) & (b >= 0)):
         t = K.row == k
         a = np.bincount(K.i[t], weights=K.value[t], minlength=n)
         c = float(np.min(a))
         if c > 0 and np.all(np.isfinite(a)):
-            T = min(T, float(K.rhs[k]) / c)
+            T = min(T, float(b[k]) / c)
     return T
+
+
+def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[float | None, float]:
+    r"""``cert``'s bound for the problem whose added rows are relaxed by the violations of the
+    point ``W``, and the relaxation :math:`\rho \ge 0` it cost: ``(cert.bound - rho, rho)``
+    (``rho`` 0 where the point meets every row, or there are none).
+
+    The point of a solve meets its rows to a tolerance, not exactly, so its objective may lie
+    below a bound that holds for the rows as posed; it lies on the feasible set of the rows
+    relaxed to :math:`b'_k = \max(b_k, \langle A_k, G\rangle)` (inequality rows) and
+    :math:`b'_k = \langle A_k, G\rangle` (equality rows), whose optimum the bound below
+    bounds, and which is a lower bound on the optimum as posed too (a larger feasible set).
+    Take the dual point :math:`(\bar y, \bar\nu)` behind ``cert.bound`` (``cert.dual_nu``):
+    its dual function at :math:`b'` is :math:`-\varphi^*(\bar y) - \bar z^Tb' \ge
+    \text{bound} - \sum_k |\bar z_k|\,|b'_k - b_k|` (weak duality as in
+    :func:`_row_anchor_certificate`, with :math:`b'`). A ``"trace-bound"`` certificate
+    (:math:`\lambda_{\min}(S) \ge \mu`, :math:`\mu < 0`) takes :math:`\mu T` with
+    :math:`T \ge \mathrm{tr}\,G` on the rows' feasible set: relaxed, the rows give
+    :math:`T' \ge T` (:func:`_row_trace_bound` at :math:`b'`), and the bound falls by
+    :math:`|\mu|(T' - T)` more. So :math:`\rho = \sum_k |\bar z_k|\,|b'_k - b_k| +
+    |\mu|(T' - T)`, and the point's objective is at least ``cert.bound - rho`` (its
+    rounding aside): the point is feasible for the relaxed problem and within its stated
+    gap of that problem's optimum (docs/tuning.md, "A shifted certificate towards the rows'
+    multipliers")."""
+    if cert.bound is None or space.K is None:
+        return cert.bound, 0.0
+    K = space.K
+    r = space.K_values(W) - K.rhs
+    r = np.where(K.equality, np.abs(r), np.maximum(r, 0.0))
+    if not np.any(r > 0):
+        return cert.bound, 0.0
+    nu_bar = space.duals(cert.nu if cert.dual_nu is None else cert.dual_nu)
+    rho = float(np.abs(space.user_part(nu_bar)) @ r)
+    if cert.trace_bound is not None and cert.lambda_min is not None:
+        mu = cert.lambda_min - cert.rounding
+        if mu < 0:
+            rho += -mu * (_row_trace_bound(space, K.rhs + r) - cert.trace_bound)
+    return cert.bound - rho, rho
+
+
+def at_point(space: FactorSpace, cert: Certificate, W: np.ndarray) -> Certificate:
+    """``cert`` with the bound of :func:`point_bound` at the point ``W`` (itself where the
+    point meets its rows); its note states what the violations cost and the bound for the
+    rows as posed. The bound a solve reports with its point."""
+    lb, rho = point_bound(space, cert, W)
+    if not rho > 0:
+        return cert
+    return dataclasses.replace(
+        cert, bound=lb, note=(cert.note + "; " if cert.note else "")
+        + f"less {rho:.3g} for the point's row violations (the rows relaxed by them; "
+        f"{cert.bound:.10g} for the rows as posed)")
 
 
 def _objective_curvature(space: FactorSpace) -> float:
@@ -471,7 +529,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                                    - sum_allowance(pen, scale * y), mu_est, "scaled",
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
                                    check=check, check_note=check_note, y=y, nu=nu,
-                                   rounding=delta)
+                                   rounding=delta, dual_nu=scale * nu)
         # on a reduced basis too: its feasible points are feasible points of the full problem
         if cache.trace_bound is None:
             cache.trace_bound = _trace_bound_equality(space.gp)
@@ -508,15 +566,24 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             cache.mu0_allowance = eigh_allowance(space, y0, nu0)
         mu0 = mu0 - cache.mu0_allowance
     if mu0 <= 0:
+        best = None
+        if space.K is not None:
+            # the added rows' multipliers may make S PSD at y0 where nu0 = 0 does not
+            best = _row_anchor_certificate(space, pen, y, nu, mu, eig, cache, eig_tol, check,
+                                           check_note, anchors)
+            if best is not None:
+                best.lambda_min, best.rounding = mu_est, delta
         if cache.row_trace_bound is None:
             cache.row_trace_bound = _row_trace_bound(space)
         T = cache.row_trace_bound
-        if np.isfinite(T):
+        lb_T = -phi + mu * T - off - sum_allowance(pen, y) if np.isfinite(T) else None
+        if lb_T is not None and (best is None or lb_T > best.bound):
             # an added row bounds tr G of every feasible point: the bound of "equality"
-            return Certificate(-phi + mu * T - off - sum_allowance(pen, y), mu_est,
-                               "trace-bound", f"tr G <= {T:.6g} (an added row)", eig=eig,
-                               check=check, check_note=check_note, y=y, nu=nu,
-                               rounding=delta)
+            best = Certificate(lb_T, mu_est, "trace-bound", f"tr G <= {T:.6g} (an added row)",
+                               eig=eig, check=check, check_note=check_note, y=y, nu=nu,
+                               rounding=delta, trace_bound=T)
+        if best is not None:
+            return best
         return Certificate(None, mu_est, "none",
                            f"no coercive dual point (lambda_min at y0 = {mu0:.3g})", eig=eig,
                            check=check, y=y, nu=nu)
@@ -528,6 +595,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     bound = -pen.conjugate((1 - theta) * y + theta * y0) - (1 - theta) * off \
         - sum_allowance(pen, (1 - theta) * y + theta * y0)
     note = f"theta={theta:.3g} towards y0 (lambda_min there {mu0:.3g})"
+    share = 1 - theta          # the point's nu is share * nu
     if check == CHECK_DENSE and anchors:
         # nearer anchors y_s = y + s (y0 - y): lambda_min(S(y_s)) often exceeds the
         # concave interpolation s mu0 (the Laplacian L(y0 - y) >= 0 lifts the near-null
@@ -544,11 +612,109 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
             b = -pen.conjugate((1 - th) * y + th * ys) - ((1 - th) + th * (1 - s_)) * off \
                 - sum_allowance(pen, (1 - th) * y + th * ys)
             if b > bound:
-                bound = b
+                bound, share = b, (1 - th) + th * (1 - s_)
                 note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
                         f"(lambda_min there {mus:.3g})")
     return Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
-                       check_note=check_note, y=y, nu=nu, rounding=delta)
+                       check_note=check_note, y=y, nu=nu, rounding=delta, dual_nu=share * nu)
+
+
+#: scales s of the row anchor (y0, s z) tried in turn (:func:`_row_anchor_certificate`)
+_ROW_ANCHOR_SCALES = (1.0, 4.0, 16.0, 64.0, 256.0)
+
+
+def _row_anchor_certificate(space: FactorSpace, pen: DistancePenalty, y: np.ndarray,
+                            nu: np.ndarray, mu: float, eig: EigenEstimate,
+                            cache: CertificateCache, eig_tol: float, check: str,
+                            check_note: str, anchors: bool) -> Certificate | None:
+    r"""The shifted certificate of ``(y, nu)`` (:math:`\lambda_{\min}(S(y, \nu)) \ge \mu`,
+    :math:`\mu < 0`) towards a row anchor :math:`(y_0, \nu_a)`, where the coercive point
+    :math:`(y_0, 0)` is not dual feasible; ``None`` where no anchor is found.
+
+    The anchor keeps :math:`y_0` = ``pen.coercive_point()`` and takes the added rows'
+    multipliers along the current ones: :math:`\nu_a = (0, s z)`, :math:`z` the added rows'
+    part of ``nu`` (the SNR part 0), the first :math:`s` of ``_ROW_ANCHOR_SCALES`` with
+    :math:`\mu_a = \lambda_{\min}(S(y_0, \nu_a)) > 0` (less ``eigh``'s rounding allowance;
+    verified by a factorisation where ``check`` is). Rows that bound the problem where
+    :math:`y_0` alone does not (below a quadratic DVU's threshold: ``trace(G) <= tau``,
+    must-link rows on a spanning tree, a positive definite row) put :math:`\sum_k z_kA_k`
+    on the directions where :math:`S(y_0, 0)` is negative.
+
+    Soundness. With :math:`\theta` = :func:`_shift_theta` (:math:`\mu`, :math:`\mu_a`,
+    :math:`\epsilon`), the point :math:`(\bar y, \bar\nu) = (1 - \theta)(y, \nu) +
+    \theta(y_0, \nu_a)` has :math:`\lambda_{\min}(S(\bar y, \bar\nu)) \ge (1 - \theta)\mu +
+    \theta\mu_a \ge \epsilon \ge 0` (:math:`S` is affine in :math:`(y, \nu)`, so
+    :math:`\lambda_{\min}` is concave); :math:`\bar y` is in the domain of the convex
+    :math:`\varphi^*` (``y`` and :math:`y_0` are), and :math:`\bar z = (1 - \theta + \theta
+    s) z \ge 0` on inequality rows (:math:`z` is, :math:`s \ge 0`; the SNR multiplier is
+    scaled by :math:`1 - \theta \ge 0`). For every feasible :math:`G \succeq 0`,
+    Fenchel–Young gives :math:`p(G) \ge \langle C, G\rangle + \bar y^TD(G) -
+    \varphi^*(\bar y) = \langle S(\bar y, \bar\nu), G\rangle - \bar\nu_0\langle H,
+    G\rangle - \sum_k \bar z_k\langle A_k, G\rangle - \varphi^*(\bar y) \ge
+    -\varphi^*(\bar y) - \bar z^Tb`, since :math:`\langle S, G\rangle \ge 0`, the SNR row
+    :math:`\langle H, G\rangle \le 0` has :math:`\bar\nu_0 \ge 0` and :math:`\bar
+    z_k(\langle A_k, G\rangle - b_k) \le 0` on every row (0 on equality rows): the bound
+    :math:`-\varphi^*(\bar y) - \bar z^Tb`, less the rounding of its sum. The nearer
+    anchors :math:`(y, \nu) + s'((y_0, \nu_a) - (y, \nu))` (``_SHIFT_ANCHORS``, dense
+    eigenvalues only) are the same argument with another anchor (docs/tuning.md, "A
+    shifted certificate towards the rows' multipliers")."""
+    z = space.user_part(nu)
+    if z is None or not np.any(z) or not np.isfinite(space.linear_offset(nu)):
+        return None
+    y0 = pen.coercive_point()
+    dense = check == CHECK_DENSE
+    nu_a, mu_a = np.zeros(space.q), -np.inf
+    try:
+        for s in _ROW_ANCHOR_SCALES:
+            nu_a = np.zeros(space.q)
+            nu_a[space.n_snr:] = s * z
+            mu_a = _lambda_min(space, y0, nu_a, tol=eig_tol).value
+            if dense and mu_a > 0:
+                mu_a -= eigh_allowance(space, y0, nu_a)
+            if mu_a > 0:
+                break
+    except spla.ArpackError:   # ArpackNoConvergence among them: no anchor
+        return None
+    if not mu_a > 0:
+        return None
+    how = f"row anchor: y0 with {s:g} x the rows' multipliers"
+    if check in (CHECK_SPARSE, CHECK_CHOLESKY):
+        with threadpool_limits(limits=_verify_threads()):
+            mu_v, why, checks = _verified_lambda_min(
+                space, y0, nu_a, mu_a, cache.start_by(cache.verify_estimate()))
+        cache.verify_checks.extend(checks)
+        if mu_v is None or not mu_v > 0:
+            check = _eig_check(space, eig)
+            check_note += f"; lambda_min at the row anchor unverified: {why}"
+        else:
+            mu_a = mu_v
+            check_note += f"; lambda_min at the row anchor verified {mu_v:.6g}"
+    eps = 8.0 * _U * (abs(mu) + mu_a + max(_gershgorin(space, y, nu),
+                                          _gershgorin(space, y0, nu_a)))
+
+    def shifted(y_a, nu_a_, mu_a_):
+        th = _shift_theta(mu, mu_a_, eps)
+        yc, nuc = (1 - th) * y + th * y_a, (1 - th) * nu + th * nu_a_
+        return -pen.conjugate(yc) - space.linear_offset(nuc) - sum_allowance(pen, yc), th, nuc
+
+    bound, theta, nu_bar = shifted(y0, nu_a, mu_a)
+    note = f"theta={theta:.3g} towards the {how} (lambda_min there {mu_a:.3g})"
+    if dense and anchors:
+        for s_ in _SHIFT_ANCHORS:
+            ys, nus = y + s_ * (y0 - y), nu + s_ * (nu_a - nu)
+            mus = _lambda_min(space, ys, nus, tol=eig_tol).value
+            if mus <= 0:
+                continue
+            mus -= eigh_allowance(space, ys, nus)
+            if mus <= 0:
+                continue
+            b, th, nuc = shifted(ys, nus, mus)
+            if b > bound:
+                bound, nu_bar = b, nuc
+                note = (f"theta={th:.3g} towards (y, nu) + {s_:g} (anchor - (y, nu)), the "
+                        f"{how} (lambda_min there {mus:.3g})")
+    return Certificate(bound, mu, "shifted", note, eig=eig, check=check, check_note=check_note,
+                       y=y, nu=nu, dual_nu=nu_bar)
 
 
 def coercive_lambda_min(space: FactorSpace, pen: DistancePenalty, eig_tol: float) -> float:

@@ -19,6 +19,7 @@ from .certificate import (
     _best_certificate,
     _higher_bound,
     _infeasible_or_failed,
+    at_point,
     relative_gap,
     verify_certificate,
 )
@@ -765,6 +766,9 @@ class _OuterLoop(StallGrowth, TrySpacing):
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
         self.timings["certificates"] += time.perf_counter() - t_final
+        # the point meets its added rows to a tolerance: its gap is stated against the bound
+        # of the rows relaxed by its own violations, which its objective cannot lie below
+        certificate = at_point(space, certificate, W)
         gap = relative_gap(p, certificate.bound)
         bound = certificate.bound
         estimated_gap = estimated_bound = None

@@ -13,7 +13,7 @@ from threadpoolctl import threadpool_limits
 
 from .alm import _ALM
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
-from .certificate import _best_certificate, relative_gap
+from .certificate import _best_certificate, at_point, relative_gap
 from .ipm_common import factor_from_gram
 from .options import LowRankOptions
 from .penalty import DistancePenalty
@@ -270,6 +270,8 @@ def solve_by_rows_barrier(space: FactorSpace, pen: DistancePenalty, alm: _ALM, o
     # the point's negligible eigenvalues (the barrier's interior, of the size of mu)
     # dropped: the largest cut that keeps the gap within _DROP_GAP tol (the last cut:
     # within tol) and the rows within feas_tol
+    # the gap of each point against the bound of the rows relaxed by its violations
+    cert_rows = certificate
     for rel_tol in _DROP:
         W = space.project(factor_from_gram(res.X, rel_tol=rel_tol))
         quad, D, h = alm.objective_parts(W)
@@ -277,6 +279,7 @@ def solve_by_rows_barrier(space: FactorSpace, pen: DistancePenalty, alm: _ALM, o
         infeas = space.K_violation(space.K_values(W))
         if space.H is not None:
             infeas = max(infeas, space.snr_violation(h, quad))
+        certificate = at_point(space, cert_rows, W)
         gap = relative_gap(p, certificate.bound)
         if gap is not None and gap <= (opts.tol if rel_tol == _DROP[-1] else _DROP_GAP
                                        * opts.tol) and infeas <= opts.feas_tol:
