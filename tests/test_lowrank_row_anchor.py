@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import sdpembed.lowrank.certificate as certificate
+import sdpembed.lowrank.point_bound as point_bound
 from problems.issue_claims import blobs30
 from sdpembed.formulations.dvu import min_bounded_slack_weight
 
@@ -96,14 +97,14 @@ def test_the_point_bound_is_the_bound_less_the_priced_violations():
     cert = certificate.Certificate(1.0, 0.5, "dual-feasible", y=np.zeros(1),
                                    nu=np.r_[np.zeros(space.n_snr), 2.0, -3.0, 5.0])
     space.K.rhs[:] = vals + np.array([0.0, 0.0, 1.0])   # the third row with slack 1
-    assert certificate.point_bound(space, cert, W) == (1.0, 0.0)
+    assert point_bound.point_bound(space, cert, W) == (1.0, 0.0)
     # violations 0.5 (trace), |0.25| (equality), none (slack): 2 x 0.5 + 3 x 0.25
     space.K.rhs[:] = vals - np.array([0.5, -0.25, -1.0])
-    bound, rho = certificate.point_bound(space, cert, W)
+    bound, rho = point_bound.point_bound(space, cert, W)
     assert rho == pytest.approx(1.75)
     assert bound == pytest.approx(-0.75)
     # a trace-bound certificate (mu < 0, T from the trace row) falls by |mu| (T' - T) more
     T = certificate._row_trace_bound(space)
     tb = certificate.Certificate(1.0, -0.1, "trace-bound", y=np.zeros(1), nu=cert.nu,
                                  trace_bound=T)
-    assert certificate.point_bound(space, tb, W)[1] == pytest.approx(1.75 + 0.1 * 0.5)
+    assert point_bound.point_bound(space, tb, W)[1] == pytest.approx(1.75 + 0.1 * 0.5)

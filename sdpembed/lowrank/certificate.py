@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -258,7 +257,8 @@ def _row_trace_bound(space: FactorSpace, rhs: np.ndarray | None = None) -> float
     weak duality at a feasible :math:`G` gives :math:`p(G) \ge \langle S, G\rangle -
     \varphi^*(y) - z^Tb \ge \mu T - \varphi^*(y) - z^Tb`: a bound where no coercive dual
     point is known (docs/tuning.md, "Quadratic distances: a trace bound where S(y) is not
-    PSD"). ``rhs``: right-hand sides in place of the rows' own (:func:`point_bound`)."""
+    PSD"). ``rhs``: right-hand sides in place of the rows' own
+    (:func:`~.point_bound.point_bound`)."""
     K = space.K
     if K is None or space.Q is not None:
         return np.inf
@@ -272,57 +272,6 @@ def _row_trace_bound(space: FactorSpace, rhs: np.ndarray | None = None) -> float
         if c > 0 and np.all(np.isfinite(a)):
             T = min(T, float(b[k]) / c)
     return T
-
-
-def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[float | None, float]:
-    r"""``cert``'s bound for the problem whose added rows are relaxed by the violations of the
-    point ``W``, and the relaxation :math:`\rho \ge 0` it cost: ``(cert.bound - rho, rho)``
-    (``rho`` 0 where the point meets every row, or there are none).
-
-    The point of a solve meets its rows to a tolerance, not exactly, so its objective may lie
-    below a bound that holds for the rows as posed; it lies on the feasible set of the rows
-    relaxed to :math:`b'_k = \max(b_k, \langle A_k, G\rangle)` (inequality rows) and
-    :math:`b'_k = \langle A_k, G\rangle` (equality rows), whose optimum the bound below
-    bounds, and which is a lower bound on the optimum as posed too (a larger feasible set).
-    Take the dual point :math:`(\bar y, \bar\nu)` behind ``cert.bound`` (``cert.dual_nu``):
-    its dual function at :math:`b'` is :math:`-\varphi^*(\bar y) - \bar z^Tb' \ge
-    \text{bound} - \sum_k |\bar z_k|\,|b'_k - b_k|` (weak duality as in
-    :func:`_row_anchor_certificate`, with :math:`b'`). A ``"trace-bound"`` certificate
-    (:math:`\lambda_{\min}(S) \ge \mu`, :math:`\mu < 0`) takes :math:`\mu T` with
-    :math:`T \ge \mathrm{tr}\,G` on the rows' feasible set: relaxed, the rows give
-    :math:`T' \ge T` (:func:`_row_trace_bound` at :math:`b'`), and the bound falls by
-    :math:`|\mu|(T' - T)` more. So :math:`\rho = \sum_k |\bar z_k|\,|b'_k - b_k| +
-    |\mu|(T' - T)`, and the point's objective is at least ``cert.bound - rho`` (its
-    rounding aside): the point is feasible for the relaxed problem and within its stated
-    gap of that problem's optimum (docs/tuning.md, "A shifted certificate towards the rows'
-    multipliers")."""
-    if cert.bound is None or space.K is None:
-        return cert.bound, 0.0
-    K = space.K
-    r = space.K_values(W) - K.rhs
-    r = np.where(K.equality, np.abs(r), np.maximum(r, 0.0))
-    if not np.any(r > 0):
-        return cert.bound, 0.0
-    nu_bar = space.duals(cert.nu if cert.dual_nu is None else cert.dual_nu)
-    rho = float(np.abs(space.user_part(nu_bar)) @ r)
-    if cert.trace_bound is not None and cert.lambda_min is not None:
-        mu = cert.lambda_min - cert.rounding
-        if mu < 0:
-            rho += -mu * (_row_trace_bound(space, K.rhs + r) - cert.trace_bound)
-    return cert.bound - rho, rho
-
-
-def at_point(space: FactorSpace, cert: Certificate, W: np.ndarray) -> Certificate:
-    """``cert`` with the bound of :func:`point_bound` at the point ``W`` (itself where the
-    point meets its rows); its note states what the violations cost and the bound for the
-    rows as posed. The bound a solve reports with its point."""
-    lb, rho = point_bound(space, cert, W)
-    if not rho > 0:
-        return cert
-    return dataclasses.replace(
-        cert, bound=lb, note=(cert.note + "; " if cert.note else "")
-        + f"less {rho:.3g} for the point's row violations (the rows relaxed by them; "
-        f"{cert.bound:.10g} for the rows as posed)")
 
 
 def _objective_curvature(space: FactorSpace) -> float:
@@ -842,22 +791,3 @@ def _higher_bound(best: Certificate | None, cert: Certificate) -> Certificate | 
     if cert.bound is not None and (best is None or cert.bound > best.bound):
         return cert
     return best
-
-
-def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
-    r"""Farkas test: :math:`\mathcal A^T\hat y + \sum_k\hat z_kA_k \succeq 0` and
-    :math:`\hat y^T\bar D + \hat z^Tb < 0` (:math:`\hat z_k \ge 0` on inequality rows)."""
-    nu = space.duals(nu)
-    z = space.user_part(nu)
-    norm = max(float(np.linalg.norm(y) if z is None else np.linalg.norm(np.r_[y, z])), 1e-300)
-    yh = y / norm
-    value = yh @ pen.t
-    if z is not None:
-        value = value + space.linear_offset(nu / norm)
-    if not value < -1e-6 * np.linalg.norm(pen.t):
-        return "optimal_inaccurate"
-    try:
-        eig = _lambda_min(space.without_objective(), yh, nu / norm, tol=opts.eig_tol)
-    except spla.ArpackError:   # no eigenvalue, no proof
-        return "optimal_inaccurate"
-    return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

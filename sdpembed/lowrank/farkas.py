@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse.linalg as spla
 
 from ..formulations.gram import GramProblem, centering_basis
+from .spectrum import _lambda_min
 
 if TYPE_CHECKING:
     from .space import FactorSpace
@@ -224,3 +226,22 @@ class RayTest:
         if not (infeas > self.feas_tol and infeas >= RAY_STALL * earlier):
             return False
         return farkas_certificate(space.gp, space.Q, y, nu) is not None
+
+
+def _infeasible_or_failed(space, pen, y, nu, opts) -> str:
+    r"""Farkas test: :math:`\mathcal A^T\hat y + \sum_k\hat z_kA_k \succeq 0` and
+    :math:`\hat y^T\bar D + \hat z^Tb < 0` (:math:`\hat z_k \ge 0` on inequality rows)."""
+    nu = space.duals(nu)
+    z = space.user_part(nu)
+    norm = max(float(np.linalg.norm(y) if z is None else np.linalg.norm(np.r_[y, z])), 1e-300)
+    yh = y / norm
+    value = yh @ pen.t
+    if z is not None:
+        value = value + space.linear_offset(nu / norm)
+    if not value < -1e-6 * np.linalg.norm(pen.t):
+        return "optimal_inaccurate"
+    try:
+        eig = _lambda_min(space.without_objective(), yh, nu / norm, tol=opts.eig_tol)
+    except spla.ArpackError:   # no eigenvalue, no proof
+        return "optimal_inaccurate"
+    return "infeasible" if eig.value >= -1e-8 else "optimal_inaccurate"

@@ -18,18 +18,17 @@ from .certificate import (
     Certificate,
     _best_certificate,
     _higher_bound,
-    _infeasible_or_failed,
-    at_point,
     relative_gap,
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
 from .equality_barrier import EqualityOptimum
 from .escape import escape_directions
-from .farkas import RayTest
+from .farkas import RayTest, _infeasible_or_failed
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
+from .point_bound import at_point
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
@@ -766,8 +765,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
                                              cache=cache)
             verify_seconds = time.perf_counter() - t_v
         self.timings["certificates"] += time.perf_counter() - t_final
-        # the point meets its added rows to a tolerance: its gap is stated against the bound
-        # of the rows relaxed by its own violations, which its objective cannot lie below
+        # the gap against the bound of the rows relaxed by the point's own violations
         certificate = at_point(space, certificate, W)
         gap = relative_gap(p, certificate.bound)
         bound = certificate.bound

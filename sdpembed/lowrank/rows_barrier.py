@@ -13,10 +13,11 @@ from threadpoolctl import threadpool_limits
 
 from .alm import _ALM
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
-from .certificate import _best_certificate, at_point, relative_gap
+from .certificate import _best_certificate, relative_gap
 from .ipm_common import factor_from_gram
 from .options import LowRankOptions
 from .penalty import DistancePenalty
+from .point_bound import at_point
 from .result import LowRankResult, _SolveState
 from .space import FactorSpace
 from .spectrum import _gershgorin
