@@ -61,3 +61,32 @@ def test_compact_direction_is_the_two_loop_one(precond):
         gamma = float(s @ y) / float(y @ z)
         x, g = xn, gn
     assert checked == 13
+
+
+def test_directions_survive_the_next_call():
+    # the products go through buffers kept by the memory: a returned direction must be
+    # the caller's, unchanged by later calls, and each equal to the two-loop one
+    rng = np.random.default_rng(5)
+    N, memory = 300, 4
+    dg = np.exp(rng.uniform(-1, 1, N))
+    pairs = inner._Pairs(memory, N)
+    x = rng.standard_normal(N)
+    g = dg * x
+    S, Y = [], []
+    for _ in range(6):  # the ring wraps
+        if pairs.used:
+            pairs.direction(g, g, 0.5)
+        xn = x + rng.standard_normal(N)
+        gn = dg * xn
+        s, y = xn - x, gn - g
+        pairs.add(s, y, float(s @ y), float(y @ y))
+        S, Y = (S + [s])[-memory:], (Y + [y])[-memory:]
+        x, g = xn, gn
+    g2 = rng.standard_normal(N)
+    d1 = pairs.direction(g, g, 0.7)
+    kept = d1.copy()
+    d2 = pairs.direction(g2, g2, 0.7)
+    assert np.array_equal(d1, kept)
+    for gv, d in ((g, d1), (g2, d2)):
+        ref = _two_loop(gv, S, Y, 0.7, lambda v: v)
+        assert np.linalg.norm(d - ref) <= 1e-5 * np.linalg.norm(ref)

@@ -185,6 +185,8 @@ class _Pairs:
         self.w = np.zeros(2 * memory)          # [S Z]^T g at the last direction's gradient
         ar = np.arange(memory)
         self.orders = [(ar + h) % memory for h in range(memory)]  # slots, oldest first
+        self.rows_s = [2 * o for o in self.orders]   # their s rows, oldest first
+        self.rows_z = [2 * o + 1 for o in self.orders]
         self.used = self.head = 0
         self.owed = False                      # the newest pair's products with the others
 
@@ -215,24 +217,26 @@ class _Pairs:
         k, m = self.used, self.memory
         P = self.P[:2 * k]
         w = (P @ g.astype(np.float32)).astype(float)
-        o = self.orders[self.head][:k] if k == m else self.orders[0][:k]
+        h = self.head if k == m else 0
+        rs, rz = self.rows_s[h][:k], self.rows_z[h][:k]
         R, YZ = self.R[:k, :k], self.YZ[:k, :k]
         if self.owed:  # [S Z]^T y of the older pairs, y = g - g_prev
             v = w - self.w[:2 * k]
-            rest = o[:-1]
-            R[:-1, -1] = v[2 * rest]
-            YZ[:-1, -1] = YZ[-1, :-1] = v[2 * rest + 1]
+            R[:-1, -1] = v[rs[:-1]]
+            YZ[:-1, -1] = YZ[-1, :-1] = v[rz[:-1]]
             self.owed = False
         self.w[:2 * k] = w
         Rinv, _ = _trtri(R)
-        a, b = w[2 * o], w[2 * o + 1]
+        a, b = w[rs], w[rz]
         u = Rinv @ a
         p = Rinv.T @ (R.diagonal() * u + gamma * (YZ @ u - b))
         c = np.empty(2 * k, dtype=np.float32)
-        c[2 * o], c[2 * o + 1] = p, -gamma * u
-        d = (c @ P).astype(float)
-        d += gamma * Mg
-        return -d
+        c[rs], c[rz] = p, -gamma * u
+        # -(gamma Mg + [S Z] c) in two passes over N (the same numbers as negating the
+        # sum: rounding to nearest is symmetric)
+        d = np.multiply(Mg, -gamma)
+        d -= c @ P
+        return d
 
 
 def _norm(g: np.ndarray, order: float) -> float:
