@@ -249,7 +249,7 @@ def test_the_check_score_is_rendered_from_the_runner_rows(tmp_path):
     assert ("To rerun: `dvu_check_1000`: `sdpembed run problems/benchmarks/dvu_check_1000.toml "
             "--out results`, then `python -m problems.reproduce --check-score --include "
             "dvu_check_1000=results/dvu_check_1000`; LOWRANK's time_limit a solve (wall "
-            "clock): 1800 s (the spec's: 120 s;") in block
+            "clock): 1800 s (the spec's: 3600 s;") in block
     row = next(line for line in block.splitlines() if line.startswith("| `dvu_check_1000`"))
     assert row == (f"| `dvu_check_1000` | 1000 | 200 | 6 (5 / 0 / 1) | {format_rate((2, 3), True)}"
                    f" | **not met** | {format_rate((1, 3), True)} | **not met** |")
