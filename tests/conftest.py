@@ -190,6 +190,23 @@ def quiet_solve():
 
 
 @pytest.fixture
+def made_certificates(monkeypatch):
+    """Every certificate LOWRANK's ``_certificate_from_eig`` makes in the test, in order."""
+    import sdpembed.lowrank.certificate as certificate
+
+    made = []
+    original = certificate._certificate_from_eig
+
+    def record(*args, **kwargs):
+        cert = original(*args, **kwargs)
+        made.append(cert)
+        return cert
+
+    monkeypatch.setattr(certificate, "_certificate_from_eig", record)
+    return made
+
+
+@pytest.fixture
 def returns_of(monkeypatch):
     """``outs = returns_of(owner, "name")``: ``owner.name`` wrapped for the test, each call's
     return value appended to ``outs`` (the call itself unchanged)."""

@@ -11,6 +11,7 @@ import sdpembed.lowrank.certificate as certificate
 import sdpembed.lowrank.point_bound as point_bound
 from problems.issue_claims import blobs30
 from sdpembed.formulations.dvu import min_bounded_slack_weight
+from tests.test_lowrank_row_trace_bound import certified_with_bounds
 
 
 def _below_threshold(rows_of):
@@ -40,28 +41,11 @@ def _must_links(G):
 @pytest.mark.parametrize("rows_of", [_pd_row, _half_traces, _must_links],
                          ids=["pd-row", "half-traces", "must-links"])
 def test_general_rows_bound_every_certificate_below_the_threshold(rows_of, quiet_solve,
-                                                                  monkeypatch):
+        made_certificates):
     f = _below_threshold(rows_of)
-    optimum = quiet_solve(f, "CLARABEL").objective
-    made = []
-    original = certificate._certificate_from_eig
-
-    def record(*args, **kwargs):
-        cert = original(*args, **kwargs)
-        made.append(cert)
-        return cert
-
-    monkeypatch.setattr(certificate, "_certificate_from_eig", record)
-    rep = quiet_solve(f, "LOWRANK")
-    assert rep.status == "optimal", rep.status
-    assert abs(rep.objective - optimum) <= 1e-4 * max(1.0, abs(optimum))
     # S(y0, 0) is indefinite below the threshold and no row is a diagonal trace bound:
     # before the row anchor, certificates with lambda_min < 0 had no bound at all
-    negative = [c for c in made if c.lambda_min is not None and c.lambda_min < 0]
-    assert negative
-    for cert in negative:
-        assert cert.bound is not None, cert.note
-        assert cert.bound <= optimum + 1e-7 * max(1.0, abs(optimum)), cert.describe()
+    rep, optimum = certified_with_bounds(f, quiet_solve, made_certificates, 1e-7)
     assert rep.bound <= optimum + 1e-7 * max(1.0, abs(optimum))
     assert rep.bound <= rep.objective
 

@@ -551,10 +551,7 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
         # directions of S(y)), so the shift costs less; exact eigenvalues only
         for s_ in _SHIFT_ANCHORS:
             ys, nus = y + s_ * (y0 - y), (1 - s_) * nu
-            mus = _lambda_min(space, ys, nus, tol=eig_tol).value
-            if mus <= 0:
-                continue
-            mus -= eigh_allowance(space, ys, nus)
+            mus = _anchor_lambda_min(space, ys, nus, eig_tol)
             if mus <= 0:
                 continue
             th = _shift_theta(mu, mus, eps)
@@ -566,6 +563,14 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                         f"(lambda_min there {mus:.3g})")
     return Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
                        check_note=check_note, y=y, nu=nu, rounding=delta, dual_nu=share * nu)
+
+
+def _anchor_lambda_min(space: FactorSpace, y: np.ndarray, nu, eig_tol: float) -> float:
+    """:math:`\\lambda_{\\min}(S(y, \\nu))` of a nearer anchor (dense eigenvalues) less
+    ``eigh``'s rounding allowance where it is positive; the computed value where it is not
+    (then no anchor: the caller skips it)."""
+    mu = _lambda_min(space, y, nu, tol=eig_tol).value
+    return mu - eigh_allowance(space, y, nu) if mu > 0 else mu
 
 
 #: scales s of the row anchor (y0, s z) tried in turn (:func:`_row_anchor_certificate`)
@@ -651,10 +656,7 @@ def _row_anchor_certificate(space: FactorSpace, pen: DistancePenalty, y: np.ndar
     if dense and anchors:
         for s_ in _SHIFT_ANCHORS:
             ys, nus = y + s_ * (y0 - y), nu + s_ * (nu_a - nu)
-            mus = _lambda_min(space, ys, nus, tol=eig_tol).value
-            if mus <= 0:
-                continue
-            mus -= eigh_allowance(space, ys, nus)
+            mus = _anchor_lambda_min(space, ys, nus, eig_tol)
             if mus <= 0:
                 continue
             b, th, nuc = shifted(ys, nus, mus)
