@@ -144,9 +144,6 @@ def test_a_point_that_misses_tol_by_a_little_continues_the_run(moons40, monkeypa
                              X=first.primal[4] if len(first.primal) > 4 else None)
     assert tol < (p - first.bound) / abs(first.bound) <= 2 * tol        # the near miss
     pair = dual.pair(W, y0, nu0)
-    assert dual.resumed and dual.result is not first
-    assert dual.result.iterations > first.iterations
-    assert pair.bound == dual.result.bound >= first.bound
     p_pair = objective_of(space, pen, pair.points)
     cert = certify(space, pen, pair.y, None)
     assert cert.check == "dense" and cert.lambda_min >= 0
@@ -155,6 +152,9 @@ def test_a_point_that_misses_tol_by_a_little_continues_the_run(moons40, monkeypa
     assert cert.bound <= p_pair and (p_pair - cert.bound) <= tol * abs(cert.bound)
     assert cert.bound == pytest.approx(optimum, rel=2e-5)
     assert p_pair == pytest.approx(optimum, rel=tol)
+    assert dual.resumed and dual.result is not first
+    assert dual.result.iterations > first.iterations
+    assert pair.bound == dual.result.bound >= first.bound
     # a point that misses by more than _RESUME_WITHIN tol is left to the outer loop
     monkeypatch.setattr(db, "_RESUME_WITHIN", 1.5)
     far = DualOptimum(space, pen, tol)
