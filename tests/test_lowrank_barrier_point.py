@@ -122,3 +122,50 @@ def test_the_barrier_runs_one_pass_early_where_asked(moons_dvu):
     assert dual.early(np.inf) is None                              # once
     y2, _ = dual.candidate(np.inf)                                 # second pass: no rerun
     assert dual.result is res and np.array_equal(y2, y)
+
+
+def test_a_point_that_misses_tol_by_a_little_continues_the_run(moons40, monkeypatch):
+    # the run stopped loosely (at 1.9 tol instead of 0.1 tol): its point lies 1.87 tol
+    # above its bound, within _RESUME_WITHIN (2) tol; the same run continues from its own
+    # multipliers to _RESUME_GAP tol and its point proves tol (docs/tuning.md, "A barrier
+    # point that misses tol by a little"); before, the pair missed and the outer loop had
+    # to close the gap (swiss400-dvu-k6: 12 more outer iterations)
+    from sdpembed.lowrank import dual_barrier as db
+    f, optimum, space, pen = moons40
+    monkeypatch.setattr(db, "_BARRIER_GAP", 1.9)
+    tol = 1e-4
+    W, y0, nu0 = np.zeros((space.dim, 3)), np.zeros(pen.t.size), space.duals(None)
+    dual = DualOptimum(space, pen, tol)
+    dual.candidate(np.inf)
+    dual.candidate(np.inf)
+    first = dual.result
+    assert first.status == "converged" and first.gap <= 1.9 * tol * abs(first.bound)
+    F, p = db.barrier_factor(space, pen, *first.primal[:4], nu0, 3, 0.5 * tol * abs(first.bound),
+                             X=first.primal[4] if len(first.primal) > 4 else None)
+    assert tol < (p - first.bound) / abs(first.bound) <= 2 * tol        # the near miss
+    pair = dual.pair(W, y0, nu0)
+    p_pair = objective_of(space, pen, pair.points)
+    cert = certify(space, pen, pair.y, None)
+    assert cert.check == "dense" and cert.lambda_min >= 0
+    # the new pair proves tol, both sides on CSDP's recorded optimum (as in the first
+    # test: the record is good to a few 1e-7 here)
+    assert cert.bound <= p_pair and (p_pair - cert.bound) <= tol * abs(cert.bound)
+    assert cert.bound == pytest.approx(optimum, rel=2e-5)
+    assert p_pair == pytest.approx(optimum, rel=tol)
+    assert dual.resumed and dual.result is not first
+    assert dual.result.iterations > first.iterations
+    assert pair.bound == dual.result.bound >= first.bound
+    # a point that misses by more than _RESUME_WITHIN tol is left to the outer loop
+    monkeypatch.setattr(db, "_RESUME_WITHIN", 1.5)
+    far = DualOptimum(space, pen, tol)
+    far.candidate(np.inf)
+    far.candidate(np.inf)
+    far_pair = far.pair(W, y0, nu0)
+    assert not far.resumed and far.result.iterations == first.iterations
+    assert (objective_of(space, pen, far_pair.points) - far_pair.bound) > tol * abs(far_pair.bound)
+    # and one within tol at the default stopping gap is offered as it is
+    monkeypatch.setattr(db, "_BARRIER_GAP", 0.1)
+    near = DualOptimum(space, pen, tol)
+    near.candidate(np.inf)
+    near.candidate(np.inf)
+    assert near.pair(W, y0, nu0) is not None and not near.resumed

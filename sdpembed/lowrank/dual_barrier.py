@@ -268,11 +268,24 @@ def barrier_work(n: int, m: int) -> float:
 #: the barrier's stopping gap, relative to ``tol``
 _BARRIER_GAP = 0.1
 
+#: :meth:`DualOptimum.pair`: a point whose gap to the run's bound lies above ``tol`` and
+#: within this multiple of it continues the same run, from its own multipliers, to
+#: ``_RESUME_GAP`` times ``tol``, and the point of that continuation is offered where it is
+#: the closer (docs/tuning.md, "A barrier point that misses tol by a little")
+_RESUME_WITHIN = 2.0
+_RESUME_GAP = 0.01
+
 #: :meth:`DualOptimum.rank_short`: the gap to the dual optimum must exceed the augmented
 #: Lagrangian's own (cheap) gap by this factor, at least this many outer iterations after
 #: the last rank growth
 _SHORT_RATIO = 10.0
 _SHORT_WINDOW = 2
+
+
+def _gap(p: float, bound: float) -> float:
+    """The relative gap of the objective ``p`` to the bound ``bound`` (as the outer loop
+    reports it)."""
+    return abs(p - bound) / max(abs(p), abs(bound), 1e-300)
 
 
 class DualOptimum:
@@ -297,6 +310,10 @@ class DualOptimum:
         #: a solve from a previous solve's multipliers on the same graph (a sweep): its
         #: barrier counts as paid for (:meth:`paid_for`) from its first step on
         self.prepaid = False
+        #: the deadline of the last run, for its continuation (:meth:`pair`)
+        self._deadline = np.inf
+        #: whether :meth:`pair` continued the run (once)
+        self.resumed = False
 
     def rank_short(self, cheap_gap: float, gap: float, since_growth: int) -> bool:
         """Whether the iterate looks stationary for a factor of too low a rank: the dual
@@ -327,17 +344,47 @@ class DualOptimum:
         ``tol`` of that estimate's objective, with the run's multipliers, led by the
         augmented Lagrangian's ``(y, nu)`` (:func:`~.barrier_point.barrier_factor`); ``None``
         otherwise. The pair proves the run's own gap whatever the iterate (docs/tuning.md,
-        "The slow rows at n <= 600")."""
+        "The slow rows at n <= 600"). A point above ``tol`` of the run's bound but within
+        ``_RESUME_WITHIN`` of it continues the run first (:meth:`_resume`)."""
         res = self.result
         if self.paired or res is None or res.status != "converged" or res.primal is None:
             return None
         self.paired = True
-        y_b, mu, dy, scale, *X = res.primal
         nu0 = self.space.duals(None)
-        got = barrier_factor(self.space, self.pen, y_b, mu, dy, scale, nu0, W.shape[1],
-                             0.5 * self.tol * abs(res.bound), X=X[0] if X else None)
+        got = self._point(res, W.shape[1])
+        if got is not None and self.tol < _gap(got[1], res.bound) <= _RESUME_WITHIN * self.tol:
+            res, got = self._resume(res, got, W.shape[1])
         return None if got is None else BarrierPair(got[0], res.y, nu0, res.bound, res.status,
                                                     res.iterations, [(y, nu)])
+
+    def _point(self, res: DualBarrierResult, k0: int) -> tuple[np.ndarray, float] | None:
+        """The run's smallest primal estimate as a factor from ``k0`` eigenpairs up, within
+        half of ``tol`` of that estimate's objective (:func:`~.barrier_point.barrier_factor`)."""
+        y_b, mu, dy, scale, *X = res.primal
+        return barrier_factor(self.space, self.pen, y_b, mu, dy, scale, self.space.duals(None),
+                              k0, 0.5 * self.tol * abs(res.bound), X=X[0] if X else None)
+
+    def _resume(self, res: DualBarrierResult, got: tuple[np.ndarray, float],
+                k0: int) -> tuple[DualBarrierResult, tuple[np.ndarray, float]]:
+        """The converged run ``res``, whose point ``got`` lies above ``tol`` of its bound but
+        within ``_RESUME_WITHIN`` of it, continued from its own multipliers (at the barrier
+        weight of its verified gap over the barrier parameter) to ``_RESUME_GAP`` times
+        ``tol``; the continuation and its point where that point's gap to its bound is the
+        smaller, else ``res`` and ``got`` (docs/tuning.md, "A barrier point that misses tol by
+        a little")."""
+        self.resumed = True
+        nu_bar = self.space.dim - 1 + 2 * self.pen.t.size
+        more = dual_barrier(self.space, self.pen, rel_gap=_RESUME_GAP * self.tol,
+                            deadline=self._deadline, start=(res.y, res.gap / nu_bar))
+        if more.status != "converged" or more.primal is None:
+            return res, got
+        again = self._point(more, k0)
+        if again is None or _gap(again[1], more.bound) >= _gap(got[1], res.bound):
+            return res, got
+        self.result = DualBarrierResult(more.y, more.bound, more.gap, more.status,
+                                        res.iterations + more.iterations,
+                                        res.seconds + more.seconds, more.primal)
+        return self.result, again
 
     @property
     def _usable(self) -> bool:
@@ -379,6 +426,7 @@ class DualOptimum:
         subproblems' ``work`` allow it; kept unless it had no time."""
         if time.perf_counter() >= deadline:
             return
+        self._deadline = deadline
         if (self.pen.t.size > _BARRIER_CHEAP_EDGES and not final
                 and work < barrier_work(self.space.dim, self.pen.t.size)):
             return
@@ -457,6 +505,7 @@ class DualOptimum:
         start = warm_start(self.space, self.pen, y_ref, W)
         if start is None or time.perf_counter() >= deadline:
             return y_ref, nu_ref
+        self._deadline = deadline
         res = dual_barrier(self.space, self.pen, rel_gap=_BARRIER_GAP * self.tol,
                            deadline=deadline, start=start, start_factor=W)
         self.result = None if res.status == "no time" else res
