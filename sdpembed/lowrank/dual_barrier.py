@@ -14,6 +14,7 @@ from . import barrier_start
 from .barrier_path import BarrierProblem, _slack_cholesky, barrier_path
 from .barrier_point import BarrierPair, barrier_factor
 from .barrier_start import warm_fits, warm_start
+from .certificate import relative_gap
 from .pd_barrier import pd_path
 from .penalty import DistancePenalty
 from .space import FactorSpace
@@ -282,12 +283,6 @@ _SHORT_RATIO = 10.0
 _SHORT_WINDOW = 2
 
 
-def _gap(p: float, bound: float) -> float:
-    """The relative gap of the objective ``p`` to the bound ``bound`` (as the outer loop
-    reports it)."""
-    return abs(p - bound) / max(abs(p), abs(bound), 1e-300)
-
-
 class DualOptimum:
     """The outer loop's second-order multipliers: :func:`dual_barrier`, run once per solve
     (the dual optimum does not depend on the iterate) where it fits
@@ -352,7 +347,8 @@ class DualOptimum:
         self.paired = True
         nu0 = self.space.duals(None)
         got = self._point(res, W.shape[1])
-        if got is not None and self.tol < _gap(got[1], res.bound) <= _RESUME_WITHIN * self.tol:
+        if got is not None and (self.tol < relative_gap(got[1], res.bound)
+                                <= _RESUME_WITHIN * self.tol):
             res, got = self._resume(res, got, W.shape[1])
         return None if got is None else BarrierPair(got[0], res.y, nu0, res.bound, res.status,
                                                     res.iterations, [(y, nu)])
@@ -379,7 +375,7 @@ class DualOptimum:
         if more.status != "converged" or more.primal is None:
             return res, got
         again = self._point(more, k0)
-        if again is None or _gap(again[1], more.bound) >= _gap(got[1], res.bound):
+        if again is None or relative_gap(again[1], more.bound) >= relative_gap(got[1], res.bound):
             return res, got
         self.result = DualBarrierResult(more.y, more.bound, more.gap, more.status,
                                         res.iterations + more.iterations,
