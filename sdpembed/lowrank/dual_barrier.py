@@ -65,6 +65,13 @@ class DualBarrierResult:
     primal: tuple | None = None
 
 
+def _barrier_parameter(space: FactorSpace, pen: DistancePenalty) -> float:
+    r""":math:`\bar\nu = (n - 1) + 2m` of :func:`dual_barrier`'s barrier: the log-det of
+    the slack on the centred space (dimension :math:`n - 1`) and the two sides of each
+    edge multiplier's box."""
+    return space.dim - 1 + 2 * pen.t.size
+
+
 def dual_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
     """Whether :func:`dual_barrier` applies: ``"interval"`` distances in the full space,
     without an SNR constraint or added rows, n <= ``DenseLimits.eig`` (dense n x n
@@ -193,7 +200,8 @@ def dual_barrier(space: FactorSpace, pen: DistancePenalty, *, rel_gap: float,
 
     problem = BarrierProblem(factor=factor, value=barrier, newton_system=newton_system,
                              estimate=estimate, to_boundary=to_box,
-                             centred_gap=lambda y: best[0] - dual(y), nu_bar=n - 1 + 2 * m)
+                             centred_gap=lambda y: best[0] - dual(y),
+                             nu_bar=_barrier_parameter(space, pen))
     with threadpool_limits(limits=1, user_api="blas"):
         eps, y, inv = 1e-2, None, None
         if start is not None and np.all(np.abs(start[0]) < w):
@@ -369,9 +377,9 @@ class DualOptimum:
         smaller, else ``res`` and ``got`` (docs/tuning.md, "A barrier point that misses tol by
         a little")."""
         self.resumed = True
-        nu_bar = self.space.dim - 1 + 2 * self.pen.t.size
         more = dual_barrier(self.space, self.pen, rel_gap=_RESUME_GAP * self.tol,
-                            deadline=self._deadline, start=(res.y, res.gap / nu_bar))
+                            deadline=self._deadline,
+                            start=(res.y, res.gap / _barrier_parameter(self.space, self.pen)))
         if more.status != "converged" or more.primal is None:
             return res, got
         again = self._point(more, k0)

@@ -36,8 +36,7 @@ def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[f
     if cert.bound is None or space.K is None:
         return cert.bound, 0.0
     K = space.K
-    r = space.K_values(W) - K.rhs
-    r = np.where(K.equality, np.abs(r), np.maximum(r, 0.0))
+    r = K.residual(space.K_values(W))
     if not np.any(r > 0):
         return cert.bound, 0.0
     nu_bar = space.duals(cert.nu if cert.dual_nu is None else cert.dual_nu)
