@@ -20,11 +20,12 @@ _dgemm = sla.get_blas_funcs("gemm", dtype=np.float64)
 
 
 def _product(M: DiagPlusLowRank, W: np.ndarray) -> np.ndarray:
-    r""":math:`MW`, for an n x k array and an :math:`M` without a sparse part with the
-    low-rank product added by the BLAS into the diagonal's (``dgemm`` with
+    r""":math:`MW`; for an n x k array (k >= 2) and an :math:`M` without a sparse part,
+    the low-rank product is added by the BLAS into the diagonal's (``dgemm`` with
     :math:`\beta = 1` on the transposed views): the same sums as ``M.matvec`` (each
     entry's diagonal term plus its low-rank dot product) without that product's n x k
-    array and the pass that adds it."""
+    array and the pass that adds it. One column stays with ``M.matvec``, whose product
+    is then a matrix-vector product that sums in another order."""
     if (W.ndim != 2 or W.shape[1] < 2 or W.dtype != np.float64 or M.sparse is not None
             or not M.U.shape[1] or M.U.dtype != np.float64 or not M.U.flags.c_contiguous):
         return M.matvec(W)
