@@ -122,7 +122,7 @@ class _ALM:
                 val += float(np.sum((gk * gk - z * z) / (2.0 * rho)))
                 grad = grad + sp_.apply_K(W, gk)
             grad *= 2.0
-            return val, sp_.project(grad).ravel()
+            return val, sp_.project(grad, inplace=True).ravel()
 
         def hess_at(x):
             """Hessian-vector product at ``x``; the point's quantities are computed once."""

@@ -16,6 +16,25 @@ from .options import DenseLimits
 
 __all__ = ["FactorSpace"]
 
+_dgemm = sla.get_blas_funcs("gemm", dtype=np.float64)
+
+
+def _product(M: DiagPlusLowRank, W: np.ndarray) -> np.ndarray:
+    r""":math:`MW`; for an n x k array (k >= 2) and an :math:`M` without a sparse part,
+    the low-rank product is added by the BLAS into the diagonal's (``dgemm`` with
+    :math:`\beta = 1` on the transposed views): the same sums as ``M.matvec`` (each
+    entry's diagonal term plus its low-rank dot product) without that product's n x k
+    array and the pass that adds it. One column stays with ``M.matvec``, whose product
+    is then a matrix-vector product that sums in another order."""
+    if (W.ndim != 2 or W.shape[1] < 2 or W.dtype != np.float64 or M.sparse is not None
+            or not M.U.shape[1] or M.U.dtype != np.float64 or not M.U.flags.c_contiguous):
+        return M.matvec(W)
+    out = np.multiply(M.diag[:, None], W, order="C")
+    T = M.s[:, None] * (M.U.T @ W)
+    # out^T <- T^T U^T + out^T on Fortran-ordered views: out is updated in place
+    return _dgemm(1.0, T.T, M.U.T, beta=1.0, c=out.T, overwrite_c=True).T
+
+
 #: bytes of the scratch of the block-Jacobi blocks' assembly, k x k blocks of as many
 #: points as fit (docs/tuning.md, "The block-Jacobi blocks in a kept buffer")
 _BLOCK_SCRATCH = 2 << 20
@@ -107,11 +126,19 @@ class FactorSpace:
     def points(self, W: np.ndarray) -> np.ndarray:
         return W if self.Q is None else self.Q @ W
 
-    def project(self, W: np.ndarray) -> np.ndarray:
+    def project(self, W: np.ndarray, *, inplace: bool = False) -> np.ndarray:
+        """``W`` centred (full space; on a basis ``W`` itself); ``inplace`` overwrites a
+        2-D ``W`` with the same numbers instead of returning a new array."""
         if self.Q is not None:
             return W
+        if W.ndim != 2:
+            return W - W.mean()
         # the column means by a BLAS product (ndarray.mean on n x k is slower)
-        return W - (self._ones_n @ W)[None, :] if W.ndim == 2 else W - W.mean()
+        means = self._ones_n @ W
+        if inplace:
+            W -= means[None, :]
+            return W
+        return W - means[None, :]
 
     def diffs(self, W: np.ndarray) -> np.ndarray:
         """:math:`EW`: in the full space the rows' differences :math:`w_i - w_j` by two
@@ -212,10 +239,10 @@ class FactorSpace:
         return self.E.astype(np.float32), self.ET.astype(np.float32)
 
     def apply_C(self, W: np.ndarray) -> np.ndarray:
-        return self.C.matvec(W) if self.Q is None else self.Cq @ W
+        return _product(self.C, W) if self.Q is None else self.Cq @ W
 
     def apply_H(self, W: np.ndarray) -> np.ndarray:
-        return self.H.matvec(W) if self.Q is None else self.Hq @ W
+        return _product(self.H, W) if self.Q is None else self.Hq @ W
 
     def snr_violation(self, h: float, quad: float) -> float:
         r""":math:`\max(0, h)/|q|`: the SNR constraint :math:`h = \langle H, G\rangle \le 0`
