@@ -1,7 +1,9 @@
 """The objective's and the SNR functional's products in the full space
 (``FactorSpace.apply_C`` / ``apply_H``): the diagonal-plus-low-rank matrix applied with
 the low-rank product accumulated by the BLAS into the diagonal's, against the dense matrix
-and, to the bit, against ``DiagPlusLowRank.matvec`` whose sums they keep; the gradient's
+and against ``DiagPlusLowRank.matvec`` whose sums they keep (to the bit where scipy's
+and numpy's BLAS share kernels, as here; the test allows a few units in the last place,
+since another BLAS may block the sums otherwise); the gradient's
 centring in place, the same numbers as the copying one (docs/tuning.md, "9,298: the
 objective's product accumulated in place")."""
 
@@ -31,9 +33,14 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a).view(np.int64)
 
 
+def _same_sums(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal to within 4 units in the last place of the largest entry."""
+    return bool(np.max(np.abs(got - want)) <= 4 * np.finfo(float).eps * np.max(np.abs(want)))
+
+
 @pytest.mark.parametrize("k", [1, 2, 5, 17])
 @pytest.mark.parametrize("order", ["C", "F"])
-def test_products_are_matvec_to_the_bit_and_the_dense_product(k, order, monkeypatch):
+def test_products_are_matvec_and_the_dense_product(k, order, monkeypatch):
     calls = []
     gemm = space_module._dgemm
     monkeypatch.setattr(space_module, "_dgemm", lambda *a, **kw: calls.append(1) or gemm(*a, **kw))
@@ -45,7 +52,7 @@ def test_products_are_matvec_to_the_bit_and_the_dense_product(k, order, monkeypa
     for M, apply in ((space.C, space.apply_C), (space.H, space.apply_H)):
         got = apply(W)
         assert got.shape == W.shape
-        assert np.array_equal(_bits(got), _bits(M.matvec(W)))
+        assert _same_sums(got, M.matvec(W))
         ref = M.dense() @ W
         assert np.max(np.abs(got - ref)) <= 1e-13 * np.max(np.abs(ref))
     assert np.array_equal(_bits(W), _bits(W0))      # the argument is left as it was
@@ -62,7 +69,7 @@ def test_a_sparse_part_takes_matvec():
     space.C = dataclasses.replace(space.C, sparse=S)
     W = np.random.default_rng(2).standard_normal((n, 4))
     got = space.apply_C(W)
-    assert np.array_equal(_bits(got), _bits(space.C.matvec(W)))
+    assert _same_sums(got, space.C.matvec(W))
     ref = space.C.dense() @ W
     assert np.max(np.abs(got - ref)) <= 1e-13 * np.max(np.abs(ref))
 
