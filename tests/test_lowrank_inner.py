@@ -1,4 +1,8 @@
-"""LOWRANK's inner solver: the progress lines a long subproblem prints with ``verbose``."""
+"""LOWRANK's inner solver: the progress lines a long subproblem prints with ``verbose``, and
+why each inner solve stopped."""
+
+import logging
+import time
 
 import numpy as np
 from sklearn.datasets import load_digits
@@ -76,3 +80,74 @@ def test_tail_window_is_off_without_added_rows():
         K = None
     history = [{"objective": -1.0, "left_kink": True}]
     assert tail_window(_NoRows(), 0.5, history) == (0, 0.0)
+
+
+def _wrong_sign(fun):
+    # the value of fun with its gradient negated: no step along -H g decreases it
+    def f(x):
+        val, grad = fun(x)
+        return val, -grad
+    return f
+
+
+def _counted(fun):
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return fun(x)
+    return f, calls
+
+
+def test_lbfgs_stop_names_the_test_that_ended_it():
+    # each stop on the stiff quadratic (minimum 0 at x = 0), checked against what ended it
+    fun, x0 = _quadratic()
+    res = inner._lbfgs(fun, x0, gtol=1e-5, maxiter=3000)
+    assert res.stop == "gtol" and np.abs(fun(res.x)[1]).max() <= 1e-5
+    res = inner._lbfgs(fun, x0, gtol=1e-5, maxiter=50)
+    assert res.stop == "maxiter" and res.nit == 50 and np.abs(fun(res.x)[1]).max() > 1e-5
+    counted, calls = _counted(fun)
+    res = inner._lbfgs(counted, x0, gtol=1e-5, maxiter=3000, maxfun=40)
+    assert res.stop == "maxfun" and calls[0] >= 40 and res.nit < 40
+    # no gradient test: the relative decrease reaches ftol first
+    res = inner._lbfgs(fun, x0, gtol=0.0, maxiter=100_000)
+    assert res.stop == "ftol" and res.nit < 100_000
+    res = inner._lbfgs(fun, x0, gtol=1e-5, maxiter=3000, deadline=time.perf_counter() - 1.0)
+    assert res.stop == "deadline" and res.nit == 0
+    res = inner._lbfgs(fun, x0, gtol=1e-5, maxiter=5000, window=(20, 1e-6 * fun(x0)[0]))
+    assert res.stop == "window"
+    res = inner._lbfgs(_wrong_sign(fun), x0, gtol=1e-5, maxiter=3000)
+    assert res.stop == "line_search" and res.nit == 1 and np.array_equal(res.x, x0)
+    assert {"gtol", "maxiter", "maxfun", "ftol", "deadline", "window",
+            "line_search"} <= set(inner.STOPS)
+
+
+def test_newton_cg_stop_names_the_test_that_ended_it():
+    fun, x0 = _quadratic(cond=1e2)
+
+    def hess_at(x):
+        return lambda v: fun(v)[1]       # the quadratic's A v
+    res = inner._newton_cg(fun, hess_at, x0, gtol=1e-5, maxiter=100)
+    assert res.stop == "gtol" and res.gnorm <= 1e-5
+    res = inner._newton_cg(fun, hess_at, x0, gtol=1e-5, maxiter=1, max_cg=2)
+    assert res.stop == "maxiter" and res.nit == 1 and res.gnorm > 1e-5
+    res = inner._newton_cg(_wrong_sign(fun), hess_at, x0, gtol=1e-5, maxiter=10)
+    assert res.stop == "line_search"
+
+
+def test_history_and_table_name_the_subproblem_stop(caplog):
+    # L-BFGS capped at 10 iterations: every subproblem of the small MVU is stopped by that
+    # cap (it certifies at the third); with Newton-CG (50 steps) the subproblems that ran
+    # 50 steps are stopped by its cap, the others by its gradient test
+    caplog.set_level(logging.INFO, logger="sdpembed.lowrank")
+    rep = solve(_small_mvu(), solver="LOWRANK", max_inner=10)
+    history = rep.extra["history"]
+    assert rep.status == "optimal"
+    assert [h["inner_stop"] for h in history] == ["L-BFGS maxiter"] * len(history)
+    assert all(h["lbfgs_iters"] == 10 for h in history)
+    rows = [ln for ln in caplog.text.splitlines() if "|     10 L-BFGS maxiter" in ln]
+    assert len(rows) == len(history)
+    rep = solve(_small_mvu(), solver="LOWRANK", inner="newton")
+    history = rep.extra["history"]
+    assert {h["inner_stop"] for h in history if h["lbfgs_iters"] == 50} == {"Newton-CG maxiter"}
+    assert history[-1]["lbfgs_iters"] < 50 and history[-1]["inner_stop"] == "Newton-CG gtol"

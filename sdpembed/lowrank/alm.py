@@ -79,7 +79,9 @@ class _ALM:
 
     def subproblem(self, y, nu, sigma, sigma_h, rho=None):
         r"""The subproblem's ``run(W0, gtol, maxiter, precond)`` at multipliers ``(y, nu)`` and
-        penalties ``sigma`` (distances), ``sigma_h`` (SNR) and ``rho`` (one per added row).
+        penalties ``sigma`` (distances), ``sigma_h`` (SNR) and ``rho`` (one per added row);
+        its result's ``stop`` names the inner solver and why it stopped (``"L-BFGS maxfun"``,
+        ``"Newton-CG maxiter"``, ...: :data:`~.inner.STOPS`).
 
         An added row :math:`c_k = \langle A_k, VV^T\rangle - b_k` enters as
         :math:`(g_k^2 - z_k^2)/(2\rho_k)` with :math:`g_k = \max(0, z_k + \rho_kc_k)`
@@ -244,15 +246,19 @@ class _ALM:
                                  deadline=deadline,
                                  precond_at=None if sp_.Q is not None else (
                                      gn_at if self.gn_newton else precond_at))
+                res.stop = f"Newton-CG {res.stop}"
                 if res.gnorm > gtol and res.nit < maxiter:  # no descent found: L-BFGS
                     r = _lbfgs(fun, res.x, gtol=gtol, maxiter=20 * maxiter, deadline=deadline)
-                    res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm)
+                    res = _LBFGSResult(r.x, res.nit + r.nit, r.gnorm,
+                                       f"{res.stop}, then L-BFGS {r.stop}")
             elif precond is None:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, maxfun=2 * maxiter,
                              deadline=deadline, window=window)
+                res.stop = f"L-BFGS {res.stop}"
             else:
                 res = _lbfgs(fun, W0.ravel(), gtol=gtol, maxiter=maxiter, precond=pc,
                              memory=10, stop_norm=2, ftol=0.0, deadline=deadline)
+                res.stop = f"preconditioned L-BFGS {res.stop}"
             return sp_.project(res.x.reshape(shape)), res
         return run
 

@@ -39,11 +39,36 @@ class _Progress:
                     f"{now - self.t0:7.1f} s in this subproblem")
 
 
+#: why an inner solve stopped (``_LBFGSResult.stop``; the ``inner_stop`` of a LOWRANK
+#: history entry): its gradient test, its iteration cap, its evaluation cap (L-BFGS's
+#: ``maxfun``), the relative decrease below ``ftol`` (L-BFGS), the tail window (L-BFGS), the
+#: line search finding no acceptable step, no descent direction (L-BFGS, after a restart
+#: from the gradient), an accepted step that lowered neither the value nor the gradient
+#: (Newton-CG's rounding floor), or the deadline
+STOPS = ("gtol", "maxiter", "maxfun", "ftol", "window", "line_search", "no_descent",
+         "rounding_floor", "deadline")
+
+
 @dataclass
 class _LBFGSResult:
     x: np.ndarray
     nit: int
     gnorm: float
+    #: one of :data:`STOPS` (Newton-CG that fell back to L-BFGS: both, ``"a, then b"``)
+    stop: str = ""
+
+
+def _loop_stop(it: int, maxiter: int, gnorm: float, gtol: float, nfev: int = 0,
+               maxfun: float = np.inf) -> str:
+    """Which of a loop's own conditions ended it (none broke out of it): the gradient test
+    first, then the iteration cap, the evaluation cap, else the deadline."""
+    if not gnorm > gtol:
+        return "gtol"
+    if it >= maxiter:
+        return "maxiter"
+    if nfev >= maxfun:
+        return "maxfun"
+    return "deadline"
 
 
 def _armijo(fun, x, f, d, slope, *, c1=1e-4, max_halvings=40):
@@ -78,7 +103,8 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     that keep their whole basis. Stops at ``gtol``, ``maxiter``, the ``deadline``, when
     no descent step is found, or when an accepted step lowers neither :math:`f` nor
     :math:`\|g\|` (the rounding floor: Armijo accepts :math:`f_{k+1} = f_k` once
-    :math:`c_1 t\,g^Td` is below the spacing of doubles at :math:`f_k`).
+    :math:`c_1 t\,g^Td` is below the spacing of doubles at :math:`f_k`); the result's
+    ``stop`` names which (:data:`STOPS`).
     """
     x = x0.copy()
     f, g = fun(x)
@@ -86,6 +112,7 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
     it = 0
     progress = _Progress("Newton-CG")
     ncg = 0
+    stop = None
     while it < maxiter and gn > gtol and time.perf_counter() < deadline:
         it += 1
         hv = hess_at(x)
@@ -118,16 +145,18 @@ def _newton_cg(fun, hess_at, x0: np.ndarray, *, gtol: float, maxiter: int,
             d, slope = -g, -gn * gn
         found = _armijo(fun, x, f, d, slope)
         if found is None:
+            stop = "line_search"
             break
         gn_new = float(np.linalg.norm(found[2]))
         if found[1] >= f and gn_new >= gn:
             # at the rounding floor: the accepted step lowered neither f nor |g|, and
             # every further iteration would repeat it
+            stop = "rounding_floor"
             break
         x, f, g = found
         gn = gn_new
         progress(it, f"{ncg:6d} Hessian products", f, g)
-    return _LBFGSResult(x, it, gn)
+    return _LBFGSResult(x, it, gn, stop or _loop_stop(it, maxiter, gn, gtol))
 
 
 def _wolfe(fun, x, f, d, slope, step=1.0, *, c1=1e-4, c2=0.9, max_evals=40):
@@ -265,7 +294,8 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     L-BFGS-B), after ``maxiter`` iterations or ``maxfun`` evaluations (default
     ``20 * maxiter + 100``), at the ``deadline`` (a :func:`time.perf_counter` value), or,
     with ``window = (k, delta)`` and ``k > 0``, once the last ``k`` iterations decreased
-    :math:`f` by at most ``delta`` (an absolute test of the tail).
+    :math:`f` by at most ``delta`` (an absolute test of the tail); the result's ``stop``
+    names which (:data:`STOPS`).
 
     The pairs live in one single-precision array, applied in the compact form
     (:class:`_Pairs`: two matrix-vector products per direction); faster
@@ -289,6 +319,7 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
     M = precond if precond is not None else (lambda v: v)
     k_win, delta = window
     f_hist = np.full(max(k_win, 1), np.inf)  # f of the last k iterates, a ring
+    stop = None
     while (it < maxiter and _norm(g, stop_norm) > gtol and nfev[0] < maxfun
            and time.perf_counter() < deadline):
         it += 1
@@ -299,11 +330,13 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
             d = -M(g)
             slope = float(g @ d)
             if slope >= 0:
+                stop = "no_descent"
                 break
         step = 1.0 if it > 1 or precond is not None else 1.0 / max(float(np.linalg.norm(d)),
                                                                      1e-300)
         found = _wolfe(evaluate, x, f, d, slope, step)
         if found is None:
+            stop = "line_search"
             break
         xn, fn, gn_vec = found
         s_, y_ = xn - x, gn_vec - g
@@ -316,10 +349,13 @@ def _lbfgs(fun, x0: np.ndarray, *, gtol: float, maxiter: int, precond=None,
         decrease = (f - fn) / max(abs(f), abs(fn), 1.0)
         x, f, g = xn, fn, gn_vec
         if decrease <= ftol:
+            stop = "ftol"
             break
         if k_win > 0:
             if it > k_win and f_hist[it % k_win] - f <= delta:
+                stop = "window"
                 break
             f_hist[it % k_win] = f
         progress(it, f"{nfev[0]:6d} evaluations", f, g)
-    return _LBFGSResult(x, it, float(np.linalg.norm(g)))
+    return _LBFGSResult(x, it, float(np.linalg.norm(g)), stop or _loop_stop(
+        it, maxiter, _norm(g, stop_norm), gtol, nfev[0], maxfun))

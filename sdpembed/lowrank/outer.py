@@ -291,7 +291,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
             # MVU at n = 2,000")
             W, more = run(W, gtol, self.max_inner, None)
             self.last_inner = self._lbfgs_end(more)
-            more.nit += res.nit
+            more.nit, more.stop = more.nit + res.nit, f"{res.stop}, then {more.stop}"
             res = more
         self.lbfgs_hard |= self.pen.mode == "interval" and not newton and res.nit >= _LBFGS_HARD
         trimmed = _trim_rank(W)
@@ -326,7 +326,8 @@ class _OuterLoop(StallGrowth, TrySpacing):
         self.cheap_prev = cheap_gap
         entry = {"outer": self.it, "rank": W.shape[1], "objective": p, "residual": rnorm,
                  "snr_violation": h_viol, "sigma": self.sigma, "lbfgs_iters": int(res.nit),
-                 "cheap_gap": cheap_gap, "seconds": time.perf_counter() - self.t0}
+                 "inner_stop": res.stop, "cheap_gap": cheap_gap,
+                 "seconds": time.perf_counter() - self.t0}
         if space.K is not None:
             entry["constraint_violation"] = k_viol
         if trimmed:

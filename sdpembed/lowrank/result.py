@@ -14,12 +14,13 @@ __all__ = ["LowRankResult"]
 
 #: the progress table of ``solve(..., solver="LOWRANK", verbose=True)`` (logged at INFO)
 _TABLE_HEAD = (" outer | objective        | infeas.  | cheap gap | certified | rank | "
-               "seconds\n" + "-" * 74)
+               "seconds | inner iterations, stop\n" + "-" * 99)
 
 
 def _table_row(entry: dict, infeas: float) -> str:
     """One line of the progress table: the outer iteration's objective, infeasibility, cheap
-    and certified gaps (an estimate in parentheses when unverified), rank and time; where
+    and certified gaps (an estimate in parentheses when unverified), rank, time, and the
+    subproblem's inner iterations with why its inner solve stopped (``inner_stop``); where
     the iterate was moved onto its constraints (or, ``"interval"``, the kink) to be
     certified, that point's objective after the time, and the barrier's point's where one
     was made (the certified gap is that of the point certified last)."""
@@ -32,6 +33,8 @@ def _table_row(entry: dict, infeas: float) -> str:
     row = (f"{entry['outer']:6d} | {entry['objective']:+.9e} | {infeas:8.1e} | "
            f"{gap(entry.get('cheap_gap'))} | {cell:>9s} | {entry['rank']:4d} | "
            f"{entry['seconds']:7.1f}")
+    if "inner_stop" in entry:
+        row += f" | {entry.get('lbfgs_iters', 0):6d} {entry['inner_stop']}"
     # the point certified (and kept as the best) where the iterate was moved onto its
     # constraints or the kink: the certified or estimated gap is that point's
     restored = entry.get("restored_objective")
@@ -71,7 +74,11 @@ class LowRankResult:
         Outer iterations (interior-point iterations on a reduced basis).
     seconds : float
     history : list of dict
-        One entry per outer iteration (objective, residual, gaps, inner iterations, rank).
+        One entry per outer iteration (objective, residual, gaps, inner iterations, rank);
+        ``inner_stop`` says which inner solver ran the subproblem and why it stopped:
+        ``"gtol"`` (its gradient test), ``"maxiter"`` (its iteration cap), ``"maxfun"``
+        (L-BFGS's evaluation cap), ``"ftol"``, ``"window"`` (the tail window), ``"line_search"``,
+        ``"no_descent"``, ``"rounding_floor"`` or ``"deadline"``, e.g. ``"L-BFGS maxfun"``.
     certificate : Certificate or None
         The reported certificate (how :math:`\\lambda_{\\min}` was obtained, in words).
     function_evaluations : int or None
