@@ -68,7 +68,7 @@ _STALL_STEP = 0.2
 #: start (the multipliers at 0.99 of the box's upper face) the second and third steps are
 #: short where the distances spread over orders of magnitude (raw features: 0.09-0.19 of
 #: the full step on breast cancer), and the path recovers from there; stopped at them, the
-#: dual path finished in 72-231 steps what this one does in 25-30 (docs/tuning.md,
+#: dual path finished in 72-231 steps what this one does in 20-30 (docs/tuning.md,
 #: "Unscaled data: the cold barrier's first steps")
 _STALL_AFTER = 4
 
