@@ -1057,6 +1057,7 @@ def test_lift_multipliers_rejects_what_it_cannot_lift(digits):
     for bad, match in [({"min_block": 0}, "min_block must be a positive integer"),
                        ({"n_eig": 2.5}, "n_eig must be a positive integer"),
                        ({"n_edges": True}, "n_edges must be a positive integer"),
+                       ({"n_lowered": 0}, "n_lowered must be a positive integer"),
                        ({"rounds": -1}, "rounds must be an integer >= 0"),
                        ({"target": -1.0}, "target needs mu0")]:
         with pytest.raises(InputError, match=match):

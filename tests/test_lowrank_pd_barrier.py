@@ -100,3 +100,55 @@ def test_a_warm_path_takes_the_adaptive_step_share(moons40):
         assert bound <= other.upper and bound <= path.upper
         assert path.upper - bound <= 1e-5 * abs(bound)
         assert bound == pytest.approx(optimum, rel=2e-5)
+
+
+def _wine_raw_dvu(n=100, k=5):
+    """LOWRANK's space and penalty of a DVU on ``n`` of scikit-learn's wine samples, raw
+    features (proline in the thousands, hue near 1: squared distances over six orders
+    of magnitude), ``k`` neighbours and one random partner."""
+    from sklearn.datasets import load_wine
+
+    from sdpembed.formulations.dvu import dvu
+    from sdpembed.graphs import knn_graph
+    from sdpembed.lowrank.backend import _formulation_problem
+    from sdpembed.lowrank.penalty import DistancePenalty
+    from sdpembed.lowrank.space import FactorSpace
+
+    X, y = load_wine(return_X_y=True)
+    rows = np.random.default_rng(0).permutation(len(y))[:n]
+    X, y = X[rows], y[rows].copy()
+    y[::5] = -1
+    gp, _, _ = _formulation_problem(
+        dvu(knn_graph(X, n_neighbors=k, n_random=1, random_state=0), y, centroids="eliminated"))
+    return FactorSpace(gp), DistancePenalty(gp)
+
+
+def test_a_cold_path_on_raw_features_is_not_stopped_by_its_first_short_steps(monkeypatch):
+    # raw wine features: from the cold start the second and third steps are short (below
+    # _STALL_STEP), as on breast cancer's raw features; counted, they stopped the path at
+    # its third step and the dual path alone took several times the steps (docs/tuning.md,
+    # "Unscaled data: the cold barrier's first steps")
+    from sdpembed.lowrank import pd_barrier
+
+    space, pen = _wine_raw_dvu()
+    nu0, scale, y0, mu0 = _cold_start(space, pen)
+    log = []
+    path = pd_path(space, pen.t, pen.w, nu0, scale, y0, mu0, rel_gap=1e-5,
+                   t0=time.perf_counter(), log=log)
+    assert path.status == "converged"
+    assert min(min(e[5], e[6]) for e in log[1:3]) < pd_barrier._STALL_STEP  # short, early
+    bound = -float(pen.t @ path.y)
+    assert np.all(np.abs(path.y) < pen.w)
+    assert np.linalg.eigvalsh(_dense_point(space, path.y, nu0, scale))[0] > 0
+    assert bound <= path.upper and path.upper - bound <= 1e-5 * abs(bound)
+    # the run takes this path to its end, no hand-over; the dual path alone (what the
+    # run did from the third step before) reaches the same bound in several times the steps
+    run = db.dual_barrier(space, pen, rel_gap=1e-5)
+    assert run.status == "converged" and run.iterations == path.iterations
+    monkeypatch.setattr(db, "pd_path", _no_pd)
+    alone = db.dual_barrier(space, pen, rel_gap=1e-5)
+    assert alone.status == "converged"
+    assert 2 * path.iterations <= alone.iterations
+    assert abs(alone.bound - bound) <= 2e-5 * abs(bound)
+    # each bound lies below the other's primal value (weak duality)
+    assert bound <= alone.bound + alone.gap and alone.bound <= path.upper

@@ -64,6 +64,13 @@ _ADAPT_SHARE = (0.9, 0.09)
 #: has stalled (rounding in the Newton system near the end, docs/tuning.md "The dual
 #: barrier's step count"): the caller finishes with the dual barrier's own path
 _STALL_STEP = 0.2
+#: a cold path (no ``X0``) counts short steps only after this many steps: from the cold
+#: start (the multipliers at 0.99 of the box's upper face) the second and third steps are
+#: short where the distances spread over orders of magnitude (raw features: 0.09-0.19 of
+#: the full step on breast cancer), and the path recovers from there; stopped at them, the
+#: dual path finished in 72-231 steps what this one does in 20-30 (docs/tuning.md,
+#: "Unscaled data: the cold barrier's first steps")
+_STALL_AFTER = 4
 
 
 @dataclass
@@ -133,7 +140,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
     (``"converged"``), ``max_iter`` steps, the ``deadline`` (a :func:`time.perf_counter`
     value; with ``steps_expected``, ``"no time"`` after a first step that shows that many
     would pass it), a step that cannot be taken or two short ones in a row (below
-    ``_STALL_STEP``; ``"stalled"``), or a Schur complement or primal matrix that rounding
+    ``_STALL_STEP``; ``"stalled"``; a cold path's first ``_STALL_AFTER`` steps are not
+    counted), or a Schur complement or primal matrix that rounding
     made indefinite (``"numerical failure"``). ``log``: a list that receives, per step,
     :math:`\\mu`, :math:`\\sigma`, the predictor's primal and dual steps to the boundary,
     the steps taken, the relative gap, which primal bound limited the step and the share
@@ -247,7 +255,8 @@ def pd_path(space: FactorSpace, t: np.ndarray, w: np.ndarray, nu0: np.ndarray, s
                         int(np.argmin(lims)), share))
         if X0 is not None:
             share = _ADAPT_SHARE[0] + _ADAPT_SHARE[1] * min(s_p, s_d)
-        short = short + 1 if min(s_p, s_d) < _STALL_STEP else 0
+        counted = X0 is not None or it > _STALL_AFTER
+        short = short + 1 if counted and min(s_p, s_d) < _STALL_STEP else 0
         if short >= 2:
             status = "stalled"
             break

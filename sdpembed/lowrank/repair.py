@@ -368,7 +368,8 @@ def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
 
 def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
                      floor: float | None = None, n_eig: int | None = None,
-                     n_edges: int = 1000, rounds: int = 6, min_block: int | None = None,
+                     n_edges: int = 1000, n_lowered: int = 250, rounds: int = 6,
+                     min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
@@ -426,12 +427,15 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     (:func:`certify` keeps them), used for the first round instead of a new
     eigendecomposition. Returns the new multipliers and
     the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`).
-    ``both_ways``: each round also lets up to ``n_edges`` edges with room below
+    ``both_ways``: each round also lets up to ``n_lowered`` edges with room below
     (:math:`y_e > -w_e`) fall, :math:`\delta_e \le 0`, gaining :math:`|\delta_e|\bar D_e`
     of bound; with :math:`a_e = Xb_e + c_e`, :math:`-a_ea_e^T \succeq -2Xb_eb_e^TX^T -
     2c_ec_e^T`, so a lowered edge enters the LP with :math:`\sqrt2 b_e` and falls at most
     so far that the :math:`2|\delta_e|\|c_e\|^2` together stay within half the smallest
-    eigenvalue outside the block. The result is only a candidate: the certificate treats
+    eigenvalue outside the block (split evenly: fewer lowered edges each fall further,
+    and the LP's m x m Schur complement has ``n_edges + n_lowered`` rows, not twice
+    ``n_edges``; docs/tuning.md, "Unscaled data: the cold barrier's first steps").
+    The result is only a candidate: the certificate treats
     it like any other dual point (and verifies it for n > ``DenseLimits.eig``).
     ``late``, ``times``: the time limit's test and the factorisations' seconds of each
     round's shift-invert block (``sparse_bottom``'s); where a round after the first must
@@ -442,7 +446,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
     without ``mu0``, and unless
-    ``n_eig``, ``n_edges``, ``min_block`` (unless ``None``) are positive integers and
+    ``n_eig``, ``n_edges``, ``n_lowered``, ``min_block`` (unless ``None``) are positive
+    integers and
     ``rounds`` >= 0.
     """
     if pen.mode != "interval" or space.Q is not None:
@@ -460,6 +465,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     if min_block is None:
         min_block = min(160, max(80, n // 15))
     for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
+                             ("n_lowered", n_lowered, 1),
                              ("rounds", rounds, 0), ("min_block", min_block, 1)):
         _require_int("lift_multipliers", name, value, low)
     if target is not None and mu0 is None:
@@ -519,7 +525,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         sel = sel[score[sel] > 0]
         if sel.size == 0:
             break
-        down, down_room = (_lowering(space, pen, y, Bm, lam, K, k_all, n_edges) if both_ways
+        down, down_room = (_lowering(space, pen, y, Bm, lam, K, k_all, n_lowered) if both_ways
                            else (np.zeros(0, dtype=int), np.zeros(0)))
         lowered = lowered or down.size > 0
         if down.size:
