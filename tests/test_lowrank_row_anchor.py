@@ -92,3 +92,21 @@ def test_the_point_bound_is_the_bound_less_the_priced_violations():
     tb = certificate.Certificate(1.0, -0.1, "trace-bound", y=np.zeros(1), nu=cert.nu,
                                  trace_bound=T)
     assert point_bound.point_bound(space, tb, W)[1] == pytest.approx(1.75 + 0.1 * 0.5)
+
+
+def test_the_loop_stops_at_the_gap_it_reports(quiet_solve):
+    # tr G + w (G_24,19 + G_19,24) <= tau at 0.9 lambda*: the point meets its row to
+    # feas_tol and lies 1.26e-6 (relative) below the optimum as posed, within 2.4e-11 of
+    # the bound of the rows relaxed by its violation. At tol = 1e-6 the loop measured its
+    # gap against the rows as posed, ran its 200 outer iterations and ended
+    # optimal_inaccurate with a reported gap of 2.4e-11; it stops where the report's gap
+    # is within tol
+    w, tau = 0.21024338098404868, 5.7437435987838095
+    f = _below_threshold(lambda G: [cp.trace(G) + w * (G[24, 19] + G[19, 24]) <= tau])
+    optimum = quiet_solve(f, "CLARABEL").objective
+    rep = quiet_solve(f, "LOWRANK", tol=1e-6)
+    assert optimum - rep.objective > 1e-6 * abs(optimum)   # below the optimum as posed
+    assert rep.status == "optimal"
+    assert rep.certified_gap <= 1e-6
+    assert rep.bound <= rep.objective
+    assert rep.bound <= optimum + 1e-7 * max(1.0, abs(optimum))

@@ -28,7 +28,7 @@ from .farkas import RayTest, _infeasible_or_failed
 from .lifted import _lifted_certificate
 from .options import _FINAL_SHARE, LowRankOptions, loop_deadline
 from .penalty import DistancePenalty, below_bound, objective_scale
-from .point_bound import at_point
+from .point_bound import at_point, point_bound
 from .repair import _RESTORE_MAX, refine_multipliers, restore_feasibility
 from .result import _TABLE_HEAD, LowRankResult, _SolveState, _table_row
 from .rigid import STOP_REASON, StalledEquality
@@ -285,10 +285,9 @@ class _OuterLoop(StallGrowth, TrySpacing):
         self.last_inner = "newton" if newton else self._lbfgs_end(res)
         if newton and self.pen.mode == "shrink" and opts.inner == "auto" \
                 and res.nit >= opts.max_newton and res.gnorm > gtol:
-            # "shrink": Newton-CG stopped at its cap short of the tolerance; L-BFGS finishes
-            # the subproblem (multipliers taken there jump, zero on whole groups of edges,
-            # and the stall rule reads that as a missing rank: docs/tuning.md, "Shrink-only
-            # MVU at n = 2,000")
+            # "shrink": Newton-CG capped short of the tolerance; L-BFGS finishes (multipliers
+            # taken there jump, zero on whole groups of edges, read by the stall rule as a
+            # missing rank: docs/tuning.md, "Shrink-only MVU at n = 2,000")
             W, more = run(W, gtol, self.max_inner, None)
             self.last_inner = self._lbfgs_end(more)
             more.nit, more.stop = more.nit + res.nit, f"{res.stop}, then {more.stop}"
@@ -593,7 +592,8 @@ class _OuterLoop(StallGrowth, TrySpacing):
             if space.dim > space.limits.eig:
                 self._space_tries(relative_gap(p_best, lifted.bound))
         best = self.best_dual = self._verified_if_closing(self.best_dual, p_best)
-        combined = relative_gap(p_best, best.bound) if best is not None else None
+        # the gap the report states: the rows relaxed by the point's violations (point_bound)
+        combined = relative_gap(p_best, best and point_bound(space, best, self.best_primal[1])[0])
         if combined is not None and gap is not None and combined < gap:
             entry["combined_gap"] = combined
         # never a pair whose bound lies above its point's objective (solve_status refuses it,
@@ -637,11 +637,11 @@ class _OuterLoop(StallGrowth, TrySpacing):
     def _verified_if_closing(self, cert: Certificate | None, p: float) -> Certificate | None:
         """``cert``, verified first (:func:`verify_certificate`) if its bound is unverified
         (Lanczos, or for n > ``DenseLimits.eig`` a lifted dense eigenvalue) and would prove
-        ``tol`` against the objective ``p``, i.e. end the solve. Lanczos can miss the leftmost
-        eigenvalue by more than the gap allows; checked here (one dense Cholesky), a failed
-        estimate lets the solve go on (a lift, iterations), not end at ``optimal_inaccurate``."""
-        if cert is None or cert.verified or cert.bound is None \
-                or relative_gap(p, cert.bound) > self.opts.tol:
+        ``tol`` against ``p`` (as posed, or at the best point: ``point_bound``), i.e. end the
+        solve; a failed estimate lets the solve go on, not end at ``optimal_inaccurate``."""
+        if cert is None or cert.verified or cert.bound is None or min(relative_gap(
+                p, b) for b in (cert.bound, point_bound(self.space, cert, self.best_primal[1])[0])
+        ) > self.opts.tol:
             return cert
         return verify_certificate(self.space, self.pen, cert, eig_tol=self.opts.eig_tol,
                                   cache=self.cache)
