@@ -169,3 +169,27 @@ def test_a_point_that_misses_tol_by_a_little_continues_the_run(moons40, monkeypa
     near.candidate(np.inf)
     near.candidate(np.inf)
     assert near.pair(W, y0, nu0) is not None and not near.resumed
+
+
+def test_a_rebuilt_point_is_cut_at_its_noise(moons40, monkeypatch):
+    # a point rebuilt at a near-singular slack carries a symmetric rounding error whose
+    # negative eigenvalues show its size (the point is PSD as built); its positive ones,
+    # kept as eigenpairs, move the edges (swiss400-dvu-k6: 2.2e-4 above the bound where the
+    # run measured 2.6e-6; docs/tuning.md, "The barrier's rebuilt point cut at its noise").
+    # Here the primal-dual path's point with an error of eigenvalues +-3e-7 (2.3e-9 of its
+    # largest) added: cut at twice its most negative eigenvalue's size (9 pairs), it lies
+    # 2.9e-5 above CSDP's recorded optimum; kept whole (main at a683ca0: 25 pairs), 3.2e-4
+    from sdpembed.lowrank import barrier_point as bp
+    f, optimum, space, pen = moons40
+    res = dual_barrier(space, pen, rel_gap=1e-5)
+    y_b, mu, dy, scale, X = res.primal
+    nu0, n = space.duals(None), space.dim
+    Q, _ = np.linalg.qr(np.random.default_rng(1).standard_normal((n, n)))
+    Q -= Q.mean(axis=0)
+    noise = (Q * np.where(np.arange(n) % 2 == 0, 3e-7, -3e-7)) @ Q.T
+    F, p = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, n, 0.0, X=X + noise)
+    assert F.shape[1] < n // 2                          # the noise's pairs dropped
+    assert optimum - 1e-9 * abs(optimum) <= p <= optimum + 1e-4 * abs(optimum)
+    monkeypatch.setattr(bp, "_NOISE_CUT", 0.0)          # every pair above rounding
+    F0, p0 = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, n, 0.0, X=X + noise)
+    assert F0.shape[1] > F.shape[1] and p0 > optimum + 1e-4 * abs(optimum)

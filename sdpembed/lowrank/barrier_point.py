@@ -38,6 +38,22 @@ _RESTORE_FROM = 0.1
 _RESTORE_KINK = 1e-3
 
 
+#: :func:`barrier_factor` keeps the eigenpairs of the point above this multiple of its most
+#: negative eigenvalue's size: the point is positive semidefinite, so that size is a lower
+#: bound on the rebuild's rounding error, whose eigenpairs below it are noise that moves the
+#: edges (docs/tuning.md, "The barrier's rebuilt point cut at its noise")
+_NOISE_CUT = 2.0
+
+
+def _noise_cut(lam: np.ndarray, n: int) -> float:
+    r"""The eigenvalue below which :func:`barrier_factor` drops the point's eigenpairs:
+    :math:`n\,\epsilon\,\lambda_{\max}` (rounding) or ``_NOISE_CUT`` times
+    :math:`|\lambda_{\min}|` where the point, positive semidefinite as built, came out with
+    a negative eigenvalue (its rebuild's error is at least that large), the larger."""
+    return max(n * np.finfo(float).eps * max(float(lam.max()), 0.0),
+               _NOISE_CUT * max(-float(lam.min()), 0.0))
+
+
 def objective_of(space: FactorSpace, pen: DistancePenalty, F: np.ndarray) -> float:
     r"""The ``"interval"`` objective :math:`\langle \tilde C, FF^T\rangle + \sum_e
     w_e|D_e - \bar D_e|` of the centred points ``F`` (full space, no SNR or added rows)."""
@@ -62,8 +78,8 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     objective ``p`` is within ``budget`` of the full point's, as they are or moved back
     onto the kink (:func:`~.repair.restore_feasibility`, where they are within
     ``_RESTORE_FROM`` of it; at the end all eigenpairs
-    above rounding, :math:`\lambda > n\,\epsilon\,\lambda_{\max}`); ``None`` where
-    the slack is not positive definite at ``y`` (rounding).
+    above the rebuild's noise, :func:`_noise_cut`: the full point is these too); ``None``
+    where the slack is not positive definite at ``y`` (rounding).
     ``scale``: the multiple of :math:`\mathbf 1\mathbf 1^T/n` added to the slack by
     :func:`~.barrier_path._slack_cholesky`. ``X``: the primal point itself (n x n, the
     primal–dual path's, :func:`~.pd_barrier.pd_path`; centred here) instead of the
@@ -85,7 +101,7 @@ def barrier_factor(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, mu: 
     lam, U = np.linalg.eigh(X)
     order = np.argsort(lam)[::-1]
     lam, U = lam[order], U[:, order]
-    pos = int(np.sum(lam > n * np.finfo(float).eps * max(lam[0], 0.0)))   # above rounding
+    pos = int(np.sum(lam > _noise_cut(lam, n)))
     if pos == 0:
         return None
     F_all = U[:, :pos] * np.sqrt(lam[:pos])
