@@ -50,6 +50,16 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
         _refuse_stalled_equality(gp, res, opts, f)
     assert "outer iterations" in str(err.value) and err.value.point is not None
+    assert "evidently" in str(err.value)
+    # where the graph's cliques prove that no strictly feasible point exists, it says so
+    from sdpembed.lowrank.face import clique_null_vectors
+
+    cliques = len(clique_null_vectors(gp))
+    assert cliques > 0
+    with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
+        _refuse_stalled_equality(gp, res, opts, f, cliques)
+    said = str(err.value)
+    assert f"({cliques} cliques of the graph have targets" in said and "evidently" not in said
 
 
 def test_the_rule_is_inert_off_equality_and_needs_a_whole_window():
