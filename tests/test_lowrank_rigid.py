@@ -50,6 +50,16 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
         _refuse_stalled_equality(gp, res, opts, f)
     assert "outer iterations" in str(err.value) and err.value.point is not None
+    assert "evidently" in str(err.value)
+    # where the graph's cliques prove that no strictly feasible point exists, it says so
+    from sdpembed.lowrank.face import clique_null_vectors
+
+    cliques = len(clique_null_vectors(gp))
+    assert cliques > 0
+    with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
+        _refuse_stalled_equality(gp, res, opts, f, cliques)
+    said = str(err.value)
+    assert f"({cliques} cliques of the graph have targets" in said and "evidently" not in said
 
 
 def test_the_rule_is_inert_off_equality_and_needs_a_whole_window():
@@ -159,3 +169,57 @@ def test_the_inaccurate_warning_after_the_rule_gives_its_advice_not_more_time():
     assert len(said) == 1
     assert report.extra["stop_advice"].rstrip(".") in said[0]
     assert "raise the time or iteration limits" not in said[0]
+
+
+def _mvu_problem(X, k=6):
+    from sdpembed.lowrank.penalty import DistancePenalty
+    from sdpembed.lowrank.space import FactorSpace
+
+    gp, basis, _ = _formulation_problem(mvu(knn_graph(X, n_neighbors=k, n_random=0)))
+    assert basis is None
+    return gp, FactorSpace(gp), DistancePenalty(gp)
+
+
+def test_the_equality_barrier_stays_out_where_cliques_prove_no_interior_point():
+    """Beyond the barrier's early size (here 210 points, order 209 > 200) a graph whose
+    cliques' targets fix Gram blocks of rank 3 (exact 3-D data: every feasible G has null
+    vectors besides 1) has no strictly feasible point; there the equality barrier's
+    multipliers grow until rounding voids its pair, and at n = 400 its run was 56 of the
+    75 CPU s of the refusal (docs/tuning.md). It is not run there. The same graph's
+    points with 7 more coordinates of noise (cliques of full rank) keep it; so does the
+    60-point Swiss roll (within the early size, its steps cheap)."""
+    from sdpembed.lowrank.equality_barrier import EqualityOptimum
+    from sdpembed.lowrank.face import clique_null_vectors
+
+    def no_interior_cliques(gp):
+        return len(clique_null_vectors(gp))
+
+    X, _ = skd.make_swiss_roll(210, noise=0.0, random_state=0)
+    gp, space, pen = _mvu_problem(X)
+    nulls = _clique_blocks_of_rank(X, gp)
+    assert nulls >= 1 and no_interior_cliques(gp) == nulls
+    assert not EqualityOptimum(space, pen, 1e-4, 1e-6).fits
+    wide = np.hstack([X, np.random.default_rng(0).normal(0.0, 0.05, (210, 7))])
+    gp, space, pen = _mvu_problem(wide)
+    assert no_interior_cliques(gp) == _clique_blocks_of_rank(wide, gp) == 0
+    assert EqualityOptimum(space, pen, 1e-4, 1e-6).fits
+    X, _ = skd.make_swiss_roll(60, noise=0.0, random_state=0)
+    gp, space, pen = _mvu_problem(X)
+    assert no_interior_cliques(gp) > 0 and EqualityOptimum(space, pen, 1e-4, 1e-6).fits
+
+
+def _clique_blocks_of_rank(X, gp):
+    """The maximal cliques of ``gp``'s graph (at least 3 points) on which the data's own
+    centred points have rank below |K| - 1: counted from the data, not from the targets."""
+    import networkx as nx
+
+    graph = nx.Graph()
+    graph.add_edges_from(map(tuple, np.asarray(gp.edges)))
+    count = 0
+    for K in nx.find_cliques(graph):
+        if len(K) < 3:
+            continue
+        P = X[K] - X[K].mean(axis=0)
+        s = np.linalg.svd(P, compute_uv=False)
+        count += int(np.sum(s > 1e-6 * s[0]) < len(K) - 1)
+    return count

@@ -187,7 +187,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
-    _refuse_stalled_equality(gp, result, opts, formulation)
+    _refuse_stalled_equality(gp, result, opts, formulation, len(nulls))
     # appended to solve_status.check_result's refusal of a point off the constraints
     extra["rigidity_note"] = rigidity_note(gp.distances).strip()
     priced_out = False   # an optimal point whose violations buy more than VIOLATION_WORTH
@@ -664,20 +664,28 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
 
 
 def _refuse_stalled_equality(gp: GramProblem, result, opts: LowRankOptions,
-                             formulation) -> None:
+                             formulation, cliques: int = 0) -> None:
     """Raise :class:`SolverFailedError` where the outer loop stopped on the stalled-violation
     rule (:mod:`~sdpembed.lowrank.rigid`) and the point reported is still off the equality
-    constraints: no strictly feasible point, and more time does not make one."""
+    constraints: no strictly feasible point, and more time does not make one. ``cliques``:
+    how many cliques' targets fix a Gram block of rank below the clique's size less one
+    (:func:`~sdpembed.lowrank.face.clique_null_vectors`), a proof of that; the message says
+    so where there is one."""
     if result.stop_reason != RIGID_STOP or result.status == "optimal" \
             or not result.infeasibility > max(FEASIBILITY_TOLERANCE, opts.feas_tol):
         return
     seen = next((e[RIGID_STOP] for e in reversed(result.history) if RIGID_STOP in e), "")
+    why = (f"the equality distances leave no strictly feasible point ({cliques} clique"
+           f"{'s' if cliques != 1 else ''} of the graph ha{'ve' if cliques != 1 else 's'} "
+           "targets that fix a Gram block of rank below the clique's size less one, so "
+           "every feasible Gram matrix has null vectors besides the constant one)" if cliques else
+           "the equality distances evidently leave no strictly feasible point")
     raise SolverFailedError(
         f"LOWRANK on {formulation.method} ({formulation.variant or ''}) stopped after "
         f"{result.iterations} outer iterations: {seen}. The point violates the constraints "
         f"by {result.infeasibility:.2g} (relative), above the feasibility tolerance, so it is "
-        "not a solution, and the equality distances evidently leave no strictly feasible "
-        "point: more time (time_limit) does not make one." + rigidity_note(gp.distances),
+        f"not a solution, and {why}: more time (time_limit) does not make one."
+        + rigidity_note(gp.distances),
         objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
         point=result.factor)
 

@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from .barrier_path import BarrierProblem, barrier_path
 from .dual_barrier import _STEPS_EXPECTED
+from .face import clique_null_vectors
 from .farkas import farkas_certificate
 from .penalty import DistancePenalty
 from .rounding import rounding_allowance
@@ -74,6 +75,21 @@ def equality_barrier_fits(space: FactorSpace, pen: DistancePenalty) -> bool:
     return (pen.mode == "equality" and space.Q is None
             and space.dim - 1 <= _EQ_BARRIER_DIM and space.dim <= space.limits.eig
             and pen.t.size + space.q <= _EQ_BARRIER_ROWS)
+
+
+def _early_size(space: FactorSpace, pen: DistancePenalty) -> bool:
+    """Whether the problem is within ``_EQ_EARLY_ROWS`` rows and order ``_EQ_EARLY_DIM``
+    (the barrier's steps cost a few hundredths of a second)."""
+    return pen.t.size + space.q <= _EQ_EARLY_ROWS and space.dim <= _EQ_EARLY_DIM
+
+
+def no_interior_cliques(gp) -> int:
+    r"""How many maximal cliques of ``gp``'s graph have equality targets that fix a centred
+    Gram block of rank below :math:`|K| - 1`
+    (:func:`~sdpembed.lowrank.face.clique_null_vectors`); where there is one, every feasible
+    :math:`G` has a null vector orthogonal to :math:`\mathbf 1`, so the problem has no
+    strictly feasible point (0 where the distances are not equalities)."""
+    return len(clique_null_vectors(gp))
 
 
 def _rows(space: FactorSpace, pen: DistancePenalty):
@@ -260,6 +276,14 @@ class EqualityOptimum:
     def __init__(self, space: FactorSpace, pen: DistancePenalty, tol: float, feas_tol: float):
         self.space, self.pen, self.tol, self.feas_tol = space, pen, tol, feas_tol
         self.fits = equality_barrier_fits(space, pen)
+        # beyond the early size, not where cliques prove that no strictly feasible point
+        # exists (no_interior_cliques): there the barrier's multipliers grow until rounding
+        # voids its pair, at the cost of many dear steps (docs/tuning.md, "Equality MVU on
+        # exact manifold data: the refusal without the equality barrier")
+        self.cliques = 0
+        if self.fits and not _early_size(space, pen):
+            self.cliques = no_interior_cliques(space.gp)
+            self.fits = self.cliques == 0
         self.result: EqualityBarrierResult | None = None
 
     def wanted(self, raised: bool, at_cap: bool, converged_primal: bool,
@@ -268,8 +292,7 @@ class EqualityOptimum:
         ``feas_tol`` and the penalty is at its cap or, on a problem of at most
         ``_EQ_EARLY_ROWS`` rows and order ``_EQ_EARLY_DIM``, has been raised (the residual
         stalled) while the cheap gap ``cheap_gap`` is above ``_EQ_EARLY_GAP``."""
-        early = self.pen.t.size + self.space.q <= _EQ_EARLY_ROWS \
-            and self.space.dim <= _EQ_EARLY_DIM and cheap_gap > _EQ_EARLY_GAP
+        early = _early_size(self.space, self.pen) and cheap_gap > _EQ_EARLY_GAP
         return self.fits and self.result is None and not converged_primal and (
             at_cap or (raised and early))
 
