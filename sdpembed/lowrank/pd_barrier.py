@@ -66,10 +66,9 @@ _ADAPT_SHARE = (0.9, 0.09)
 _STALL_STEP = 0.2
 #: a cold path (no ``X0``) counts short steps only after this many steps: from the cold
 #: start (the multipliers at 0.99 of the box's upper face) the second and third steps are
-#: short where the distances spread over orders of magnitude (raw features: 0.09-0.19 of
-#: the full step on breast cancer), and the path recovers from there; stopped at them, the
-#: dual path finished in 72-231 steps what this one does in 20-30 (docs/tuning.md,
-#: "Unscaled data: the cold barrier's first steps")
+#: short where the distances spread over orders of magnitude (raw features), and the path
+#: recovers from there; stopped at them, the dual path takes many times the steps
+#: (docs/tuning.md, "Unscaled data: the cold barrier's first steps")
 _STALL_AFTER = 4
 
 
