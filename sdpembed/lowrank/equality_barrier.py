@@ -16,6 +16,7 @@ import scipy.linalg as sla
 from scipy.sparse.csgraph import connected_components
 from threadpoolctl import threadpool_limits
 
+from ..formulations.gram import GramProblem
 from .barrier_path import BarrierProblem, barrier_path
 from .dual_barrier import _STEPS_EXPECTED
 from .face import clique_null_vectors
@@ -83,7 +84,7 @@ def _early_size(space: FactorSpace, pen: DistancePenalty) -> bool:
     return pen.t.size + space.q <= _EQ_EARLY_ROWS and space.dim <= _EQ_EARLY_DIM
 
 
-def no_interior_cliques(gp) -> int:
+def no_interior_cliques(gp: GramProblem) -> int:
     r"""How many maximal cliques of ``gp``'s graph have equality targets that fix a centred
     Gram block of rank below :math:`|K| - 1`
     (:func:`~sdpembed.lowrank.face.clique_null_vectors`); where there is one, every feasible
