@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from problems.differential import make_instance
+from sdpembed.lowrank import repair
 from sdpembed.lowrank.backend import _formulation_problem
 from sdpembed.lowrank.penalty import DistancePenalty
 from sdpembed.lowrank.repair import refine_multipliers
@@ -165,3 +166,27 @@ def test_added_rows_keep_lbfgs_after_a_long_subproblem(monkeypatch):
     lowrank_solve(gp, basis=basis, options=LowRankOptions(max_outer=10))
     assert any(p is None and nit >= 1000 for p, nit in calls), calls   # lbfgs_hard set
     assert not any(isinstance(p, str) and p == "newton" for p, _ in calls), calls
+
+
+def test_a_fit_done_at_rounding_is_not_run_on(monkeypatch):
+    # seed 50024, a random factor, multipliers at half the box on the residual's side: the
+    # unbounded fit leaves the box, and TRF's bounded fit reaches a zero residual (to
+    # rounding) within 10 iterations. Before, with tol 1e-12 it ran on to its 200-iteration
+    # cap there (its cost's relative change at rounding is not small)
+    space, pen, W = _parts(50024)
+    Z = space.diffs(W)
+    res = np.einsum("ij,ij->i", Z, Z) - pen.t
+    fits = []
+    orig = repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        fits.append((sol.nit, sol.cost, 0.5 * float(b @ b)))
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    y, _ = refine_multipliers(space, pen, W, 0.5 * pen.w * np.sign(res), None)
+    (nit, cost, start), = fits
+    assert 0 < nit <= repair._FIT_MAX_ITER
+    assert cost <= 1e-20 * start     # complementary slackness fitted exactly
+    assert np.all(np.abs(y) <= pen.w * (1 + 1e-12))

@@ -43,6 +43,14 @@ _DEADLINE_EVERY = 16
 #: ``"interval"`` penalty (:func:`refine_multipliers`, :func:`restore_feasibility`)
 _KINK_TOL = 1e-4
 
+#: :func:`refine_multipliers`' bounded fit stops after this many TRF iterations (BVLS, an
+#: exact active-set solve, keeps its 200). Most fits end at TRF's first test (the
+#: unbounded least-squares solution lies in the box: no iteration); one that does not can
+#: run on with its residual at rounding (a fit done in 10 iterations run to 200), or move
+#: the gap little at 0.3 s an iteration, where the barrier then certifies (docs/tuning.md,
+#: "The multiplier refinement's fit capped")
+_FIT_MAX_ITER = 20
+
 
 def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
                        nu: float | np.ndarray | None, *, kink_tol: float = _KINK_TOL,
@@ -71,7 +79,8 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     where it is inactive (slack above ``kink_tol`` times its size and a zero multiplier
     given: complementary slackness asks for zero there); equality rows are free. Solved by
     :func:`scipy.optimize.lsq_linear` (TRF with LSMR, matrix-free; BVLS, see
-    :func:`_fit_method`, for a dense matrix with a one-sided bound). The result is only a
+    :func:`_fit_method`, for a dense matrix with a one-sided bound), TRF for at most
+    ``_FIT_MAX_ITER`` iterations. The result is only a
     candidate: :func:`certify` checks it like any other dual point. Returns
     ``(y, nu)``; ``"quadratic"`` (no linear conjugate) returns its input. A ``kink_tol``
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
@@ -139,8 +148,10 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     # solve for the correction from the current multipliers (clipped into the box)
     x0 = np.clip(x0, lo, hi)
     try:
+        method = _fit_method(op, lo, hi)
         sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
-                              method=_fit_method(op, lo, hi), tol=1e-12, max_iter=200)
+                              method=method, tol=1e-12,
+                              max_iter=_FIT_MAX_ITER if method == "trf" else 200)
     except _DeadlinePassed:
         return y, nu
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
