@@ -21,10 +21,11 @@ over those iterations
 
 Where the same holds over the last ``WINDOW_PROVED`` outer iterations and maximal cliques of
 the graph have equality targets that fix a Gram block of rank below the clique's size less
-one (``proof``, the loop's
-:meth:`~sdpembed.lowrank.equality_barrier.EqualityOptimum.stall_proof`,
-asked once, when the shorter window first stalls), the problem is proven to have no
-strictly feasible point and the rule fires on the shorter window.
+one (``proof``: the loop gives
+:meth:`~sdpembed.lowrank.equality_barrier.EqualityOptimum.stall_proof`, positive only
+beyond the equality barrier's early size; asked once, when the shorter window first
+stalls), the problem is proven to have no strictly feasible point and the rule fires on
+the shorter window.
 
 It reads outer iterations only, never the clock. Measurements: docs/tuning.md,
 "Equality MVU on a rigid graph: refused early" and "Equality MVU refusals: a stall window
