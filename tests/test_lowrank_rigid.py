@@ -24,7 +24,7 @@ from sdpembed.lowrank.backend import (
     _refuse_stalled_on_face,
 )
 from sdpembed.lowrank.options import LowRankOptions
-from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, StalledEquality
+from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, WINDOW_PROVED, StalledEquality
 from sdpembed.solve_status import check_result
 from sdpembed.solvers import solve
 
@@ -82,6 +82,83 @@ def test_the_rule_is_inert_off_equality_and_needs_a_whole_window():
     rule = StalledEquality("equality", 1e-4, 1e-6)
     assert not any(rule.observe({"rank": 5, "cheap_gap": 1e-2 * 0.8 ** k}, 1e-3, True)
                    for k in range(WINDOW + 1))
+
+
+def test_the_rule_fires_on_the_shorter_window_only_where_cliques_prove_no_interior():
+    """Where the graph's cliques prove that no strictly feasible point exists, a stall over
+    ``WINDOW_PROVED`` outer iterations suffices; without the proof (count 0, or none given)
+    the rule waits for ``WINDOW``. The proof is asked once, and only when the shorter
+    window has stalled."""
+    asked = []
+
+    def proof(count):
+        return lambda: asked.append(count) or count
+
+    stalled = {"rank": 5, "cheap_gap": 1e-2}
+    rule = StalledEquality("equality", 1e-4, 1e-6, proof(4))
+    fired = [rule.observe(dict(stalled), 1e-3, True) for _ in range(WINDOW_PROVED + 1)]
+    assert fired == [False] * WINDOW_PROVED + [True] and asked == [4]
+    assert rule.window == WINDOW_PROVED
+    for none in (proof(0), None):
+        asked.clear()
+        rule = StalledEquality("equality", 1e-4, 1e-6, none)
+        fired = [rule.observe(dict(stalled), 1e-3, True) for _ in range(WINDOW + 1)]
+        assert fired == [False] * WINDOW + [True] and rule.window == WINDOW
+        assert asked == ([0] if none is not None else [])
+    # a violation that halves over the shorter window: still moving, the proof not asked
+    asked.clear()
+    rule = StalledEquality("equality", 1e-4, 1e-6, proof(4))
+    assert not any(rule.observe(dict(stalled), 1e-3 * 0.7 ** k, True)
+                   for k in range(WINDOW_PROVED + 1))
+    assert asked == []
+
+
+def test_the_shorter_window_is_proven_beyond_the_early_size_only(swiss60):
+    """The loop's proof for the shorter window (``EqualityOptimum.stall_proof``): the clique
+    count beyond the barrier's early size (the 210-point exact Swiss roll, order 209 > 200);
+    0 within it, cliques or not (the 60-point roll: its clique face's own solve goes on from
+    the loop's last point) and 0 without such cliques (the roll with 7 noisy coordinates).
+    The 60-point roll's solve stops on the full window."""
+    from sdpembed.lowrank.equality_barrier import EqualityOptimum
+    from sdpembed.lowrank.face import clique_null_vectors
+
+    X, _ = skd.make_swiss_roll(210, noise=0.0, random_state=0)
+    gp, space, pen = _mvu_problem(X)
+    assert EqualityOptimum(space, pen, 1e-4, 1e-6).stall_proof() \
+        == _clique_blocks_of_rank(X, gp) >= 1
+    wide = np.hstack([X, np.random.default_rng(0).normal(0.0, 0.05, (210, 7))])
+    assert EqualityOptimum(*_mvu_problem(wide)[1:], 1e-4, 1e-6).stall_proof() == 0
+    f, gp, basis = swiss60
+    _, space, pen = _mvu_problem(skd.make_swiss_roll(60, noise=0.0, random_state=0)[0])
+    optimum = EqualityOptimum(space, pen, 1e-4, 1e-6)
+    assert optimum.stall_proof() == 0 and optimum.proof() == len(clique_null_vectors(gp)) > 0
+    res = lowrank_solve(gp, basis=basis, options=LowRankOptions(max_outer=60))
+    assert res.stop_reason == STOP_REASON
+    assert res.history[-1][STOP_REASON].startswith(f"over the last {WINDOW} outer")
+
+
+@pytest.mark.slow
+def test_proven_rigid_equality_stops_on_the_shorter_window(monkeypatch):
+    """The 210-point exact Swiss roll (beyond the early size; its cliques prove no strictly
+    feasible point): the loop stops on the shorter window, with the iterates of a run
+    without the proof up to that outer iteration (only the stop moves), still off the
+    constraints, and the message says what the rule saw over that window."""
+    from sdpembed.lowrank.equality_barrier import EqualityOptimum
+
+    X, _ = skd.make_swiss_roll(210, noise=0.0, random_state=0)
+    gp, basis, _ = _formulation_problem(mvu(knn_graph(X, n_neighbors=6, n_random=0)))
+    opts = LowRankOptions(max_outer=60)
+    res = lowrank_solve(gp, basis=basis, options=opts)
+    monkeypatch.setattr(EqualityOptimum, "stall_proof", lambda self: 0)
+    unproven = lowrank_solve(gp, basis=basis, options=opts)
+    assert res.stop_reason == unproven.stop_reason == STOP_REASON
+    assert res.iterations < unproven.iterations
+    assert res.history[-1][STOP_REASON].startswith(
+        f"over the last {WINDOW_PROVED} outer iterations")
+    assert unproven.history[-1][STOP_REASON].startswith(f"over the last {WINDOW} outer")
+    for mine, theirs in zip(res.history, unproven.history[:res.iterations]):
+        assert (mine["rank"], mine["cheap_gap"]) == (theirs["rank"], theirs["cheap_gap"])
+    assert res.infeasibility > 1e-5
 
 
 def test_generic_violation_refusal_carries_the_note_for_equality_only():

@@ -281,11 +281,26 @@ class EqualityOptimum:
         # exists (no_interior_cliques): there the barrier's multipliers grow until rounding
         # voids its pair, at the cost of many dear steps (docs/tuning.md, "Equality MVU on
         # exact manifold data: the refusal without the equality barrier")
-        self.cliques = 0
+        self.cliques: int | None = None   # no_interior_cliques, once found (proof)
         if self.fits and not _early_size(space, pen):
-            self.cliques = no_interior_cliques(space.gp)
-            self.fits = self.cliques == 0
+            self.fits = self.proof() == 0
         self.result: EqualityBarrierResult | None = None
+
+    def proof(self) -> int:
+        """:func:`no_interior_cliques` of the problem (found once; 0 off ``"equality"``
+        distances and in a reduced basis): where positive, the problem has no strictly
+        feasible point."""
+        if self.cliques is None:
+            self.cliques = (no_interior_cliques(self.space.gp)
+                            if self.pen.mode == "equality" and self.space.Q is None else 0)
+        return self.cliques
+
+    def stall_proof(self) -> int:
+        """:meth:`proof` beyond the early size (where it also keeps the barrier out); 0
+        within (there the clique face's own solve goes on from the loop's last point, and a
+        shorter stall window left it a worse one: docs/tuning.md, "Equality MVU refusals:
+        a stall window of 3 where cliques prove no interior")."""
+        return 0 if _early_size(self.space, self.pen) else self.proof()
 
     def wanted(self, raised: bool, at_cap: bool, converged_primal: bool,
                cheap_gap: float) -> bool:

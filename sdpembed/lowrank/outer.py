@@ -165,7 +165,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
         # "cut" (L-BFGS stopped at max_inner); None before the first
         self.last_inner: str | None = None
         self.shrink_steps = True  # "shrink": whether Gauss-Newton is still tried (_onto_shrink)
-        self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol)   # rigid.py's rule
+        self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol, self.eq_dual.stall_proof)
 
     def _lbfgs_end(self, res) -> str:
         return "cut" if res.nit >= self.max_inner else "lbfgs"

@@ -19,11 +19,22 @@ over those iterations
 * the cheap gap (the smaller of it and the refined one, where made) did not halve and
   stays above ``GAP_FLOOR * tol``.
 
+Where the same holds over the last ``WINDOW_PROVED`` outer iterations and maximal cliques of
+the graph have equality targets that fix a Gram block of rank below the clique's size less
+one (``proof``: the loop gives
+:meth:`~sdpembed.lowrank.equality_barrier.EqualityOptimum.stall_proof`, positive only
+beyond the equality barrier's early size; asked once, when the shorter window first
+stalls), the problem is proven to have no strictly feasible point and the rule fires on
+the shorter window.
+
 It reads outer iterations only, never the clock. Measurements: docs/tuning.md,
-"Equality MVU on a rigid graph: refused early".
+"Equality MVU on a rigid graph: refused early" and "Equality MVU refusals: a stall window
+of 3 where cliques prove no interior".
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from ..solve_status import FEASIBILITY_TOLERANCE
 
@@ -34,6 +45,8 @@ STOP_REASON = "stalled_equality"
 
 #: outer iterations the stall must last (at one rank, the penalty at its cap)
 WINDOW = 6
+#: the same where the graph's cliques prove that no strictly feasible point exists
+WINDOW_PROVED = 3
 #: the violation counts as stalled while above this share of its value ``WINDOW`` ago
 INFEAS_SHARE = 0.5
 #: the cheap gap counts as not closing while above this share of its value ``WINDOW``
@@ -44,13 +57,34 @@ GAP_FLOOR = 10.0
 
 class StalledEquality:
     """The stalled-violation rule of an outer loop (module docstring); inert unless
-    ``mode == "equality"``."""
+    ``mode == "equality"``. ``proof``: how many cliques prove that the problem has no
+    strictly feasible point (called at most once; ``None``: never proven)."""
 
-    def __init__(self, mode: str, tol: float, feas_tol: float):
+    def __init__(self, mode: str, tol: float, feas_tol: float,
+                 proof: Callable[[], int] | None = None):
         self.on = mode == "equality"
         self.tol = tol
         self.floor = max(FEASIBILITY_TOLERANCE, feas_tol)
         self.rows: list[tuple[int, float, float, bool]] = []   # (rank, infeas, gap, at cap)
+        self.proof, self.cliques = proof, None   # the proof's count, once asked
+        self.window = WINDOW   # the window the rule fired on
+
+    def _stalled(self, window: int) -> bool:
+        """Whether the last ``window`` outer iterations stalled (module docstring)."""
+        if len(self.rows) <= window:
+            return False
+        rows = self.rows[-window - 1:]
+        rank0, infeas0, gap0, _ = rows[0]
+        rank1, infeas1, gap1, _ = rows[-1]
+        return (all(r == rank0 and cap for r, _, _, cap in rows[1:])
+                and infeas1 > self.floor and infeas1 > INFEAS_SHARE * infeas0
+                and gap1 > GAP_FLOOR * self.tol and gap1 > GAP_SHARE * gap0)
+
+    def _proven(self) -> bool:
+        """Whether cliques prove that no strictly feasible point exists (asked once)."""
+        if self.cliques is None:
+            self.cliques = self.proof() if self.proof is not None else 0
+        return self.cliques > 0
 
     def observe(self, entry: dict, infeas: float, at_cap: bool) -> bool:
         """Record outer iteration ``entry`` (its violation ``infeas``; ``at_cap``: the
@@ -60,22 +94,19 @@ class StalledEquality:
             return False
         gap = min(entry["cheap_gap"], entry.get("refined_cheap_gap", float("inf")))
         self.rows.append((entry["rank"], float(infeas), float(gap), at_cap))
-        if len(self.rows) <= WINDOW:
+        if self._stalled(WINDOW):
+            self.window = WINDOW
+        elif self._stalled(WINDOW_PROVED) and self._proven():
+            self.window = WINDOW_PROVED
+        else:
             return False
-        window = self.rows[-WINDOW - 1:]
-        rank0, infeas0, gap0, _ = window[0]
-        rank1, infeas1, gap1, _ = window[-1]
-        fired = (all(r == rank0 and cap for r, _, _, cap in window[1:])
-                 and infeas1 > self.floor and infeas1 > INFEAS_SHARE * infeas0
-                 and gap1 > GAP_FLOOR * self.tol and gap1 > GAP_SHARE * gap0)
-        if fired:
-            entry[STOP_REASON] = self.describe()   # read by the backend's refusal
-        return fired
+        entry[STOP_REASON] = self.describe()   # read by the backend's refusal
+        return True
 
     def describe(self) -> str:
         """What the rule saw, for the refusal's message."""
-        window = self.rows[-WINDOW - 1:]
+        window = self.rows[-self.window - 1:]
         (_, i0, g0, _), (_, i1, g1, _) = window[0], window[-1]
-        return (f"over the last {WINDOW} outer iterations (at rank {window[-1][0]}, the "
-                f"penalty at its cap) the violation fell only from {i0:.2g} to {i1:.2g} "
+        return (f"over the last {self.window} outer iterations (at rank {window[-1][0]}, "
+                f"the penalty at its cap) the violation fell only from {i0:.2g} to {i1:.2g} "
                 f"and the cheap gap stayed at {g1:.2g} (from {g0:.2g})")
