@@ -11,6 +11,7 @@ import time
 import cvxpy as cp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import sdpembed.lowrank as lowrank
 from sdpembed.formulations import dvu
@@ -101,6 +102,50 @@ def test_full_coordinates_are_refused_where_they_would_fail(data, method):
     w, norm = _exact(space, y, nu)
     full = sparse_verify(space, y, nu, w[0] - 1e-9 * norm, mode="full", method=method)
     assert not full.verified and ("pivot" in full.reason or "LDL" in full.reason)
+
+
+def _factor_abs(fac):
+    """|L| (CSC, the factor's own storage) and the pivots of a symmetric factorisation."""
+    if fac.chol is not None:
+        L = fac._cholmod_factor()
+        return abs(L), np.ones(fac.size)
+    _, Ls, d, _ = fac.ldl
+    return abs(Ls) + sp.identity(Ls.shape[0], format="csc"), d
+
+
+@pytest.mark.parametrize("method", METHODS[:2])
+@pytest.mark.parametrize("case,mode", [("dvu", "full"), ("dvu added rows", "full"),
+                                       ("mvu", "tree")])
+def test_symmetric_residual_bound_reads_the_factor_as_stored(data, case, mode, method):
+    # the bound from the factor's column storage (no conversion) equals the one from its
+    # rows to rounding, and lies above the same formula with the exact Perron root of
+    # |L||D||L^T| (Collatz-Wielandt) and the exact block norm (dense, n = 90)
+    gp, y, nu = _cases(data)[case]
+    space = _space(gp)
+    w, norm = _exact(space, y, nu)
+    parts = SlackParts.of(space, y, nu)
+    mu = w[0] - 1e-6 * norm
+    T = sparse_slack._tree_basis(space) if mode == "tree" else None
+    delta = sparse_slack.default_delta(parts, mu, method)
+    fac = sparse_slack._Bordered(parts, mu, delta, T, method)
+    assert fac.factored and not fac.reason and np.all(fac.pivots() > 0)
+    bound = fac.residual_bound()
+    L, d = _factor_abs(sparse_slack._Bordered(parts, mu, delta, T, method))
+    assert L.format == "csc"
+    rows = sparse_slack._Bordered(parts, mu, delta, T, method)._symmetric_residual_bound(
+        L.tocsr(), d)
+    assert bound == pytest.approx(rows, rel=1e-12, abs=0.0)
+    # the formula, exactly: counts from the rows' storage, dense Perron root and block
+    counts = np.diff(L.tocsr().indptr)
+    size, k = L.shape[0], min(L.shape[0] - 1, 2 * fac.p + 8)
+    c0 = int(np.sort(counts)[size - 1 - k])
+    long = counts > c0
+    P = (L @ sp.diags(np.abs(d)) @ L.T).toarray()
+    rho = float(np.linalg.eigvalsh(P)[-1])
+    g = sparse_slack._gamma
+    exact = fac.form_error + g(c0 + 2) * rho + (
+        g(int(counts.max()) + 2) - g(c0 + 2)) * float(np.linalg.norm(P[np.ix_(long, long)]))
+    assert exact <= bound <= 1.01 * exact
 
 
 @pytest.mark.parametrize("case", ["dvu", "dvu snr"])

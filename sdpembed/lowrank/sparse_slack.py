@@ -323,15 +323,15 @@ class _Bordered:
             cholmod.options.update(saved)
         self.chol = (F, A)
 
-    def _cholmod_factor(self) -> sp.csr_matrix:
-        """The computed factor :math:`\\hat L` (converting it ends the factorisation's use for
-        solves: called last)."""
+    def _cholmod_factor(self) -> sp.csc_matrix:
+        """The computed factor :math:`\\hat L`, in CHOLMOD's own column storage (converting it
+        ends the factorisation's use for solves: called last)."""
         from cvxopt import cholmod
 
         L = cholmod.getfactor(self.chol[0])
         colptr, rowind, values = L.CCS
-        return sp.csc_matrix((np.asarray(values).ravel(), np.asarray(rowind).ravel(),
-                              np.asarray(colptr).ravel()), shape=L.size).tocsr()
+        return sp.csc_matrix((np.array(values).ravel(), np.asarray(rowind).ravel(),
+                              np.asarray(colptr).ravel()), shape=L.size)
 
     @property
     def factored(self) -> bool:
@@ -365,11 +365,12 @@ class _Bordered:
             if not np.all(L.diagonal() > 0):
                 return np.inf
             self._nnz = int(L.nnz)
+            np.abs(L.data, out=L.data)      # |L|, in place: the factor is this call's copy
             return self._symmetric_residual_bound(L, np.ones(self.size))
         if self.ldl is not None:
             _, Ls, d, _ = self.ldl
             return self._symmetric_residual_bound(
-                (abs(Ls) + sp.identity(Ls.shape[0], format="csc")).tocsr(), d)
+                abs(Ls) + sp.identity(Ls.shape[0], format="csc"), d)
         L = abs(self.lu.L).tocsr()
         Uf = self.lu.U.tocsr()
         d = Uf.diagonal()
@@ -412,7 +413,7 @@ class _Bordered:
         extra = _UP * (_gamma(c_corner) - _gamma(c)) * float(np.sqrt(np.sum(corner * corner)))
         return self.form_error + _gamma(c) * (rho_ldl + lf) * _UP + lf + max(extra, 0.0)
 
-    def _symmetric_residual_bound(self, L: sp.csr_matrix, d: np.ndarray) -> float:
+    def _symmetric_residual_bound(self, L: sp.spmatrix, d: np.ndarray) -> float:
         r"""Bound on :math:`\|R\|_2` for :math:`P\hat MP^T = \hat L\hat D\hat L^T + \Delta`
         (QDLDL: unit :math:`\hat L`, pivots :math:`\hat D`; CHOLMOD: :math:`\hat D = I`).
 
@@ -428,16 +429,19 @@ class _Bordered:
         :math:`B` has :math:`c_{ij}\le c_0`, so
         :math:`\|\Delta\|_2 \le \gamma_{c_0+2}\,\rho(|\hat L||\hat D||\hat L^T|) +
         (\gamma_{c_{\max}+2} - \gamma_{c_0+2})\,\|(|\hat L||\hat D||\hat L^T|)_{BB}\|_F`.
-        There is no :math:`F` term: the factorisation is symmetric by construction."""
-        L = abs(L).tocsr()
+        There is no :math:`F` term: the factorisation is symmetric by construction.
+        ``L``: :math:`|\hat L|` (non-negative), CSC or CSR, used as stored: the products read
+        it and its transpose's view, with no conversion of the factor."""
         size = L.shape[0]
         dabs = np.abs(d)
-        rows_L = np.diff(L.indptr)
+        # stored entries of each row (explicit zeros counted, as the factorisation may store)
+        rows_L = np.diff(L.indptr) if L.format == "csr" \
+            else np.bincount(L.indices, minlength=size)
         k = min(size - 1, 2 * self.p + 8)
         c0 = int(np.partition(rows_L, size - 1 - k)[size - 1 - k]) if size > 1 else 1
         long = rows_L > c0
         c_max = int(rows_L.max(initial=1))
-        Lt = L.T.tocsr()
+        Lt = L.T                # a view in the other storage: products without conversion
 
         def X(v):
             return L @ (dabs * (Lt @ v))
