@@ -151,3 +151,26 @@ def test_history_and_table_name_the_subproblem_stop(caplog):
     history = rep.extra["history"]
     assert {h["inner_stop"] for h in history if h["lbfgs_iters"] == 50} == {"Newton-CG maxiter"}
     assert history[-1]["lbfgs_iters"] < 50 and history[-1]["inner_stop"] == "Newton-CG gtol"
+
+
+def test_a_subproblem_stopped_at_its_evaluation_cap_is_read_as_cut():
+    # the outer loop reads an L-BFGS subproblem stopped at its iteration cap as "cut" (not
+    # a stall: the stall rule and the tolerance tightening wait); one stopped at its
+    # evaluation cap ``maxfun``, before the iteration cap, is as unfinished and is read the
+    # same; one that met its gradient test is "lbfgs". The stops are real ones, named as the
+    # subproblem's run names them
+    from sdpembed.lowrank.outer import _OuterLoop
+
+    loop = object.__new__(_OuterLoop)
+    loop.max_inner = 50
+    fun, x0 = _quadratic()
+    counted, _ = _counted(fun)
+    ran = {"maxfun": inner._lbfgs(counted, x0, gtol=1e-5, maxiter=3000, maxfun=40),
+           "maxiter": inner._lbfgs(fun, x0, gtol=1e-5, maxiter=50),
+           "gtol": inner._lbfgs(fun, x0, gtol=1e3, maxiter=3000)}
+    for stop, res in ran.items():
+        assert res.stop == stop
+        res.stop = f"L-BFGS {res.stop}"
+    assert ran["maxfun"].nit < loop.max_inner and ran["gtol"].nit < loop.max_inner
+    assert {k: loop._lbfgs_end(r) for k, r in ran.items()} == {
+        "maxfun": "cut", "maxiter": "cut", "gtol": "lbfgs"}

@@ -161,14 +161,14 @@ class _OuterLoop(StallGrowth, TrySpacing):
         self.stall_raise = False  # raise the penalty although the residual is below feas_tol
         self.max_inner = opts.max_inner if opts.max_inner is not None else (
             _MAX_INNER_KINK if alm.on_kink and space.dim <= space.limits.eig else _MAX_INNER)
-        # how the last subproblem ended: "newton", "lbfgs" (L-BFGS stopped before its cap),
-        # "cut" (L-BFGS stopped at max_inner); None before the first
+        # how the last subproblem ended: "newton", "lbfgs" (L-BFGS stopped before its caps),
+        # "cut" (L-BFGS stopped at max_inner or at its evaluation cap); None before the first
         self.last_inner: str | None = None
         self.shrink_steps = True  # "shrink": whether Gauss-Newton is still tried (_onto_shrink)
         self.rigid = StalledEquality(pen.mode, opts.tol, opts.feas_tol, self.eq_dual.stall_proof)
 
     def _lbfgs_end(self, res) -> str:
-        return "cut" if res.nit >= self.max_inner else "lbfgs"
+        return "cut" if res.nit >= self.max_inner or res.stop.endswith("maxfun") else "lbfgs"
 
     def _start_penalty(self) -> None:
         r"""The first penalty :math:`\sigma_0` of the current envelope and its cap."""
