@@ -223,3 +223,27 @@ def returns_of(monkeypatch):
         return outs
 
     return watch
+
+
+#: Generated tests that run with the slow ones (``-m slow``): test function -> (a part of
+#: the id, the ends of the ids). Each one's check is also made by a faster test of the
+#: default suite, named beside it (docs/tuning.md, "The default suite under 10 minutes").
+SLOW_GENERATED = {
+    # scikit-learn's two checks that fit MVU (LOWRANK, 3 neighbours and a random partner)
+    # on 100 normal points in 2-D: the costliest solves of the default suite. Unfitted is
+    # refused: MVU's check_estimators_unfitted; fitted is accepted: every MVU check that
+    # fits and then transforms (check_fit_idempotent, check_transformer_general);
+    # n_features_in_ set by fit and checked by transform: MVU's
+    # check_n_features_in_after_fitting; both checks themselves run on DVU (the same base
+    # class sets and checks what they test)
+    "test_sklearn_api": ("MVU(", ("-check_fit_check_is_fitted]", "-check_n_features_in]")),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark :data:`SLOW_GENERATED`'s tests slow before ``-m`` selects (tryfirst)."""
+    for item in items:
+        rule = SLOW_GENERATED.get(getattr(item, "originalname", None) or item.name)
+        if rule is not None and rule[0] in item.name and item.name.endswith(rule[1]):
+            item.add_marker(pytest.mark.slow)

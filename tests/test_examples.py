@@ -205,7 +205,9 @@ def test_tangent_usps(usps_path, monkeypatch):
     ``SDPEMBED_DATA``, so it is pointed at the folder the archive was found in.
     """
     monkeypatch.setenv("SDPEMBED_DATA", str(usps_path.parent))
-    result = load("plot_tangent_usps").run(n_samples=150)
+    # 100 images: each DVU fit is 6 LOWRANK solves (the held-out check's 5 and the fit);
+    # leave-one-out 1-NN 0.95 (tangent) against 0.86 (Euclidean) here
+    result = load("plot_tangent_usps").run(n_samples=100)
     assert result is not None
     for table in (result["loo_1nn"], result["dvu_3nn"]):
         assert set(table) == {"euclidean", "tangent"}

@@ -137,8 +137,13 @@ def _wait_for_rows(folder: Path, n: int, proc: subprocess.Popen, timeout: float 
 # --------------------------------------------------------------------------- interruptions
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
-                                       (signal.SIGKILL, -signal.SIGKILL)])
+# SIGKILL runs with the slow tests: a killed run's rows on disk, the refusal without
+# --resume and the resumed tables equal to the reference's are also checked by SIGINT's
+# and SIGTERM's cases and by test_a_line_cut_by_a_crash_is_dropped_on_resume (which kills
+# with SIGKILL too, and resumes)
+@pytest.mark.parametrize("sig, code", [
+    (signal.SIGINT, 130), (signal.SIGTERM, 143),
+    pytest.param(signal.SIGKILL, -signal.SIGKILL, marks=pytest.mark.slow)])
 def test_killed_run_keeps_finished_rows_and_resume_gives_the_same_tables(
         spec_file, reference, tmp_path, sig, code):
     folder = tmp_path / "durable"

@@ -588,6 +588,12 @@ def test_the_equality_barrier_certifies_90882():
     assert rep.certified_gap <= 1e-4
 
 
+# slow: its default solve is test_lowrank_solves_seed_383_on_its_face_to_the_optimum's; the
+# dense certificate's rounding allowance at 383's barrier pair (no "dual-feasible" inside
+# the rounding, the gate's share above a tenth of tol) is checked without a solve by
+# tests/test_lowrank_rounding.py::test_a_positive_eigenvalue_inside_the_rounding_certifies_
+# nothing_at_tol; this one adds the end-to-end solve with the pair allowed
+@pytest.mark.slow
 def test_the_barrier_pair_is_not_used_where_its_multipliers_make_rounding_matter(monkeypatch):
     """Seed 383 has no strictly feasible point: the barrier's multipliers grow to about 1e8,
     so S(y) has norm about 1e9 and a dense eigh of it is exact only to about 1e-5, times the
