@@ -49,6 +49,8 @@ ROWS = {
     "ends' distance bound": lambda G: [G[0, 0] + G[7, 7] - 2 * G[0, 7] <= 4],
     "a point pinned": lambda G: [G[3, 3] == 0.0],
     "a pinned point's entry": lambda G: [G[0, 0] <= 1e-3, G[0, 1] == 0.3],
+    # a trace row touches every point: the points' span is 1-perp, rank n - 1
+    "trace floor, a diagonal bound": lambda G: [cp.trace(G) >= 5, G[3, 3] <= 1],
 }
 
 

@@ -253,7 +253,9 @@ def _touched_basis(K, n: int) -> tuple[np.ndarray, bool]:
         touched = np.unique(K.i[small])[:RAY_DIM]
         rest = np.setdiff1d(np.arange(n), touched)[:RAY_DIM - touched.size]
         touched = np.r_[touched, rest]
-    return np.linalg.qr(np.eye(n)[:, touched] - 1.0 / n)[0], complete
+    # all n points touched span only 1-perp (rank n - 1): an SVD, not a QR, drops the rest
+    U, sv, _ = np.linalg.svd(np.eye(n)[:, touched] - 1.0 / n, full_matrices=False)
+    return U[:, sv > 1e-8 * sv[0]], complete
 
 
 def rows_admit_no_point(gp: GramProblem, feas_tol: float) -> bool:
