@@ -184,8 +184,9 @@ def test_lowrank_reports_the_note_for_equality_distances_only():
 
 def test_the_face_refusal_after_the_rule_does_not_advise_more_time(swiss60):
     """The refusal of a point restored onto an exposed face but still off the constraints
-    advises a larger ``time_limit`` (LOWRANK then also solves on the face) unless the loop
-    stopped on the stalled-violation rule, where more time does not help."""
+    advises a larger ``time_limit`` (LOWRANK then also solves on the face; where the face
+    solve ran, what a longer limit gives instead) unless the loop stopped on the
+    stalled-violation rule, where more time does not help."""
     f, gp, basis = swiss60
     opts = LowRankOptions(max_outer=60)
     res = lowrank_solve(gp, basis=basis, options=opts)
@@ -199,6 +200,15 @@ def test_the_face_refusal_after_the_rule_does_not_advise_more_time(swiss60):
     assert "raise time_limit" not in str(stalled.value)
     assert "raise time_limit" in str(capped.value)
     assert "distances='shrink'" in str(stalled.value)
+    # where the face solve already ran, the advice says what a longer limit buys instead
+    ran = {"face": {"restored": True, "cliques": 1, "solve": {
+        "ran": True, "iterations": 21, "stop_reason": "time_limit", "infeasibility": 9.6e-8}}}
+    with pytest.raises(SolverFailedError) as after_face:
+        _refuse_stalled_on_face(gp, other, opts, ran, f)
+    assert "also solves on the face" in str(capped.value)
+    said = str(after_face.value)
+    assert "also solves on the face" not in said and "the face solve ran here" in said
+    assert "21 outer iterations" in said and "gives the full solve" in said
 
 
 def test_after_the_rule_the_face_restoration_tries_one_rank_whatever_the_time_limit(

@@ -43,7 +43,7 @@ from .options import LowRankOptions
 from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
 from .row_worth import repaired_factor_worth, row_price
-from .solve import lowrank_solve
+from .solve import lowrank_solve, rows_admit_no_point
 from .space import FactorSpace
 from .stall import _STALL_RATIO, _STUCK_WINDOW
 
@@ -181,6 +181,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     advice = _stop_advice(result, opts)
     if advice:
         extra["stop_advice"] = advice
+    _refuse_diverged_without_point(gp, result, opts, formulation)
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
@@ -649,7 +650,8 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
         return
     # where the loop stopped on the stalled-violation rule (rigid.py) more time is no help
     more_time = ("" if result.stop_reason == RIGID_STOP else
-                 ", or raise time_limit (LOWRANK then also solves on the face)")
+                 ", or raise time_limit" + _more_time_on_face(
+                     face.get("solve") or {}, gp.n <= min(opts.dense_limits.eig, EXACT_CHECK)))
     raise SolverFailedError(
         f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the distance "
         f"equalities leave no strictly feasible point ({face['cliques']} clique(s) expose a "
@@ -661,6 +663,22 @@ def _refuse_stalled_on_face(gp: GramProblem, result, opts: LowRankOptions, extra
         f"its status{more_time}." + rigidity_note(gp.distances),
         objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
         point=result.factor)
+
+
+def _more_time_on_face(solve: dict, shared: bool) -> str:
+    """What a larger ``time_limit`` buys where the point restored onto an exposed face is
+    refused: the face solve where it did not run; where it ran, a longer full solve (its
+    share ``_FULL_SHARE`` of the limit where ``shared``), whose point may then restore
+    within ``tol**2`` with no face solve, and a longer face solve."""
+    if not solve.get("ran"):
+        return " (LOWRANK then also solves on the face)"
+    stalled = (f", its point restored to {solve['infeasibility']:.2g}"
+               if solve.get("infeasibility") is not None else "")
+    share = f" (it has {_FULL_SHARE:.0%} of the limit)" if shared else ""
+    return (f": the face solve ran here ({solve.get('iterations')} outer iterations, stop "
+            f"reason {solve.get('stop_reason')!r}{stalled}); a longer limit gives the full "
+            f"solve{share} more time to end nearer the face, where its point may restore "
+            "within tol**2 with no face solve, and the face solve more time too")
 
 
 def _refuse_stalled_equality(gp: GramProblem, result, opts: LowRankOptions,
@@ -698,6 +716,27 @@ def _unrestored(result, extra: dict, why: str):
     if result.status != "optimal":
         return result
     return dataclasses.replace(result, status="optimal_inaccurate")
+
+
+def _refuse_diverged_without_point(gp: GramProblem, result, opts: LowRankOptions,
+                                   formulation) -> None:
+    """Raise :class:`SolverFailedError` where the outer loop stopped because its factor grew
+    without bound (``"unbounded"``, stop reason ``"diverged"``) but the added rows admit
+    no point (:func:`~sdpembed.lowrank.solve.rows_admit_no_point`): the growth shows a
+    direction along which the objective falls and the rows' homogeneous parts hold, which
+    makes the problem unbounded only if it is feasible."""
+    if result.status != "unbounded" or result.stop_reason != "diverged" \
+            or gp.constraints is None or not rows_admit_no_point(gp, opts.feas_tol):
+        return
+    raise SolverFailedError(
+        f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the embedding grew "
+        "without bound (the objective falls along a direction that keeps the added "
+        "constraints' homogeneous parts), but no point meets the added constraints within "
+        f"the feasibility tolerance {opts.feas_tol:g} (a small semidefinite program on the "
+        "points they touch): the problem is unbounded only if it is feasible, and it may be "
+        "infeasible. Check that the added constraints can hold together (CLARABEL, CSDP, "
+        "SDPA or MOSEK can prove infeasibility; an 'unbounded' verdict of theirs also means "
+        "only that such a direction exists).")
 
 
 def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,

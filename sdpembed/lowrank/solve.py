@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse.linalg as spla
@@ -10,7 +11,7 @@ from threadpoolctl import threadpool_limits
 
 from ..backends import conic_alternatives
 from ..exceptions import InputError, UnsupportedProblemError
-from ..formulations.gram import GramProblem, laplacian_basis
+from ..formulations.gram import GramProblem, centering_basis, laplacian_basis
 from .alm import _ALM
 from .certificate import CertificateCache
 from .options import LowRankOptions, loop_deadline
@@ -138,25 +139,250 @@ def _unbounded_at_slack_weight(space: FactorSpace, pen: DistancePenalty, opts: L
     ``"interval"`` and ``"quadratic"`` without SNR are bounded exactly when
     :math:`S(y_0) \succeq 0` at the coercive point (``y0 = w``, resp.
     :math:`\lambda`; cf. :func:`~sdpembed.formulations.dvu.min_bounded_slack_weight`).
-    Added constraints may bound it otherwise, so with them the test is not made.
-    ``"interval"``: its :math:`\lambda_{\min}` at :math:`y_0` is the certificates'
-    ``cache.mu0`` (the same computation), and its seconds ``cache.eig_seconds``.
+    Added constraints may bound it otherwise: with them the test is
+    :func:`_unbounded_with_rows` (a verified ray that keeps them). ``"interval"``: its
+    :math:`\lambda_{\min}` at :math:`y_0` is the certificates' ``cache.mu0`` (the same
+    computation), and its seconds ``cache.eig_seconds``.
     """
-    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None \
-            or space.K is not None:
+    if pen.mode not in ("interval", "quadratic") or space.gp.snr is not None:
         return None
+    if space.K is not None and (space.Q is not None or space.gp.n > space.limits.eig):
+        return None   # no dense test of a ray (_unbounded_with_rows)
     y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
     t0 = time.perf_counter()
     try:
-        eig = _lambda_min(space, y0, 0.0, tol=opts.eig_tol)
+        eig = _lambda_min(space, y0, 0.0 if space.K is None else np.zeros(space.q),
+                          tol=opts.eig_tol)
     except spla.ArpackError:   # ArpackNoConvergence among them: unboundedness not proved
         return None
+    if space.K is not None:
+        # bounded without the rows is bounded with them; else a ray that keeps them
+        if not eig.ritz + eig.residual < -RAY_MARGIN * max(1.0, abs(eig.ritz)):
+            return None
+        rate = _unbounded_with_rows(space, pen, opts)
+        return None if rate is None else (y0, eig.ritz)
     if cache is not None and pen.mode == "interval":
         cache.mu0, cache.eig_seconds = eig.value, time.perf_counter() - t0
     if eig.ritz + eig.residual < -1e-9 * max(1.0, abs(eig.ritz)) \
             or _below_threshold(space, pen, y0, eig):
         return y0, eig.ritz
     return None
+
+
+#: the ray of :func:`_unbounded_with_rows` must lower the objective by at least this much
+#: (relative to :math:`\|S(y_0)\|_F`) per unit of its trace, keep each inequality row's
+#: homogeneous part below zero by this much (relative to the row's norm), and be positive
+#: definite on its subspace by twice the correction that makes its equality rows exact:
+#: margins far above the rounding of the dense products that check them
+RAY_MARGIN = 1e-7
+#: the most eigenvectors of :math:`S(y_0)`, and points touched by the rows, that the
+#: subspace of :func:`_unbounded_with_rows` takes (its two semidefinite programs are of
+#: order up to twice this)
+RAY_DIM = 40
+_EPS = float(np.finfo(float).eps)
+
+
+def _unbounded_with_rows(space: FactorSpace, pen: DistancePenalty,
+                         opts: LowRankOptions) -> float | None:
+    r"""The slope of a ray that proves the problem with its added rows unbounded below, else
+    ``None`` (not proved: the solve decides).
+
+    Along a ray :math:`G_0 + sX` (:math:`X \succeq 0`, centred) the objective falls by
+    :math:`\langle S(y_0), X\rangle` per unit of :math:`s` in the limit (the penalty grows
+    like :math:`y_0^TD(X)`, :math:`D(X) \ge 0`). A proof of unboundedness is then a
+    *feasible* :math:`G_0` and a ray :math:`X` in the recession cone of the added rows,
+    :math:`\langle A_k, X\rangle = 0` on equality rows and :math:`\le 0` on inequality
+    rows, with :math:`\langle S(y_0), X\rangle < 0`.
+
+    The ray is sought as :math:`X = UMU^T` on a small subspace :math:`U` of
+    :math:`\mathbf 1^\perp`: the :data:`RAY_DIM` lowest eigenvectors of :math:`S(y_0)` (a
+    ray that keeps the rows may need some of the positive ones) and the centred unit
+    vectors of the points the rows touch, cut to the null space of the semidefinite rows
+    (:func:`_off_semidefinite_rows`); :math:`M` by two small semidefinite programs
+    (CLARABEL through cvxpy): the most negative :math:`\langle S, X\rangle` at unit trace,
+    then, at half that slope, the :math:`M` farthest inside the cone. The ray is then
+    *verified* (:func:`_ray_on`): its equality rows' residuals :math:`r` are removed by a
+    correction :math:`N` in the span of the rows' compressions, :math:`\|N\|_F \le \|r\| /
+    \sigma_{\min}`, and the proof holds where :math:`\lambda_{\min}(M)` exceeds twice that
+    bound and the slope and the inequality rows keep their signs with :data:`RAY_MARGIN`
+    to spare after it. The point :math:`G_0` is sought on the touched points alone
+    (:func:`_touched_basis`) and must meet the rows within ``feas_tol``, as a result's
+    point must. Made on the full space up to ``DenseLimits.eig`` points (a dense
+    :math:`S`), where the row-free test finds :math:`\lambda_{\min}(S(y_0)) < 0`; the
+    slope is per unit of the ray's trace.
+    """
+    gp, K = space.gp, space.K
+    n = gp.n
+    if space.Q is not None or n > space.limits.eig:
+        return None
+    Ptouch, _ = _touched_basis(K, n)
+    y0 = pen.w if pen.mode == "interval" else np.full_like(pen.t, pen.lam)
+    Pc = centering_basis(n)
+    S = Pc.T @ space.apply_S(Pc, y0, np.zeros(space.q))
+    S = 0.5 * (S + S.T)
+    lam, V = np.linalg.eigh(S)
+    scale = max(float(np.linalg.norm(S)), 1e-300)
+    if not lam[0] < -RAY_MARGIN * scale:
+        return None
+    neg = min(RAY_DIM, lam.size)   # the ray may need a little of the positive eigenvectors
+    U, sv, _ = np.linalg.svd(np.c_[Pc @ V[:, :neg], Ptouch], full_matrices=False)
+    U = U[:, sv > 1e-8 * sv[0]]
+    U, flat = _off_semidefinite_rows(U, K, Pc)
+    if not U.shape[1]:
+        return None
+    with warnings.catch_warnings():   # cvxpy's "inaccurate": the ray is verified below
+        warnings.simplefilter("ignore")
+        rate = _ray_on(U, space.apply_S(U, y0, np.zeros(space.q)), K, scale, flat)
+        if rate is None or not _feasible_on(Ptouch, space, opts.feas_tol):
+            return None
+    return rate
+
+
+def _touched_basis(K, n: int) -> tuple[np.ndarray, bool]:
+    r"""An orthonormal basis of the centred unit vectors of the points the added rows
+    touch, and whether it is all of them: every centred :math:`G` has the rows' values of
+    its compression onto that span, so the rows have a feasible point there if they have
+    one at all. Above :data:`RAY_DIM` points (a trace row touches every point) the points
+    of the rows that touch at most that many, filled up to it with the first others: a
+    point found there is still feasible, but not finding one proves nothing."""
+    touched = np.unique(K.i)
+    complete = touched.size <= RAY_DIM
+    if not complete:
+        per_row = np.bincount(K.row, minlength=K.p)
+        small = per_row[K.row] <= 2 * RAY_DIM
+        touched = np.unique(K.i[small])[:RAY_DIM]
+        rest = np.setdiff1d(np.arange(n), touched)[:RAY_DIM - touched.size]
+        touched = np.r_[touched, rest]
+    # all n points touched span only 1-perp (rank n - 1): an SVD, not a QR, drops the rest
+    U, sv, _ = np.linalg.svd(np.eye(n)[:, touched] - 1.0 / n, full_matrices=False)
+    return U[:, sv > 1e-8 * sv[0]], complete
+
+
+def rows_admit_no_point(gp: GramProblem, feas_tol: float) -> bool:
+    r"""Whether the added rows of ``gp`` (distances penalised: ``"interval"``,
+    ``"quadratic"``) evidently admit no centred :math:`G \succeq 0`: a small semidefinite
+    program on all the points they touch (:func:`_touched_basis`, where that is complete)
+    finds no point within ``feas_tol``. Not a proof of infeasibility; where the touched
+    points are too many it answers ``False``."""
+    space = FactorSpace(gp)
+    if space.K is None:
+        return False
+    basis, complete = _touched_basis(space.K, gp.n)
+    if not complete:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return not _feasible_on(basis, space, feas_tol)
+
+
+def _off_semidefinite_rows(U: np.ndarray, K, Pc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    r"""``U`` cut to the null space of every inequality row whose :math:`A_k` is positive
+    semidefinite on :math:`\mathbf 1^\perp` (a diagonal entry's or a squared distance's
+    upper bound, a trace bound) and every equality row whose :math:`A_k` is semidefinite
+    (a diagonal entry fixed), and the mask of those rows. On a ray :math:`X \succeq 0`
+    such a row's :math:`\langle A_k, X\rangle \le 0` (resp. :math:`= 0`) holds only as
+    :math:`A_kX = 0`, which no margin can keep: on the cut subspace it holds by
+    construction (to rounding) and the row leaves the search."""
+    flat = np.zeros(K.p, dtype=bool)
+    ranges = []
+    for k in range(K.p):
+        A = Pc.T @ (K.operator(np.eye(K.p)[k]) @ Pc)
+        a, Z = np.linalg.eigh(0.5 * (A + A.T))
+        big = 1e-12 * max(float(np.abs(a).max()), 1e-300)
+        if a[0] >= -big or (K.equality[k] and a[-1] <= big):
+            flat[k] = True
+            ranges.append(Pc @ Z[:, np.abs(a) > big])
+    if ranges:
+        C = np.concatenate(ranges, axis=1).T @ U
+        _, sc, vt = np.linalg.svd(C, full_matrices=True)
+        rank = int(np.sum(sc > 1e-10 * max(float(sc.max(initial=0.0)), 1e-300)))
+        U = U @ vt[rank:].T
+    return U, flat
+
+
+def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
+            ) -> float | None:
+    """The verified slope of a ray :math:`UMU^T` (see :func:`_unbounded_with_rows`), or
+    ``None``; the rows of ``flat`` (:func:`_off_semidefinite_rows`), and those whose
+    compression onto ``U`` is negligible, vanish on ``U`` and are checked to rounding
+    only."""
+    import cvxpy as cp
+
+    r = U.shape[1]
+    Su = U.T @ SU
+    Su = 0.5 * (Su + Su.T)
+    B = K.congruence(U)
+    B = 0.5 * (B + B.transpose(0, 2, 1))
+    eq = np.asarray(K.equality, dtype=bool)
+    rows_full = np.bincount(K.row, weights=K.value ** 2, minlength=K.p) ** 0.5
+    # rows that vanish on U (a cut row's consequences: an entry of a point held still)
+    flat = flat | (np.linalg.norm(B, axis=(1, 2)) <= 1e-12 * rows_full)
+    M = cp.Variable((r, r), PSD=True)
+    rows = [cp.trace(M) == 1]
+    rows += [cp.trace(B[k] @ M) == 0 if eq[k] else cp.trace(B[k] @ M) <= 0
+             for k in range(K.p) if not flat[k]]
+    try:
+        slope = cp.Problem(cp.Minimize(cp.trace(Su @ M)), rows).solve(solver="CLARABEL")
+        if slope is None or not slope < -2.0 * RAY_MARGIN * scale:
+            return None
+        s = cp.Variable()
+        norms = np.linalg.norm(B, axis=(1, 2))
+        inner = [cp.trace(M) == 1, M - s * np.eye(r) >> 0, cp.trace(Su @ M) <= slope / 2]
+        inner += [cp.trace(B[k] @ M) == 0 if eq[k] else
+                  cp.trace(B[k] @ M) <= -s * norms[k] for k in range(K.p) if not flat[k]]
+        cp.Problem(cp.Maximize(s), inner).solve(solver="CLARABEL")
+    except (cp.error.SolverError, ValueError):
+        return None
+    if M.value is None:
+        return None
+    Mv = 0.5 * (M.value + M.value.T)
+    # the equality rows' residuals, removed by N = sum_k c_k B_k (least norm):
+    # ||N||_F <= ||res|| / sigma_min of the map N -> (<B_k, N>)_k on their span
+    fix = eq & ~flat
+    res = np.einsum("kab,ab->k", B[fix], Mv)
+    if fix.any():
+        Bq = B[fix].reshape(int(fix.sum()), -1)
+        sig = np.linalg.svd(Bq, compute_uv=False)
+        if sig.size == 0 or not sig[-1] > 1e-8 * max(sig[0], 1e-300):
+            return None
+        bound = float(np.linalg.norm(res)) / float(sig[-1])
+    else:
+        bound = 0.0
+    mu = float(np.linalg.eigvalsh(Mv)[0])
+    tr = float(np.trace(Mv))
+    value = float(np.sum(Su * Mv))
+    le = ~eq & ~flat
+    norms = np.linalg.norm(B, axis=(1, 2))
+    ok = (mu > 2.0 * bound + RAY_MARGIN * tr
+          and value + np.linalg.norm(Su) * bound < -RAY_MARGIN * scale * tr
+          and np.all(np.einsum("kab,ab->k", B[le], Mv) + norms[le] * bound
+                     < -RAY_MARGIN * norms[le] * tr)
+          and np.all(np.abs(np.einsum("kab,ab->k", B[flat], Mv)) + norms[flat] * bound
+                     <= 64 * U.shape[0] * _EPS * rows_full[flat] * tr))
+    return value / tr if ok else None
+
+
+def _feasible_on(U: np.ndarray, space: FactorSpace, feas_tol: float) -> bool:
+    r"""Whether a point :math:`G_0 = UMU^T \succeq 0` meets the added rows within
+    ``feas_tol`` (the relative violation a result's point may have); found by a small
+    semidefinite program (CLARABEL through cvxpy), checked on its factor."""
+    import cvxpy as cp
+
+    K = space.K
+    B = K.congruence(U)
+    B = 0.5 * (B + B.transpose(0, 2, 1))
+    M = cp.Variable((U.shape[1], U.shape[1]), PSD=True)
+    rows = [cp.trace(B[k] @ M) == K.rhs[k] if K.equality[k] else
+            cp.trace(B[k] @ M) <= K.rhs[k] for k in range(K.p)]
+    try:
+        cp.Problem(cp.Minimize(cp.trace(M)), rows).solve(solver="CLARABEL")
+    except (cp.error.SolverError, ValueError):
+        return False
+    if M.value is None:
+        return False
+    lam, V = np.linalg.eigh(0.5 * (M.value + M.value.T))
+    W = U @ (V * np.sqrt(np.clip(lam, 0.0, None)))
+    return space.K_violation(space.K_values(W)) <= feas_tol
 
 
 #: relative distance of ``slack_weight`` from its boundedness threshold below which LOWRANK
