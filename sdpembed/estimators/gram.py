@@ -347,9 +347,8 @@ class DVU(_GramEmbedding):
         neighbours, 1 neighbour; 80 % labelled) it warned on 45 of the 49 fits losing 5
         points or more on their unlabelled rows and on 5 of the 73 others; on 58 draws of
         200 rows (wine: 178; USPS, digits, breast cancer; defaults and 3 neighbours) on 11 of
-        the 20 losing fits and 10 of the 38 others (``docs/tuning.md``, "The held-out
-        check's threshold at both sizes"; at 30 % the same losing fits and 11 and 11
-        others).
+        the 20 losing fits and 10 of the 38 others (at 30 %: the same, 11 and 11 others;
+        ``docs/tuning.md``, "The held-out check's threshold at both sizes").
         At 40 unlabelled rows 5 points are 2 rows, and which way a handful of differing rows
         go is the labels' noise: no check calls every fit right, and ``p_loss`` (in the
         warning) says how sure it is. The numbers are in ``validation_``. The check is about
