@@ -9,6 +9,8 @@ outer iterations (the certificate is a proof, so no second solver is needed to t
 """
 
 
+import time
+
 import numpy as np
 import pytest
 
@@ -190,3 +192,41 @@ def test_a_fit_done_at_rounding_is_not_run_on(monkeypatch):
     assert 0 < nit <= repair._FIT_MAX_ITER
     assert cost <= 1e-20 * start     # complementary slackness fitted exactly
     assert np.all(np.abs(y) <= pen.w * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "sparse, deadline", "matrix-free"])
+def test_a_fit_not_iterated_is_lsq_linears_own_first_step(monkeypatch, kind):
+    # iterate=False (the cold barrier due next): where lsq_linear returns its unbounded
+    # solution (status 3, no iteration) the result is the same to the bit; where it would
+    # iterate nothing is fitted (None). Seed 50024, factors of rank 2, 3 and 8, given
+    # multipliers 0 and half the box: both outcomes occur on each operator kind
+    if kind.startswith("sparse"):
+        monkeypatch.setattr(repair, "_FIT_DENSE", 0)
+    elif kind == "matrix-free":
+        monkeypatch.setattr(repair, "_explicit_fit_matrix", lambda *a: None)
+    deadline = time.perf_counter() + 3600 if kind == "sparse, deadline" else np.inf
+    statuses = []
+    orig = repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        statuses.append(sol.status)
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    seen = set()
+    for rank in (2, 3, 8):
+        space, pen, W = _parts(50024, rank)
+        Z = space.diffs(W)
+        res = np.einsum("ij,ij->i", Z, Z) - pen.t
+        for y in (np.zeros_like(pen.t), 0.5 * pen.w * np.sign(res)):
+            full = refine_multipliers(space, pen, W, y, None, deadline=deadline)
+            quick = refine_multipliers(space, pen, W, y, None, deadline=deadline,
+                                       iterate=False)
+            if statuses[-1] == 3:
+                assert quick is not None
+                assert all(np.array_equal(a, b) for a, b in zip(quick, full))
+            else:
+                assert quick is None
+            seen.add(statuses[-1] == 3)
+    assert seen == {True, False}
