@@ -13,7 +13,9 @@ import time
 
 import numpy as np
 import pytest
+import tomllib
 
+from problems import bench_large
 from problems.differential import make_instance
 from sdpembed.lowrank import repair
 from sdpembed.lowrank.backend import _formulation_problem
@@ -230,3 +232,33 @@ def test_a_fit_not_iterated_is_lsq_linears_own_first_step(monkeypatch, kind):
                 assert quick is None
             seen.add(statuses[-1] == 3)
     assert seen == {True, False}
+
+
+@pytest.mark.slow
+def test_the_cold_barrier_runs_before_a_fit_that_would_iterate(monkeypatch):
+    # the battery's swiss400-dvu-k6 at data seed 1: at outer 4 the refinement gate's first
+    # pass is the cold barrier's, and the unbounded fit leaves the box; TRF's bounded fit
+    # (20 iterations, refined gap 1.0e-2 against tol 1e-4) was replaced by the barrier
+    # anyway. The barrier now runs first and its pair certifies; no TRF iteration is run
+    # (main at 3812f9c: one fit of 20)
+    spec = tomllib.loads((bench_large.HERE / "benchmarks" / "lowrank_battery.toml").read_text())
+    run = dict(next(r for r in spec["run"] if r["name"] == "swiss400-dvu-k6"))
+    run["data"] = {**run.get("data", {}), "seed": 1}
+    X, _, y_obs, _, graph = bench_large._instance(spec, run)
+    f = bench_large._formulation(spec, run, X, y_obs, graph)
+    # the battery's options, its wall-clock limit left out (the path does not depend on it)
+    opts = {**spec["solve"].get("lowrank", {}), **run.get("lowrank", {})}
+    opts.pop("time_limit", None)
+    iterations = []
+    orig = repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        iterations.append(sol.nit)
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    rep = solve(f, solver="LOWRANK", **opts)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert "barrier multipliers" in rep.extra["certificate"]
+    assert not any(iterations)
