@@ -9,9 +9,13 @@ outer iterations (the certificate is a proof, so no second solver is needed to t
 """
 
 
+import time
+
 import numpy as np
 import pytest
+import tomllib
 
+from problems import bench_large
 from problems.differential import make_instance
 from sdpembed.lowrank import repair
 from sdpembed.lowrank.backend import _formulation_problem
@@ -190,3 +194,71 @@ def test_a_fit_done_at_rounding_is_not_run_on(monkeypatch):
     assert 0 < nit <= repair._FIT_MAX_ITER
     assert cost <= 1e-20 * start     # complementary slackness fitted exactly
     assert np.all(np.abs(y) <= pen.w * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("kind", ["dense", "sparse", "sparse, deadline", "matrix-free"])
+def test_a_fit_not_iterated_is_lsq_linears_own_first_step(monkeypatch, kind):
+    # iterate=False (the cold barrier due next): where lsq_linear returns its unbounded
+    # solution (status 3, no iteration) the result is the same to the bit; where it would
+    # iterate nothing is fitted (None). Seed 50024, factors of rank 2, 3 and 8, given
+    # multipliers 0 and half the box: both outcomes occur on each operator kind
+    if kind.startswith("sparse"):
+        monkeypatch.setattr(repair, "_FIT_DENSE", 0)
+    elif kind == "matrix-free":
+        monkeypatch.setattr(repair, "_explicit_fit_matrix", lambda *a: None)
+    deadline = time.perf_counter() + 3600 if kind == "sparse, deadline" else np.inf
+    statuses = []
+    orig = repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        statuses.append(sol.status)
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    seen = set()
+    for rank in (2, 3, 8):
+        space, pen, W = _parts(50024, rank)
+        Z = space.diffs(W)
+        res = np.einsum("ij,ij->i", Z, Z) - pen.t
+        for y in (np.zeros_like(pen.t), 0.5 * pen.w * np.sign(res)):
+            full = refine_multipliers(space, pen, W, y, None, deadline=deadline)
+            quick = refine_multipliers(space, pen, W, y, None, deadline=deadline,
+                                       iterate=False)
+            if statuses[-1] == 3:
+                assert quick is not None
+                assert all(np.array_equal(a, b) for a, b in zip(quick, full))
+            else:
+                assert quick is None
+            seen.add(statuses[-1] == 3)
+    assert seen == {True, False}
+
+
+@pytest.mark.slow
+def test_the_cold_barrier_runs_before_a_fit_that_would_iterate(monkeypatch):
+    # the battery's swiss400-dvu-k6 at data seed 1: at outer 4 the refinement gate's first
+    # pass is the cold barrier's, and the unbounded fit leaves the box; TRF's bounded fit
+    # (20 iterations, refined gap 1.0e-2 against tol 1e-4) was replaced by the barrier
+    # anyway. The barrier now runs first and its pair certifies; no TRF iteration is run
+    # (main at 3812f9c: one fit of 20)
+    spec = tomllib.loads((bench_large.HERE / "benchmarks" / "lowrank_battery.toml").read_text())
+    run = dict(next(r for r in spec["run"] if r["name"] == "swiss400-dvu-k6"))
+    run["data"] = {**run.get("data", {}), "seed": 1}
+    X, _, y_obs, _, graph = bench_large._instance(spec, run)
+    f = bench_large._formulation(spec, run, X, y_obs, graph)
+    # the battery's options, its wall-clock limit left out (the path does not depend on it)
+    opts = {**spec["solve"].get("lowrank", {}), **run.get("lowrank", {})}
+    opts.pop("time_limit", None)
+    iterations = []
+    orig = repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        iterations.append(sol.nit)
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    rep = solve(f, solver="LOWRANK", **opts)
+    assert rep.status == "optimal" and rep.certified_gap <= 1e-4
+    assert "barrier multipliers" in rep.extra["certificate"]
+    assert not any(iterations)

@@ -461,6 +461,15 @@ class DualOptimum:
         return (self.fits and self.result is None
                 and (self.prepaid or work >= barrier_work(self.space.dim, self.pen.t.size)))
 
+    def cold_due(self, work: float) -> bool:
+        """Whether :meth:`early` (not ``paid``) makes the cold run at the refinement gate's
+        pass just counted by :meth:`candidate`, the subproblems' ``work`` so far allowing it
+        (:meth:`_cold`): the refined multipliers are then kept only where they reach ``tol``
+        or the run gives no usable multipliers."""
+        return (self.fits and self.result is None and self.passes == _BARRIER_AFTER - 1
+                and (self.pen.t.size <= _BARRIER_CHEAP_EDGES
+                     or work >= barrier_work(self.space.dim, self.pen.t.size)))
+
     def early(self, deadline: float, work: float = 0.0,
               paid: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
         """The barrier's multipliers one pass of the refinement gate early: the cold run at

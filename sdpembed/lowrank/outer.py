@@ -403,11 +403,19 @@ class _OuterLoop(StallGrowth, TrySpacing):
             refine = partial(refine_multipliers, space, pen, W, self.y, self.nu,
                              deadline=self.deadline)
             t_dual = time.perf_counter()
-            y_ref, nu_ref = self.dual.candidate(self.deadline, self.alm.work,
-                                                refine=(W, refine)) or refine()
+            got, tried = self.dual.candidate(self.deadline, self.alm.work,
+                                             refine=(W, refine)), False
+            if got is None and self.dual.cold_due(self.alm.work):
+                # the cold barrier runs at this pass where the refinement falls short: a
+                # bounded fit that would iterate runs only where the barrier gives nothing
+                # (docs/tuning.md, "The refinement's bounded fit left to after the cold barrier")
+                got = refine(iterate=False)
+                if got is None:
+                    got, tried = self.dual.early(self.deadline, self.alm.work), True
+            y_ref, nu_ref = got or refine()
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
-            if refined_gap > opts.tol and (got := self.dual.early(self.deadline,
-                                                                  self.alm.work)) is not None:
+            if refined_gap > opts.tol and not tried and (got := self.dual.early(
+                    self.deadline, self.alm.work)) is not None:
                 y_ref, nu_ref = got     # the refinement fell short: the barrier now
                 refined_gap = relative_gap(p_c, -pen.conjugate(y_ref)
                                            - space.linear_offset(nu_ref))

@@ -54,7 +54,8 @@ _FIT_MAX_ITER = 20
 
 def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, y: np.ndarray,
                        nu: float | np.ndarray | None, *, kink_tol: float = _KINK_TOL,
-                       deadline: float = np.inf) -> tuple[np.ndarray, np.ndarray]:
+                       deadline: float = np.inf,
+                       iterate: bool = True) -> tuple[np.ndarray, np.ndarray] | None:
     """Multipliers that best satisfy complementary slackness :math:`S(y,\\nu)V = 0`, V fixed.
 
     The augmented-Lagrangian multipliers carry the error of every inexact
@@ -86,7 +87,12 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     that is not a finite number >= 0 raises :class:`~sdpembed.exceptions.InputError`.
     ``deadline`` (a :func:`time.perf_counter` value): the fit is not started after it, and
     a matrix-free one still running when it passes is abandoned; either way ``(y, nu)``
-    come back unchanged (a candidate the certificate has already seen).
+    come back unchanged (a candidate the certificate has already seen). ``iterate=False``:
+    where the bounded fit would iterate (the unbounded least-squares solution, its first
+    step, lies outside the box) it is not run and ``None`` comes back; elsewhere the result
+    is the same as with ``iterate=True`` (the caller runs the barrier first where that
+    fit, slow and short of ``tol``, would be replaced by it: docs/tuning.md, "The
+    refinement's bounded fit left to after the cold barrier").
     """
     nu = space.duals(nu)
     if pen.mode == "quadratic":
@@ -149,14 +155,19 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
     x0 = np.clip(x0, lo, hi)
     try:
         method = _fit_method(op, lo, hi)
-        sol = sopt.lsq_linear(op, np.ravel(b) - matvec(x0), bounds=(lo - x0, hi - x0),
-                              method=method, tol=1e-12,
-                              max_iter=_FIT_MAX_ITER if method == "trf" else 200)
+        rhs, lb, ub = np.ravel(b) - matvec(x0), lo - x0, hi - x0
+        if iterate:
+            dx = sopt.lsq_linear(op, rhs, bounds=(lb, ub), method=method, tol=_FIT_TOL,
+                                 max_iter=_FIT_MAX_ITER if method == "trf" else 200).x
+        else:
+            dx = _unbounded_fit(op, rhs)
+            if not np.all((dx >= lb) & (dx <= ub)):
+                return None
     except _DeadlinePassed:
         return y, nu
     except (ValueError, np.linalg.LinAlgError):  # pragma: no cover - numerical failure
         return y, nu
-    x = np.clip(x0 + sol.x, lo, hi)
+    x = np.clip(x0 + dx, lo, hi)
     y_new = y_fix.copy()
     y_new[fe] = x[: fe.size] if pen.mode != "shrink" else np.maximum(x[: fe.size], 0.0)
     nu_new = nu.copy()
@@ -167,6 +178,21 @@ def refine_multipliers(space: FactorSpace, pen: DistancePenalty, W: np.ndarray, 
         z[rows] = x[n_var - rows.size:]
         nu_new[space.n_snr:] = z
     return y_new, nu_new
+
+
+#: :func:`refine_multipliers`' ``lsq_linear`` tolerance
+_FIT_TOL = 1e-12
+
+
+def _unbounded_fit(op, rhs: np.ndarray) -> np.ndarray:
+    """The unbounded least-squares solution that ``scipy.optimize.lsq_linear`` computes
+    first (and returns where it lies in the bounds: status 3, no iteration), by the same
+    calls: ``numpy.linalg.lstsq`` for a dense matrix, else LSMR at ``lsq_linear``'s first
+    tolerance (1e-2 ``_FIT_TOL``), a sparse matrix as the ``csr_array`` it makes of it."""
+    if isinstance(op, np.ndarray):
+        return np.linalg.lstsq(np.atleast_2d(op), rhs, rcond=-1)[0]
+    A = sp.csr_array(op) if sp.issparse(op) else op
+    return spla.lsmr(A, rhs, atol=1e-2 * _FIT_TOL, btol=1e-2 * _FIT_TOL)[0]
 
 
 def _fit_method(op, lo: np.ndarray, hi: np.ndarray) -> str:
