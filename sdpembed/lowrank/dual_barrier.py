@@ -461,6 +461,22 @@ class DualOptimum:
         return (self.fits and self.result is None
                 and (self.prepaid or work >= barrier_work(self.space.dim, self.pen.t.size)))
 
+    def gate(self, deadline: float, work: float, W: np.ndarray,
+             refine: Callable[..., tuple[np.ndarray, np.ndarray] | None]
+             ) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+        """The refinement gate's multipliers ``(y, nu)`` and whether the cold barrier was
+        tried at this pass: :meth:`candidate`'s; else, where the cold run is due
+        (:meth:`cold_due`), the refinement's fit if it does not iterate
+        (``refine(iterate=False)``), else :meth:`early`'s; else the full fit ``refine()``,
+        so a bounded fit that would iterate runs only where the barrier gives nothing
+        (docs/tuning.md, "The refinement's bounded fit left to after the cold barrier")."""
+        got, tried = self.candidate(deadline, work, refine=(W, refine)), False
+        if got is None and self.cold_due(work):
+            got = refine(iterate=False)
+            if got is None:
+                got, tried = self.early(deadline, work), True
+        return got or refine(), tried
+
     def cold_due(self, work: float) -> bool:
         """Whether :meth:`early` (not ``paid``) makes the cold run at the refinement gate's
         pass just counted by :meth:`candidate`, the subproblems' ``work`` so far allowing it

@@ -92,17 +92,16 @@ _TIGHTEN_RATIO = 0.5
 class _OuterLoop(StallGrowth, TrySpacing):
     r"""The augmented-Lagrangian outer loop of :func:`lowrank_solve` and its state.
 
-    Each iteration (:meth:`step`) solves the subproblem at the current
-    multipliers and penalty, updates the multipliers
-    :math:`y = \nabla\psi(D)`, and, once the cheap gap
+    Each iteration (:meth:`step`) solves the subproblem at the current multipliers and
+    penalty, updates the multipliers :math:`y = \nabla\psi(D)`, and, once the cheap gap
     :math:`(p + \varphi^*(y))/|p|` is small, attempts a certificate
-    (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises
-    the penalties and tightens the subproblem tolerance. Weak duality holds
-    across iterations, so the loop keeps the lowest objective of any
-    certifiable iterate (``best_primal``; on equality constraints the lowest objective
-    plus :math:`\|y\|\|\bar D\|` times the relative residual, the first-order cost of
-    that residual) and the highest bound of any attempt (``best_dual``), and stops once
-    that pair proves ``tol`` with the bound not above the objective.
+    (:meth:`attempt_certificate`). Between iterations :meth:`schedule` raises the penalties
+    and tightens the subproblem tolerance. Weak duality holds across iterations, so the
+    loop keeps the lowest objective of any certifiable iterate (``best_primal``; on
+    equality constraints the lowest objective plus :math:`\|y\|\|\bar D\|` times the
+    relative residual, the first-order cost of that residual) and the highest bound of any
+    attempt (``best_dual``), and stops once that pair proves ``tol`` with the bound not
+    above the objective.
     """
 
     def __init__(self, space: FactorSpace, pen: DistancePenalty, alm: _ALM, opts: LowRankOptions,
@@ -403,16 +402,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
             refine = partial(refine_multipliers, space, pen, W, self.y, self.nu,
                              deadline=self.deadline)
             t_dual = time.perf_counter()
-            got, tried = self.dual.candidate(self.deadline, self.alm.work,
-                                             refine=(W, refine)), False
-            if got is None and self.dual.cold_due(self.alm.work):
-                # the cold barrier runs at this pass where the refinement falls short: a
-                # bounded fit that would iterate runs only where the barrier gives nothing
-                # (docs/tuning.md, "The refinement's bounded fit left to after the cold barrier")
-                got = refine(iterate=False)
-                if got is None:
-                    got, tried = self.dual.early(self.deadline, self.alm.work), True
-            y_ref, nu_ref = got or refine()
+            (y_ref, nu_ref), tried = self.dual.gate(self.deadline, self.alm.work, W, refine)
             refined_gap = relative_gap(p_c, -pen.conjugate(y_ref) - space.linear_offset(nu_ref))
             if refined_gap > opts.tol and not tried and (got := self.dual.early(
                     self.deadline, self.alm.work)) is not None:
