@@ -196,6 +196,19 @@ def test_a_fit_done_at_rounding_is_not_run_on(monkeypatch):
     assert np.all(np.abs(y) <= pen.w * (1 + 1e-12))
 
 
+def _lsq_linear_spy(monkeypatch, field: str) -> list:
+    """The ``field`` of each result of the refinement's ``lsq_linear``, in call order."""
+    seen, orig = [], repair.sopt.lsq_linear
+
+    def spy(A, b, **kw):
+        sol = orig(A, b, **kw)
+        seen.append(getattr(sol, field))
+        return sol
+
+    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    return seen
+
+
 @pytest.mark.parametrize("kind", ["dense", "sparse", "sparse, deadline", "matrix-free"])
 def test_a_fit_not_iterated_is_lsq_linears_own_first_step(monkeypatch, kind):
     # iterate=False (the cold barrier due next): where lsq_linear returns its unbounded
@@ -207,15 +220,7 @@ def test_a_fit_not_iterated_is_lsq_linears_own_first_step(monkeypatch, kind):
     elif kind == "matrix-free":
         monkeypatch.setattr(repair, "_explicit_fit_matrix", lambda *a: None)
     deadline = time.perf_counter() + 3600 if kind == "sparse, deadline" else np.inf
-    statuses = []
-    orig = repair.sopt.lsq_linear
-
-    def spy(A, b, **kw):
-        sol = orig(A, b, **kw)
-        statuses.append(sol.status)
-        return sol
-
-    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    statuses = _lsq_linear_spy(monkeypatch, "status")
     seen = set()
     for rank in (2, 3, 8):
         space, pen, W = _parts(50024, rank)
@@ -249,15 +254,7 @@ def test_the_cold_barrier_runs_before_a_fit_that_would_iterate(monkeypatch):
     # the battery's options, its wall-clock limit left out (the path does not depend on it)
     opts = {**spec["solve"].get("lowrank", {}), **run.get("lowrank", {})}
     opts.pop("time_limit", None)
-    iterations = []
-    orig = repair.sopt.lsq_linear
-
-    def spy(A, b, **kw):
-        sol = orig(A, b, **kw)
-        iterations.append(sol.nit)
-        return sol
-
-    monkeypatch.setattr(repair.sopt, "lsq_linear", spy)
+    iterations = _lsq_linear_spy(monkeypatch, "nit")
     rep = solve(f, solver="LOWRANK", **opts)
     assert rep.status == "optimal" and rep.certified_gap <= 1e-4
     assert "barrier multipliers" in rep.extra["certificate"]
