@@ -340,12 +340,19 @@ def test_the_face_certificate_bisects_past_shifts_that_fail_the_exact_check(monk
     monkeypatch.setattr(face, "_exact_bound", counted)
     cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu)
     assert cert is not None and tries[0] is None and len(tries) <= face._EXACT_TRIES
+    checks = list(tries)
     # past its deadline no candidate is checked, and the report says so: no bound
     tries.clear()
     skipped: list[str] = []
     assert face_certificate(gp, Q, U, nulls, sub.y, sub.nu, deadline=0.0,
                             skipped=skipped) is None
     assert len(tries) == 0 and skipped == ["face certificate's exact checks after 0"]
+    # a floor (a bound already held) above every candidate: no exact check, no bound; one
+    # below every candidate: the same checks and the same bound as without it
+    assert face_certificate(gp, Q, U, nulls, sub.y, sub.nu, floor=1e300) is None
+    assert len(tries) == 0
+    cert_low = face_certificate(gp, Q, U, nulls, sub.y, sub.nu, floor=-1e300)
+    assert cert_low is not None and cert_low.bound == cert.bound and tries == checks
     V, infeas = restore_on_face(gp, sub.factor, U)
     assert infeas <= 1e-12
     p = float(np.sum(V * FactorSpace(gp).apply_C(V)))

@@ -495,7 +495,7 @@ def _solve_on_face(gp: GramProblem, result, U: np.ndarray,
             if lower or nearer:
                 best = dataclasses.replace(result, factor=V, objective=p, infeasibility=infeas)
         cert = face_certificate(gp, Q, U, nulls, sub.y, sub.nu, deadline=deadline,
-                                skipped=extra["skipped"])
+                                skipped=extra["skipped"], floor=result.bound)
         if cert is not None:
             record.update(bound=cert.bound, certificate=cert.describe())
             if result.bound is None or cert.bound > result.bound:

@@ -333,7 +333,8 @@ class FaceCertificate:
 def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
                      nulls: list[tuple[list[int], int, np.ndarray]], y: np.ndarray,
                      nu: np.ndarray, deadline: float | None = None,
-                     skipped: list[str] | None = None) -> FaceCertificate | None:
+                     skipped: list[str] | None = None,
+                     floor: float | None = None) -> FaceCertificate | None:
     r"""A lower bound on the optimum of the original problem (not only of the problem
     restricted to the face) from multipliers :math:`(y, \nu)` of the restricted problem.
 
@@ -392,7 +393,10 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     for time); the highest bound that passes is the certificate; if none does, there is
     none. (Trying the best six in the
     order of their bounds spent every check on neighbouring small shifts that all
-    failed.) Up to :data:`EXACT_CHECK` points.
+    failed.) A candidate whose bound cannot reach ``floor`` (a bound already held, e.g.
+    the full solve's; :func:`_dual_value`) is not checked (it could not raise that
+    bound) and the bisection moves towards smaller shifts, as after a pass. Up to
+    :data:`EXACT_CHECK` points.
 
     First :math:`y` is replaced by its least-norm equivalent on the face
     (:func:`_least_norm_multipliers`): on the face the cliques' rows are dependent, the
@@ -466,6 +470,14 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
                 skipped.append(f"face certificate's exact checks after {k}")
             break
         _, mu, t = candidates[i]
+        if floor is not None and _dual_value(gp, full, y, z, t, nu, mu, trace_bound) <= floor:
+            # its bound cannot reach ``floor``, nor (mostly) those of larger shifts: no
+            # exact check, and the search goes on towards smaller shifts as after a pass
+            hi = i
+            if lo < 0 or hi - lo <= 1:
+                break
+            i = (lo + hi) // 2
+            continue
         t_check = time.perf_counter()
         exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
         last = time.perf_counter() - t_check
@@ -597,6 +609,28 @@ def _exactly_positive_definite(S: list, mu) -> bool:
 _EXACT_TRIES = 6
 
 
+def _dual_value(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: float,
+                trace_bound: float) -> float:
+    r"""The bound :func:`_exact_bound` returns where its check passes: the dual value
+    :math:`-y'^T\bar D - z_\nu^Tb + \min(\mu, 0)\,T` at :math:`y' = y + tz`, summed
+    exactly (every datum the rational its double is), :math:`T` taken 1e-12 larger,
+    rounded down. O(edges + rows) rational operations, no check."""
+    import math
+    from fractions import Fraction
+
+    tf = Fraction(float(t))
+    w = [Fraction(float(a)) + tf * Fraction(float(b)) for a, b in zip(y, z)]
+    dual = -sum((w_e * Fraction(float(d)) for w_e, d in zip(w, gp.target)), Fraction(0))
+    if full.K is not None:
+        zk = full.user_part(nu)
+        dual -= sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(zk, full.K.rhs)),
+                    Fraction(0))
+    mu_f = Fraction(float(mu))
+    if mu_f < 0:
+        dual += mu_f * Fraction(float(trace_bound) * (1.0 + 1e-12))
+    return math.nextafter(float(dual), -math.inf)
+
+
 def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: float,
                  trace_bound: float) -> float | None:
     r"""The bound :math:`-y'^T\bar D - z_\nu^Tb + \min(\mu, 0)\,T` at :math:`y' = y + tz`,
@@ -604,7 +638,6 @@ def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: flo
     :math:`\mathbf 1^\perp` in exact arithmetic (:func:`_exactly_positive_definite`); else
     ``None``. The dual value is summed exactly; :math:`T` (shortest paths in floating
     point) is taken 1e-12 larger."""
-    import math
     from fractions import Fraction
 
     if gp.n > EXACT_CHECK:
@@ -612,14 +645,6 @@ def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: flo
     tf = Fraction(float(t))
     w = [Fraction(float(a)) + tf * Fraction(float(b)) for a, b in zip(y, z)]
     S = _exact_slack(gp, full, w, nu)
-    mu_f = Fraction(float(mu))
-    if not _exactly_positive_definite(S, mu_f):
+    if not _exactly_positive_definite(S, Fraction(float(mu))):
         return None
-    dual = -sum((w_e * Fraction(float(d)) for w_e, d in zip(w, gp.target)), Fraction(0))
-    if full.K is not None:
-        zk = full.user_part(nu)
-        dual -= sum((Fraction(float(a)) * Fraction(float(b)) for a, b in zip(zk, full.K.rhs)),
-                    Fraction(0))
-    if mu_f < 0:
-        dual += mu_f * Fraction(float(trace_bound) * (1.0 + 1e-12))
-    return math.nextafter(float(dual), -math.inf)
+    return _dual_value(gp, full, y, z, t, nu, mu, trace_bound)
