@@ -316,7 +316,8 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
     eq = np.asarray(K.equality, dtype=bool)
     rows_full = np.bincount(K.row, weights=K.value ** 2, minlength=K.p) ** 0.5
     # rows that vanish on U (a cut row's consequences: an entry of a point held still)
-    flat = flat | (np.linalg.norm(B, axis=(1, 2)) <= 1e-12 * rows_full)
+    norms = np.linalg.norm(B, axis=(1, 2))
+    flat = flat | (norms <= 1e-12 * rows_full)
     M = cp.Variable((r, r), PSD=True)
     rows = [cp.trace(M) == 1]
     rows += [cp.trace(B[k] @ M) == 0 if eq[k] else cp.trace(B[k] @ M) <= 0
@@ -326,7 +327,6 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
         if slope is None or not slope < -2.0 * RAY_MARGIN * scale:
             return None
         s = cp.Variable()
-        norms = np.linalg.norm(B, axis=(1, 2))
         inner = [cp.trace(M) == 1, M - s * np.eye(r) >> 0, cp.trace(Su @ M) <= slope / 2]
         inner += [cp.trace(B[k] @ M) == 0 if eq[k] else
                   cp.trace(B[k] @ M) <= -s * norms[k] for k in range(K.p) if not flat[k]]
@@ -352,7 +352,6 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
     tr = float(np.trace(Mv))
     value = float(np.sum(Su * Mv))
     le = ~eq & ~flat
-    norms = np.linalg.norm(B, axis=(1, 2))
     ok = (mu > 2.0 * bound + RAY_MARGIN * tr
           and value + np.linalg.norm(Su) * bound < -RAY_MARGIN * scale * tr
           and np.all(np.einsum("kab,ab->k", B[le], Mv) + norms[le] * bound
