@@ -230,7 +230,9 @@ def returns_of(monkeypatch):
 #: default suite, named beside it (docs/tuning.md, "The default suite under 10 minutes").
 SLOW_GENERATED = {
     # scikit-learn's two checks that fit MVU (LOWRANK, 3 neighbours and a random partner)
-    # on 100 normal points in 2-D: the costliest solves of the default suite. Unfitted is
+    # on normal points in 2-D, where 4-cliques leave no strictly feasible point and the
+    # solve goes on to the clique face (docs/tuning.md, "MVU on 100 normal points in
+    # 2-D"): the costliest solves of the default suite when marked. Unfitted is
     # refused: MVU's check_estimators_unfitted; fitted is accepted: every MVU check that
     # fits and then transforms (check_fit_idempotent, check_transformer_general);
     # n_features_in_ set by fit and checked by transform: MVU's

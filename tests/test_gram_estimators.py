@@ -64,7 +64,7 @@ def _cheap(est):
     # points are refused since SCS's optimal points are priced (solve_status, rule 5), and
     # at eps 1e-6 some still are (up to 5 times). LOWRANK certifies its points and solves
     # most of these checks in 0.1-7 CPU s each (docs/tuning.md, "SCS's optimal points
-    # priced"); MVU's two on 100 normal points in 2-D take ~85 (conftest: SLOW_GENERATED).
+    # priced"); MVU's two on 2-D points run with the slow ones (conftest: SLOW_GENERATED).
     return est.set_params(n_components=2, solver="LOWRANK", random_state=0)
 
 
