@@ -355,10 +355,8 @@ class DVU(_GramEmbedding):
         exactly how such rows split would warn on about half of the losing fits at 10 %
         false alarms; ``p_loss`` (in the warning) says how sure it is. The numbers are in
         ``validation_``. The check is about the transduction (the unlabelled rows of
-        ``X``), not about :meth:`predict` on new points, which places them by their
-        neighbours in the inputs. Scoring the labelled rows of the final embedding instead
-        would cost nothing but cannot work: their labels shaped it (DVU contracts each
-        class), so they look right whatever the unlabelled rows do.
+        ``X``), not :meth:`predict`. Scoring the final embedding's labelled rows instead
+        cannot work: their labels shaped it, so they look right whatever the rest do.
         Cost: ``validation_splits`` extra fits, so :math:`1 +` ``validation_splits`` solves
         in all (6 by default; each pre-fit is solved cold, since a start from a fit that saw
         the fold's labels would carry them in, and with ``solver="LOWRANK"`` the last
