@@ -18,13 +18,15 @@ from sdpembed.exceptions import SolverFailedError
 from sdpembed.formulations.mvu import mvu
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import lowrank_solve
-from sdpembed.lowrank.backend import (
-    _formulation_problem,
-    _refuse_stalled_equality,
-    _refuse_stalled_on_face,
-)
+from sdpembed.lowrank.backend import _formulation_problem, _refuse_stalled_on_face
 from sdpembed.lowrank.options import LowRankOptions
-from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, WINDOW_PROVED, StalledEquality
+from sdpembed.lowrank.rigid import (
+    STOP_REASON,
+    WINDOW,
+    WINDOW_PROVED,
+    StalledEquality,
+    refuse_stalled,
+)
 from sdpembed.solve_status import check_result
 from sdpembed.solvers import solve
 
@@ -48,7 +50,7 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     assert res.infeasibility > 1e-5
     assert STOP_REASON in res.history[-1]
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
-        _refuse_stalled_equality(gp, res, opts, f)
+        refuse_stalled(gp, res, opts, f)
     assert "outer iterations" in str(err.value) and err.value.point is not None
     assert "evidently" in str(err.value)
     # where the graph's cliques prove that no strictly feasible point exists, it says so
@@ -57,7 +59,7 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     cliques = len(clique_null_vectors(gp))
     assert cliques > 0
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
-        _refuse_stalled_equality(gp, res, opts, f, cliques)
+        refuse_stalled(gp, res, opts, f, cliques)
     said = str(err.value)
     assert f"({cliques} cliques of the graph have targets" in said and "evidently" not in said
 
