@@ -41,7 +41,7 @@ from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
-from .rigid import refuse_stalled
+from .rigid import proven_stall, refuse_stalled
 from .row_worth import repaired_factor_worth, row_price
 from .solve import lowrank_solve, rows_admit_no_point
 from .space import FactorSpace
@@ -394,7 +394,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
     about the square root of its residual (no strictly feasible point), outside the
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
     ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
-    further on the face (:func:`_solve_on_face`). ``nulls``: the cliques' null vectors
+    further on the face (:func:`_solve_on_face`), unless it is still off the constraints
+    by more than ``tol**2`` after a stall the cliques proved
+    (:func:`~sdpembed.lowrank.rigid.proven_stall`). ``nulls``: the cliques' null vectors
     (:func:`~sdpembed.lowrank.face.clique_null_vectors`, found once: the face solve's
     certificate needs them too); ``deadline``: the solve's end by its time limit (a
     :func:`time.perf_counter` time)."""
@@ -420,6 +422,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
                 "onto it: objective %.8g -> %.8g, infeasibility %.2g", len(cliques), off,
                 before, result.objective, infeas)
     if result.status == "optimal" and infeas <= opts.tol ** 2:
+        return result
+    if infeas > opts.tol ** 2 and proven_stall(result):   # the face solve stalls too
+        extra["face"]["solve"] = {"ran": False, "reason": "the loop's stall proven"}
         return result
     return _solve_on_face(gp, result, U, nulls, opts, extra, space, deadline)
 
