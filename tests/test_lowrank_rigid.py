@@ -18,13 +18,17 @@ from sdpembed.exceptions import SolverFailedError
 from sdpembed.formulations.mvu import mvu
 from sdpembed.graphs import knn_graph
 from sdpembed.lowrank import lowrank_solve
-from sdpembed.lowrank.backend import (
-    _formulation_problem,
-    _refuse_stalled_equality,
-    _refuse_stalled_on_face,
-)
+from sdpembed.lowrank.backend import _formulation_problem, _refuse_stalled_on_face
 from sdpembed.lowrank.options import LowRankOptions
-from sdpembed.lowrank.rigid import STOP_REASON, WINDOW, WINDOW_PROVED, StalledEquality
+from sdpembed.lowrank.rigid import (
+    PROVEN,
+    STOP_REASON,
+    WINDOW,
+    WINDOW_PROVED,
+    StalledEquality,
+    proven_stall,
+    refuse_stalled,
+)
 from sdpembed.solve_status import check_result
 from sdpembed.solvers import solve
 
@@ -48,7 +52,7 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     assert res.infeasibility > 1e-5
     assert STOP_REASON in res.history[-1]
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
-        _refuse_stalled_equality(gp, res, opts, f)
+        refuse_stalled(gp, res, opts, f)
     assert "outer iterations" in str(err.value) and err.value.point is not None
     assert "evidently" in str(err.value)
     # where the graph's cliques prove that no strictly feasible point exists, it says so
@@ -57,7 +61,7 @@ def test_rigid_equality_stops_on_the_stall_rule_and_is_refused_with_the_note(swi
     cliques = len(clique_null_vectors(gp))
     assert cliques > 0
     with pytest.raises(SolverFailedError, match="distances='shrink'") as err:
-        _refuse_stalled_equality(gp, res, opts, f, cliques)
+        refuse_stalled(gp, res, opts, f, cliques)
     said = str(err.value)
     assert f"({cliques} cliques of the graph have targets" in said and "evidently" not in said
 
@@ -96,15 +100,24 @@ def test_the_rule_fires_on_the_shorter_window_only_where_cliques_prove_no_interi
 
     stalled = {"rank": 5, "cheap_gap": 1e-2}
     rule = StalledEquality("equality", 1e-4, 1e-6, proof(4))
-    fired = [rule.observe(dict(stalled), 1e-3, True) for _ in range(WINDOW_PROVED + 1)]
+    history = [dict(stalled) for _ in range(WINDOW_PROVED + 1)]
+    fired = [rule.observe(entry, 1e-3, True) for entry in history]
     assert fired == [False] * WINDOW_PROVED + [True] and asked == [4]
     assert rule.window == WINDOW_PROVED
+    # the last entry carries the proof's count, read by the backend (no face solve)
+    assert history[-1][PROVEN] == 4 and not any(PROVEN in e for e in history[:-1])
+    result = dataclasses.make_dataclass("R", ["stop_reason", "history"])
+    assert proven_stall(result(STOP_REASON, history)) == 4
+    assert proven_stall(result("max_outer", history)) == 0
     for none in (proof(0), None):
         asked.clear()
         rule = StalledEquality("equality", 1e-4, 1e-6, none)
-        fired = [rule.observe(dict(stalled), 1e-3, True) for _ in range(WINDOW + 1)]
+        history = [dict(stalled) for _ in range(WINDOW + 1)]
+        fired = [rule.observe(entry, 1e-3, True) for entry in history]
         assert fired == [False] * WINDOW + [True] and rule.window == WINDOW
         assert asked == ([0] if none is not None else [])
+        assert not any(PROVEN in e for e in history)
+        assert proven_stall(result(STOP_REASON, history)) == 0
     # a violation that halves over the shorter window: still moving, the proof not asked
     asked.clear()
     rule = StalledEquality("equality", 1e-4, 1e-6, proof(4))
@@ -159,6 +172,57 @@ def test_proven_rigid_equality_stops_on_the_shorter_window(monkeypatch):
     for mine, theirs in zip(res.history, unproven.history[:res.iterations]):
         assert (mine["rank"], mine["cheap_gap"]) == (theirs["rank"], theirs["cheap_gap"])
     assert res.infeasibility > 1e-5
+
+
+def test_no_face_solve_after_the_proven_stall(swiss60, monkeypatch):
+    """Where the loop stopped on the shorter window (cliques proved no strictly feasible
+    point) and the point restored onto the clique face is still off the constraints by
+    more than ``tol**2``, the face solve is not run (it stalls too and ends in the same
+    refusal: docs/tuning.md, "Equality MVU refusals: no face solve after a proven stall");
+    after the full window (no proof) it still runs."""
+    import time
+
+    import sdpembed.lowrank.backend as backend
+
+    f, gp, basis = swiss60
+    opts = LowRankOptions(max_outer=60)
+    res = lowrank_solve(gp, basis=basis, options=opts)
+    assert res.stop_reason == STOP_REASON and not proven_stall(res)
+    nulls = backend.clique_null_vectors(gp)
+    ran = []
+    monkeypatch.setattr(backend, "_solve_on_face", lambda gp, result, *a: ran.append(1) or result)
+    proven = dataclasses.replace(res, history=res.history[:-1] + [
+        {**res.history[-1], PROVEN: len(nulls)}])
+    for result, face_solve in ((res, True), (proven, False)):
+        ran.clear()
+        extra = {}
+        out = backend._on_exposed_face(gp, result, opts, extra, nulls,
+                                       time.perf_counter() + 3600.0)
+        assert extra["face"]["restored"] and out.infeasibility > opts.tol ** 2
+        assert ran == ([1] if face_solve else [])
+        assert face_solve or extra["face"]["solve"]["ran"] is False
+    # and the refusal that follows is the face refusal, without advice of more time
+    extra["face"]["cliques"] = len(nulls)
+    with pytest.raises(SolverFailedError, match="restored onto that face") as err:
+        _refuse_stalled_on_face(gp, out, opts, extra, f)
+    assert "raise time_limit" not in str(err.value)
+
+
+@pytest.mark.slow
+def test_the_proven_stall_is_refused_through_solve_without_a_face_solve(monkeypatch):
+    """The 210-point exact Swiss roll through ``solve()``: the loop stops on the shorter
+    window, its point restored onto the clique face is refused as before, and no face
+    solve runs."""
+    import sdpembed.lowrank.backend as backend
+
+    def no_face_solve(*a, **k):
+        raise AssertionError("the face solve ran")
+
+    monkeypatch.setattr(backend, "_solve_on_face", no_face_solve)
+    X, _ = skd.make_swiss_roll(210, noise=0.0, random_state=0)
+    f = mvu(knn_graph(X, n_neighbors=6, n_random=0))
+    with pytest.raises(SolverFailedError, match="restored onto that face still violates"):
+        solve(f, solver="LOWRANK", tol=1e-4)
 
 
 def test_generic_violation_refusal_carries_the_note_for_equality_only():

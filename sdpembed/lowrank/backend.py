@@ -20,7 +20,6 @@ from ..formulations.gram_problem import rigidity_note
 from ..report import Backend, SolveReport, _finite, objective_unit
 from ..solve_status import (
     FAR_FROM_OPTIMAL,
-    FEASIBILITY_TOLERANCE,
     VIOLATION_WORTH,
     bound_gap,
     priced_beyond,
@@ -42,6 +41,7 @@ from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
+from .rigid import proven_stall, refuse_stalled
 from .row_worth import repaired_factor_worth, row_price
 from .solve import lowrank_solve, rows_admit_no_point
 from .space import FactorSpace
@@ -188,7 +188,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = _lower_rank_on_face(gp, result, opts, extra, nulls)
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
-    _refuse_stalled_equality(gp, result, opts, formulation, len(nulls))
+    refuse_stalled(gp, result, opts, formulation, len(nulls))
     # appended to solve_status.check_result's refusal of a point off the constraints
     extra["rigidity_note"] = rigidity_note(gp.distances).strip()
     priced_out = False   # an optimal point whose violations buy more than VIOLATION_WORTH
@@ -394,7 +394,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
     about the square root of its residual (no strictly feasible point), outside the
     interval its bound and objective state: it is reported ``optimal_inaccurate`` and
     ``extra["face"]`` says why. A restored point whose gap misses ``tol`` is solved on
-    further on the face (:func:`_solve_on_face`). ``nulls``: the cliques' null vectors
+    further on the face (:func:`_solve_on_face`), unless it is still off the constraints
+    by more than ``tol**2`` after a stall the cliques proved
+    (:func:`~sdpembed.lowrank.rigid.proven_stall`). ``nulls``: the cliques' null vectors
     (:func:`~sdpembed.lowrank.face.clique_null_vectors`, found once: the face solve's
     certificate needs them too); ``deadline``: the solve's end by its time limit (a
     :func:`time.perf_counter` time)."""
@@ -420,6 +422,9 @@ def _on_exposed_face(gp: GramProblem, result, opts: LowRankOptions, extra: dict,
                 "onto it: objective %.8g -> %.8g, infeasibility %.2g", len(cliques), off,
                 before, result.objective, infeas)
     if result.status == "optimal" and infeas <= opts.tol ** 2:
+        return result
+    if infeas > opts.tol ** 2 and proven_stall(result):   # the face solve stalls too
+        extra["face"]["solve"] = {"ran": False, "reason": "the loop's stall proven"}
         return result
     return _solve_on_face(gp, result, U, nulls, opts, extra, space, deadline)
 
@@ -679,33 +684,6 @@ def _more_time_on_face(solve: dict, shared: bool) -> str:
             f"reason {solve.get('stop_reason')!r}{stalled}); a longer limit gives the full "
             f"solve{share} more time to end nearer the face, where its point may restore "
             "within tol**2 with no face solve, and the face solve more time too")
-
-
-def _refuse_stalled_equality(gp: GramProblem, result, opts: LowRankOptions,
-                             formulation, cliques: int = 0) -> None:
-    """Raise :class:`SolverFailedError` where the outer loop stopped on the stalled-violation
-    rule (:mod:`~sdpembed.lowrank.rigid`) and the point reported is still off the equality
-    constraints: no strictly feasible point, and more time does not make one. ``cliques``:
-    how many cliques' targets fix a Gram block of rank below the clique's size less one
-    (:func:`~sdpembed.lowrank.face.clique_null_vectors`), a proof of that; the message says
-    so where there is one."""
-    if result.stop_reason != RIGID_STOP or result.status == "optimal" \
-            or not result.infeasibility > max(FEASIBILITY_TOLERANCE, opts.feas_tol):
-        return
-    seen = next((e[RIGID_STOP] for e in reversed(result.history) if RIGID_STOP in e), "")
-    why = (f"the equality distances leave no strictly feasible point ({cliques} clique"
-           f"{'s' if cliques != 1 else ''} of the graph ha{'ve' if cliques != 1 else 's'} "
-           "targets that fix a Gram block of rank below the clique's size less one, so "
-           "every feasible Gram matrix has null vectors besides the constant one)" if cliques else
-           "the equality distances evidently leave no strictly feasible point")
-    raise SolverFailedError(
-        f"LOWRANK on {formulation.method} ({formulation.variant or ''}) stopped after "
-        f"{result.iterations} outer iterations: {seen}. The point violates the constraints "
-        f"by {result.infeasibility:.2g} (relative), above the feasibility tolerance, so it is "
-        f"not a solution, and {why}: more time (time_limit) does not make one."
-        + rigidity_note(gp.distances),
-        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
-        point=result.factor)
 
 
 def _unrestored(result, extra: dict, why: str):

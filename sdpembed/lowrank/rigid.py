@@ -25,23 +25,32 @@ one (``proof``: the loop gives
 :meth:`~sdpembed.lowrank.equality_barrier.EqualityOptimum.stall_proof`, positive only
 beyond the equality barrier's early size; asked once, when the shorter window first
 stalls), the problem is proven to have no strictly feasible point and the rule fires on
-the shorter window.
+the shorter window. Its last entry then carries the clique count (:data:`PROVEN`,
+:func:`proven_stall`): the backend restores the point onto the clique face but does not
+solve on that face (the face solve stalls too and ends in the same refusal).
 
 It reads outer iterations only, never the clock. Measurements: docs/tuning.md,
-"Equality MVU on a rigid graph: refused early" and "Equality MVU refusals: a stall window
-of 3 where cliques prove no interior".
+"Equality MVU on a rigid graph: refused early", "Equality MVU refusals: a stall window
+of 3 where cliques prove no interior" and "Equality MVU refusals: no face solve after a
+proven stall".
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from ..exceptions import SolverFailedError
+from ..formulations.gram_problem import rigidity_note
 from ..solve_status import FEASIBILITY_TOLERANCE
 
-__all__ = ["StalledEquality", "STOP_REASON"]
+__all__ = ["StalledEquality", "STOP_REASON", "PROVEN", "proven_stall", "refuse_stalled"]
 
 #: ``LowRankResult.stop_reason`` of a solve the rule ended
 STOP_REASON = "stalled_equality"
+#: the key of the last outer iteration's entry where the rule fired on the shorter window
+#: (its value: the cliques that prove no strictly feasible point)
+PROVEN = "stalled_equality_cliques"
 
 #: outer iterations the stall must last (at one rank, the penalty at its cap)
 WINDOW = 6
@@ -98,6 +107,7 @@ class StalledEquality:
             self.window = WINDOW
         elif self._stalled(WINDOW_PROVED) and self._proven():
             self.window = WINDOW_PROVED
+            entry[PROVEN] = self.cliques   # read by the backend: no face solve after it
         else:
             return False
         entry[STOP_REASON] = self.describe()   # read by the backend's refusal
@@ -110,3 +120,37 @@ class StalledEquality:
         return (f"over the last {self.window} outer iterations (at rank {window[-1][0]}, "
                 f"the penalty at its cap) the violation fell only from {i0:.2g} to {i1:.2g} "
                 f"and the cheap gap stayed at {g1:.2g} (from {g0:.2g})")
+
+
+def proven_stall(result: Any) -> int:
+    """How many cliques proved that ``result``'s problem has no strictly feasible point
+    where its loop stopped on the rule's shorter window (:data:`PROVEN`); 0 otherwise."""
+    if result.stop_reason != STOP_REASON or not result.history:
+        return 0
+    return int(result.history[-1].get(PROVEN, 0))
+
+
+def refuse_stalled(gp: Any, result: Any, opts: Any, formulation: Any, cliques: int = 0) -> None:
+    """Raise :class:`SolverFailedError` where the outer loop stopped on the stalled-violation
+    rule and the point reported is still off the equality constraints: no strictly
+    feasible point, and more time does not make one. ``cliques``: how many cliques' targets
+    fix a Gram block of rank below the clique's size less one
+    (:func:`~sdpembed.lowrank.face.clique_null_vectors`), a proof of that; the message says
+    so where there is one."""
+    if result.stop_reason != STOP_REASON or result.status == "optimal" \
+            or not result.infeasibility > max(FEASIBILITY_TOLERANCE, opts.feas_tol):
+        return
+    seen = next((e[STOP_REASON] for e in reversed(result.history) if STOP_REASON in e), "")
+    why = (f"the equality distances leave no strictly feasible point ({cliques} clique"
+           f"{'s' if cliques != 1 else ''} of the graph ha{'ve' if cliques != 1 else 's'} "
+           "targets that fix a Gram block of rank below the clique's size less one, so "
+           "every feasible Gram matrix has null vectors besides the constant one)" if cliques else
+           "the equality distances evidently leave no strictly feasible point")
+    raise SolverFailedError(
+        f"LOWRANK on {formulation.method} ({formulation.variant or ''}) stopped after "
+        f"{result.iterations} outer iterations: {seen}. The point violates the constraints "
+        f"by {result.infeasibility:.2g} (relative), above the feasibility tolerance, so it is "
+        f"not a solution, and {why}: more time (time_limit) does not make one."
+        + rigidity_note(gp.distances),
+        objective=float(result.objective), bound=result.bound, gap=result.certified_gap,
+        point=result.factor)
