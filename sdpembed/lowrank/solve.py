@@ -227,7 +227,7 @@ def _unbounded_with_rows(space: FactorSpace, pen: DistancePenalty,
     neg = min(RAY_DIM, lam.size)   # the ray may need a little of the positive eigenvectors
     U, sv, _ = np.linalg.svd(np.c_[Pc @ V[:, :neg], Ptouch], full_matrices=False)
     U = U[:, sv > 1e-8 * sv[0]]
-    U, flat = _off_semidefinite_rows(U, K, Pc)
+    U, flat = _off_semidefinite_rows(U, K)
     if not U.shape[1]:
         return None
     with warnings.catch_warnings():   # cvxpy's "inaccurate": the ray is verified below
@@ -275,29 +275,60 @@ def rows_admit_no_point(gp: GramProblem, feas_tol: float) -> bool:
         return not _feasible_on(basis, space, feas_tol)
 
 
-def _off_semidefinite_rows(U: np.ndarray, K, Pc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _off_semidefinite_rows(U: np.ndarray, K) -> tuple[np.ndarray, np.ndarray]:
     r"""``U`` cut to the null space of every inequality row whose :math:`A_k` is positive
     semidefinite on :math:`\mathbf 1^\perp` (a diagonal entry's or a squared distance's
     upper bound, a trace bound) and every equality row whose :math:`A_k` is semidefinite
     (a diagonal entry fixed), and the mask of those rows. On a ray :math:`X \succeq 0`
     such a row's :math:`\langle A_k, X\rangle \le 0` (resp. :math:`= 0`) holds only as
     :math:`A_kX = 0`, which no margin can keep: on the cut subspace it holds by
-    construction (to rounding) and the row leaves the search."""
+    construction (to rounding) and the row leaves the search (the cut only proposes:
+    :func:`_ray_on` checks those rows on the ray).
+
+    A row touching :math:`m` points is read on them alone (:func:`_row_compression`), in
+    :math:`O(m^3 + nm)`: its compression onto :math:`\mathbf 1^\perp` has the spectrum of
+    an :math:`m \times m` matrix."""
     flat = np.zeros(K.p, dtype=bool)
     ranges = []
-    for k in range(K.p):
-        A = Pc.T @ (K.operator(np.eye(K.p)[k]) @ Pc)
-        a, Z = np.linalg.eigh(0.5 * (A + A.T))
-        big = 1e-12 * max(float(np.abs(a).max()), 1e-300)
-        if a[0] >= -big or (K.equality[k] and a[-1] <= big):
+    for k, (pts, a, Z) in enumerate(_row_compressions(K)):
+        big = 1e-12 * max(float(np.abs(a).max(initial=0.0)), 1e-300)
+        if a.size and (a[0] >= -big or (K.equality[k] and a[-1] <= big)):
             flat[k] = True
-            ranges.append(Pc @ Z[:, np.abs(a) > big])
+            keep = Z[:, np.abs(a) > big]
+            block = np.zeros((K.n, keep.shape[1]))
+            block[pts] = keep
+            ranges.append(block - block.mean(axis=0))   # P E W: centred
     if ranges:
         C = np.concatenate(ranges, axis=1).T @ U
         _, sc, vt = np.linalg.svd(C, full_matrices=True)
         rank = int(np.sum(sc > 1e-10 * max(float(sc.max(initial=0.0)), 1e-300)))
         U = U @ vt[rank:].T
     return U, flat
+
+
+def _row_compressions(K):
+    r"""For each row :math:`k`, ``(points, a, Z)``: the points :math:`T` it touches, the
+    eigenvalues ``a`` of its compression :math:`PA_kP` onto :math:`\mathbf 1^\perp`
+    (:math:`P = I - \mathbf 1\mathbf 1^T/n`) other than its structural zeros, and
+    coefficients ``Z`` (``|T|`` rows) whose centred columns :math:`PE_TZ` are the matching
+    orthonormal eigenvectors. With :math:`E_T` the unit vectors of :math:`T`,
+    :math:`PA_kP = PE_T A_{TT} E_T^TP` and :math:`H = E_T^TPE_T = I - \mathbf 1\mathbf 1^T/n`
+    (order :math:`|T|`) = :math:`VhV^T`: then :math:`Q = PE_TVh^{-1/2}` is orthonormal and
+    :math:`PA_kP = Q\,C\,Q^T`, :math:`C = h^{1/2}V^TA_{TT}Vh^{1/2}`."""
+    order = np.argsort(K.row, kind="stable")
+    cuts = np.searchsorted(K.row[order], np.arange(K.p + 1))
+    for k in range(K.p):
+        t = order[cuts[k]:cuts[k + 1]]
+        pts, inv = np.unique(np.r_[K.i[t], K.j[t]], return_inverse=True)
+        m = pts.size
+        A = np.zeros((m, m))
+        np.add.at(A, (inv[:t.size], inv[t.size:]), K.value[t])
+        A = 0.5 * (A + A.T)
+        h, V = np.linalg.eigh(np.eye(m) - 1.0 / K.n)
+        keep = h > 1e-12
+        R = V[:, keep] * np.sqrt(h[keep])
+        a, Z = np.linalg.eigh(R.T @ A @ R)
+        yield pts, a, V[:, keep] @ (Z / np.sqrt(h[keep])[:, None])
 
 
 def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
@@ -319,17 +350,21 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
     norms = np.linalg.norm(B, axis=(1, 2))
     flat = flat | (norms <= 1e-12 * rows_full)
     M = cp.Variable((r, r), PSD=True)
+    # every row at once, <B_k, M> = vec(B_k) . vec(M) (B_k and M symmetric): one sparse
+    # product for cvxpy to compile, not one matrix product per row
+    e, i = eq & ~flat, ~eq & ~flat
+    vec, Be, Bi = cp.vec(M), B[e].reshape(-1, r * r), B[i].reshape(-1, r * r)
+    slope_of = Su.reshape(-1) @ vec
     rows = [cp.trace(M) == 1]
-    rows += [cp.trace(B[k] @ M) == 0 if eq[k] else cp.trace(B[k] @ M) <= 0
-             for k in range(K.p) if not flat[k]]
+    rows += [Be @ vec == 0] if e.any() else []
     try:
-        slope = cp.Problem(cp.Minimize(cp.trace(Su @ M)), rows).solve(solver="CLARABEL")
+        slope = cp.Problem(cp.Minimize(slope_of),
+                           rows + ([Bi @ vec <= 0] if i.any() else [])).solve(solver="CLARABEL")
         if slope is None or not slope < -2.0 * RAY_MARGIN * scale:
             return None
         s = cp.Variable()
-        inner = [cp.trace(M) == 1, M - s * np.eye(r) >> 0, cp.trace(Su @ M) <= slope / 2]
-        inner += [cp.trace(B[k] @ M) == 0 if eq[k] else
-                  cp.trace(B[k] @ M) <= -s * norms[k] for k in range(K.p) if not flat[k]]
+        inner = rows + [M - s * np.eye(r) >> 0, slope_of <= slope / 2]
+        inner += [Bi @ vec <= -s * norms[i]] if i.any() else []
         cp.Problem(cp.Maximize(s), inner).solve(solver="CLARABEL")
     except (cp.error.SolverError, ValueError):
         return None
@@ -370,9 +405,12 @@ def _feasible_on(U: np.ndarray, space: FactorSpace, feas_tol: float) -> bool:
     K = space.K
     B = K.congruence(U)
     B = 0.5 * (B + B.transpose(0, 2, 1))
-    M = cp.Variable((U.shape[1], U.shape[1]), PSD=True)
-    rows = [cp.trace(B[k] @ M) == K.rhs[k] if K.equality[k] else
-            cp.trace(B[k] @ M) <= K.rhs[k] for k in range(K.p)]
+    r = U.shape[1]
+    M = cp.Variable((r, r), PSD=True)
+    eq = np.asarray(K.equality, dtype=bool)
+    vec, Bq = cp.vec(M), B.reshape(-1, r * r)   # <B_k, M>, as in _ray_on
+    rows = [Bq[eq] @ vec == K.rhs[eq]] if eq.any() else []
+    rows += [Bq[~eq] @ vec <= K.rhs[~eq]] if (~eq).any() else []
     try:
         cp.Problem(cp.Minimize(cp.trace(M)), rows).solve(solver="CLARABEL")
     except (cp.error.SolverError, ValueError):
