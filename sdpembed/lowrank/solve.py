@@ -232,12 +232,16 @@ def _unbounded_with_rows(space: FactorSpace, pen: DistancePenalty,
     U, flat = _off_semidefinite_rows(U, K)
     if not U.shape[1]:
         return None
-    with warnings.catch_warnings():   # cvxpy's "inaccurate": the ray is verified below
+    with warnings.catch_warnings():   # cvxpy's "inaccurate": both are verified below
         warnings.simplefilter("ignore")
-        rate = _ray_on(U, space.apply_S(U, y0, np.zeros(space.q)), K, scale, flat)
-        if rate is None:
-            return None
+        # the point first: its programs are of order at most RAY_DIM, the ray's up to twice
+        # that, and without a point (many touched points: a partial span) no ray is needed
         point = _feasible_on(Ptouch, space, opts.feas_tol)
+        if point is None:
+            return None
+        rate = _ray_on(U, space.apply_S(U, y0, np.zeros(space.q)), K, scale, flat)
+    if rate is None:
+        return None
     if point == "near":
         raise SolverFailedError(
             "LOWRANK: the objective falls without bound along a verified direction that "
