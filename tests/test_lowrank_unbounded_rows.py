@@ -88,3 +88,67 @@ def test_an_improving_ray_without_a_feasible_point_is_not_unboundedness(rows):
     assert not _proved_unbounded(f)
     with pytest.raises(SolverFailedError, match="may be infeasible"):
         solve(f, "LOWRANK")
+
+
+def _tight(margin):
+    """Path 8 below its threshold with ``G01 == 0.3`` and ``G00 + G11 <= 0.6 + margin``:
+    every PSD ``G`` has ``G00 + G11 >= 2|G01| = 0.6``, so the rows admit a point exactly
+    when ``margin >= 0``; the improving ray on points 2-7 keeps both rows."""
+    f = mvu(_path(8), distances="interval", slack_weight=0.3, normalize=False)
+    G = f.expressions["gram"]
+    return f.with_constraints([G[0, 1] == 0.3, G[0, 0] + G[1, 1] <= 0.6 + margin])
+
+
+@pytest.mark.parametrize("margin", [-1e-8, -1e-9])
+def test_rows_infeasible_below_feas_tol_are_not_proved_unbounded(margin):
+    """Infeasible by 1e-8 and 1e-9 (closed form), far less than ``feas_tol`` (1e-6): a
+    point meets the rows within ``feas_tol``, but none meets them exactly, so the ray
+    proves nothing; both causes are named. CLARABEL and CSDP say ``UnboundedError`` here
+    (an improving ray only)."""
+    f = _tight(margin)
+    with pytest.raises(UnboundedError):
+        solve(f, "CLARABEL")
+    with pytest.raises(SolverFailedError, match="unbounded if it is feasible"):
+        _proved_unbounded(f)
+    with pytest.raises(SolverFailedError, match="may be infeasible"):
+        solve(f, "LOWRANK")
+
+
+@pytest.mark.parametrize("margin", [1e-7, 1e-9])
+def test_rows_feasible_by_a_small_margin_are_proved_unbounded(margin):
+    """Feasible by 1e-7 and 1e-9 (closed form): the point is verified to meet the rows
+    exactly, and the problem is unbounded, as CLARABEL says."""
+    f = _tight(margin)
+    with pytest.raises(UnboundedError):
+        solve(f, "CLARABEL")
+    assert _proved_unbounded(f)
+
+
+def test_a_rows_compression_read_on_its_points_is_the_dense_one():
+    """Each row's compression onto 1-perp, read on the points it touches, has the
+    eigenvalues and eigenvectors of the dense n x n compression (entry, row sum, distance
+    bounds, diagonal rows, a trace row that touches every point)."""
+    from sdpembed.formulations.gram import centering_basis
+    from sdpembed.lowrank.solve import _row_compressions
+
+    n = 12
+    f = mvu(_path(n), distances="interval", slack_weight=0.3, normalize=False)
+    G = f.expressions["gram"]
+    f = f.with_constraints([G[0, 1] == 0.3, cp.sum(G[2, :4]) <= 0.5, G[3, 3] == 1.0,
+                            G[4, 4] + G[5, 5] - 2 * G[4, 5] >= 0.5, cp.trace(G) <= 10,
+                            G[6, 6] + G[7, 7] - 2 * G[6, 7] <= 0.2, 2 * G[8, 9] - G[8, 8] <= 1])
+    K = FactorSpace(f.current_problem()).K
+    Pc = centering_basis(n)
+    for k, (pts, a, Z) in enumerate(_row_compressions(K)):
+        z = np.zeros(K.p)
+        z[k] = 1.0
+        A = Pc.T @ (K.operator(z) @ Pc)
+        dense = np.linalg.eigvalsh(0.5 * (A + A.T))
+        dense = dense[np.abs(dense) > 1e-9]
+        assert np.allclose(np.sort(a[np.abs(a) > 1e-9]), np.sort(dense), atol=1e-12)
+        V = np.zeros((n, Z.shape[1]))
+        V[pts] = Z
+        V -= V.mean(axis=0)
+        assert np.allclose(V.T @ V, np.eye(Z.shape[1]), atol=1e-10)
+        PAP = Pc @ A @ Pc.T
+        assert np.allclose(PAP @ V, V * a, atol=1e-10)

@@ -10,7 +10,7 @@ import scipy.sparse.linalg as spla
 from threadpoolctl import threadpool_limits
 
 from ..backends import conic_alternatives
-from ..exceptions import InputError, UnsupportedProblemError
+from ..exceptions import InputError, SolverFailedError, UnsupportedProblemError
 from ..formulations.gram import GramProblem, centering_basis, laplacian_basis
 from .alm import _ALM
 from .certificate import CertificateCache
@@ -206,8 +206,10 @@ def _unbounded_with_rows(space: FactorSpace, pen: DistancePenalty,
     \sigma_{\min}`, and the proof holds where :math:`\lambda_{\min}(M)` exceeds twice that
     bound and the slope and the inequality rows keep their signs with :data:`RAY_MARGIN`
     to spare after it. The point :math:`G_0` is sought on the touched points alone
-    (:func:`_touched_basis`) and must meet the rows within ``feas_tol``, as a result's
-    point must. Made on the full space up to ``DenseLimits.eig`` points (a dense
+    (:func:`_touched_basis`) and must be verified to meet the rows exactly
+    (:func:`_exact_point_on`): a point within ``feas_tol`` only does not exclude a problem
+    infeasible by less than that, and there it raises :class:`SolverFailedError` naming
+    both causes. Made on the full space up to ``DenseLimits.eig`` points (a dense
     :math:`S`), where the row-free test finds :math:`\lambda_{\min}(S(y_0)) < 0`; the
     slope is per unit of the ray's trace.
     """
@@ -227,15 +229,29 @@ def _unbounded_with_rows(space: FactorSpace, pen: DistancePenalty,
     neg = min(RAY_DIM, lam.size)   # the ray may need a little of the positive eigenvectors
     U, sv, _ = np.linalg.svd(np.c_[Pc @ V[:, :neg], Ptouch], full_matrices=False)
     U = U[:, sv > 1e-8 * sv[0]]
-    U, flat = _off_semidefinite_rows(U, K, Pc)
+    U, flat = _off_semidefinite_rows(U, K)
     if not U.shape[1]:
         return None
-    with warnings.catch_warnings():   # cvxpy's "inaccurate": the ray is verified below
+    with warnings.catch_warnings():   # cvxpy's "inaccurate": both are verified below
         warnings.simplefilter("ignore")
-        rate = _ray_on(U, space.apply_S(U, y0, np.zeros(space.q)), K, scale, flat)
-        if rate is None or not _feasible_on(Ptouch, space, opts.feas_tol):
+        # the point first: its programs are of order at most RAY_DIM, the ray's up to twice
+        # that, and without a point (many touched points: a partial span) no ray is needed
+        point = _feasible_on(Ptouch, space, opts.feas_tol)
+        if point is None:
             return None
-    return rate
+        rate = _ray_on(U, space.apply_S(U, y0, np.zeros(space.q)), K, scale, flat)
+    if rate is None:
+        return None
+    if point == "near":
+        raise SolverFailedError(
+            "LOWRANK: the objective falls without bound along a verified direction that "
+            "keeps the added constraints' homogeneous parts, and a point meets the added "
+            f"constraints within the feasibility tolerance {opts.feas_tol:g} but none was "
+            "verified to meet them exactly: the problem is unbounded if it is feasible, and "
+            "it may be infeasible by less than that tolerance. Check that the added "
+            f"constraints can hold together with a conic backend ({conic_alternatives()}), "
+            "or loosen them")
+    return rate if point == "exact" else None
 
 
 def _touched_basis(K, n: int) -> tuple[np.ndarray, bool]:
@@ -272,32 +288,66 @@ def rows_admit_no_point(gp: GramProblem, feas_tol: float) -> bool:
         return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return not _feasible_on(basis, space, feas_tol)
+        return _feasible_on(basis, space, feas_tol) is None
 
 
-def _off_semidefinite_rows(U: np.ndarray, K, Pc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _off_semidefinite_rows(U: np.ndarray, K, only: np.ndarray | None = None
+                           ) -> tuple[np.ndarray, np.ndarray]:
     r"""``U`` cut to the null space of every inequality row whose :math:`A_k` is positive
     semidefinite on :math:`\mathbf 1^\perp` (a diagonal entry's or a squared distance's
     upper bound, a trace bound) and every equality row whose :math:`A_k` is semidefinite
     (a diagonal entry fixed), and the mask of those rows. On a ray :math:`X \succeq 0`
     such a row's :math:`\langle A_k, X\rangle \le 0` (resp. :math:`= 0`) holds only as
     :math:`A_kX = 0`, which no margin can keep: on the cut subspace it holds by
-    construction (to rounding) and the row leaves the search."""
+    construction (to rounding) and the row leaves the search (the cut only proposes:
+    :func:`_ray_on` checks those rows on the ray).
+
+    A row touching :math:`m` points is read on them alone (:func:`_row_compression`), in
+    :math:`O(m^3 + nm)`: its compression onto :math:`\mathbf 1^\perp` has the spectrum of
+    an :math:`m \times m` matrix. ``only``: a mask of the rows it may cut (all by default)."""
     flat = np.zeros(K.p, dtype=bool)
     ranges = []
-    for k in range(K.p):
-        A = Pc.T @ (K.operator(np.eye(K.p)[k]) @ Pc)
-        a, Z = np.linalg.eigh(0.5 * (A + A.T))
-        big = 1e-12 * max(float(np.abs(a).max()), 1e-300)
-        if a[0] >= -big or (K.equality[k] and a[-1] <= big):
+    for k, (pts, a, Z) in enumerate(_row_compressions(K)):
+        if only is not None and not only[k]:
+            continue
+        big = 1e-12 * max(float(np.abs(a).max(initial=0.0)), 1e-300)
+        if a.size and (a[0] >= -big or (K.equality[k] and a[-1] <= big)):
             flat[k] = True
-            ranges.append(Pc @ Z[:, np.abs(a) > big])
+            keep = Z[:, np.abs(a) > big]
+            block = np.zeros((K.n, keep.shape[1]))
+            block[pts] = keep
+            ranges.append(block - block.mean(axis=0))   # P E W: centred
     if ranges:
         C = np.concatenate(ranges, axis=1).T @ U
         _, sc, vt = np.linalg.svd(C, full_matrices=True)
         rank = int(np.sum(sc > 1e-10 * max(float(sc.max(initial=0.0)), 1e-300)))
         U = U @ vt[rank:].T
     return U, flat
+
+
+def _row_compressions(K):
+    r"""For each row :math:`k`, ``(points, a, Z)``: the points :math:`T` it touches, the
+    eigenvalues ``a`` of its compression :math:`PA_kP` onto :math:`\mathbf 1^\perp`
+    (:math:`P = I - \mathbf 1\mathbf 1^T/n`) other than its structural zeros, and
+    coefficients ``Z`` (``|T|`` rows) whose centred columns :math:`PE_TZ` are the matching
+    orthonormal eigenvectors. With :math:`E_T` the unit vectors of :math:`T`,
+    :math:`PA_kP = PE_T A_{TT} E_T^TP` and :math:`H = E_T^TPE_T = I - \mathbf 1\mathbf 1^T/n`
+    (order :math:`|T|`) = :math:`VhV^T`: then :math:`Q = PE_TVh^{-1/2}` is orthonormal and
+    :math:`PA_kP = Q\,C\,Q^T`, :math:`C = h^{1/2}V^TA_{TT}Vh^{1/2}`."""
+    order = np.argsort(K.row, kind="stable")
+    cuts = np.searchsorted(K.row[order], np.arange(K.p + 1))
+    for k in range(K.p):
+        t = order[cuts[k]:cuts[k + 1]]
+        pts, inv = np.unique(np.r_[K.i[t], K.j[t]], return_inverse=True)
+        m = pts.size
+        A = np.zeros((m, m))
+        np.add.at(A, (inv[:t.size], inv[t.size:]), K.value[t])
+        A = 0.5 * (A + A.T)
+        h, V = np.linalg.eigh(np.eye(m) - 1.0 / K.n)
+        keep = h > 1e-12
+        R = V[:, keep] * np.sqrt(h[keep])
+        a, Z = np.linalg.eigh(R.T @ A @ R)
+        yield pts, a, V[:, keep] @ (Z / np.sqrt(h[keep])[:, None])
 
 
 def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
@@ -319,17 +369,21 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
     norms = np.linalg.norm(B, axis=(1, 2))
     flat = flat | (norms <= 1e-12 * rows_full)
     M = cp.Variable((r, r), PSD=True)
+    # every row at once, <B_k, M> = vec(B_k) . vec(M) (B_k and M symmetric): one sparse
+    # product for cvxpy to compile, not one matrix product per row
+    e, i = eq & ~flat, ~eq & ~flat
+    vec, Be, Bi = cp.vec(M), B[e].reshape(-1, r * r), B[i].reshape(-1, r * r)
+    slope_of = Su.reshape(-1) @ vec
     rows = [cp.trace(M) == 1]
-    rows += [cp.trace(B[k] @ M) == 0 if eq[k] else cp.trace(B[k] @ M) <= 0
-             for k in range(K.p) if not flat[k]]
+    rows += [Be @ vec == 0] if e.any() else []
     try:
-        slope = cp.Problem(cp.Minimize(cp.trace(Su @ M)), rows).solve(solver="CLARABEL")
+        slope = cp.Problem(cp.Minimize(slope_of),
+                           rows + ([Bi @ vec <= 0] if i.any() else [])).solve(solver="CLARABEL")
         if slope is None or not slope < -2.0 * RAY_MARGIN * scale:
             return None
         s = cp.Variable()
-        inner = [cp.trace(M) == 1, M - s * np.eye(r) >> 0, cp.trace(Su @ M) <= slope / 2]
-        inner += [cp.trace(B[k] @ M) == 0 if eq[k] else
-                  cp.trace(B[k] @ M) <= -s * norms[k] for k in range(K.p) if not flat[k]]
+        inner = rows + [M - s * np.eye(r) >> 0, slope_of <= slope / 2]
+        inner += [Bi @ vec <= -s * norms[i]] if i.any() else []
         cp.Problem(cp.Maximize(s), inner).solve(solver="CLARABEL")
     except (cp.error.SolverError, ValueError):
         return None
@@ -361,27 +415,91 @@ def _ray_on(U: np.ndarray, SU: np.ndarray, K, scale: float, flat: np.ndarray
     return value / tr if ok else None
 
 
-def _feasible_on(U: np.ndarray, space: FactorSpace, feas_tol: float) -> bool:
-    r"""Whether a point :math:`G_0 = UMU^T \succeq 0` meets the added rows within
-    ``feas_tol`` (the relative violation a result's point may have); found by a small
-    semidefinite program (CLARABEL through cvxpy), checked on its factor."""
+def _feasible_on(U: np.ndarray, space: FactorSpace, feas_tol: float) -> str | None:
+    r"""Whether a point :math:`G_0 = UMU^T \succeq 0` meets the added rows: ``"exact"``
+    where one is verified to meet them exactly (:func:`_exact_point_on`), ``"near"`` where
+    one meets them within ``feas_tol`` only (the relative violation a result's point may
+    have), else ``None``. Found by small semidefinite programs (CLARABEL through cvxpy),
+    checked in numpy."""
     import cvxpy as cp
 
     K = space.K
     B = K.congruence(U)
     B = 0.5 * (B + B.transpose(0, 2, 1))
-    M = cp.Variable((U.shape[1], U.shape[1]), PSD=True)
-    rows = [cp.trace(B[k] @ M) == K.rhs[k] if K.equality[k] else
-            cp.trace(B[k] @ M) <= K.rhs[k] for k in range(K.p)]
+    r = U.shape[1]
+    M = cp.Variable((r, r), PSD=True)
+    eq = np.asarray(K.equality, dtype=bool)
+    vec, Bq = cp.vec(M), B.reshape(-1, r * r)   # <B_k, M>, as in _ray_on
+    rows = [Bq[eq] @ vec == K.rhs[eq]] if eq.any() else []
+    rows += [Bq[~eq] @ vec <= K.rhs[~eq]] if (~eq).any() else []
     try:
         cp.Problem(cp.Minimize(cp.trace(M)), rows).solve(solver="CLARABEL")
+    except (cp.error.SolverError, ValueError):
+        return None
+    if M.value is None:
+        return None
+    lam, V = np.linalg.eigh(0.5 * (M.value + M.value.T))
+    W = U @ (V * np.sqrt(np.clip(lam, 0.0, None)))
+    if not space.K_violation(space.K_values(W)) <= feas_tol:
+        return None
+    return "exact" if _exact_point_on(U, K, float(np.sum(np.clip(lam, 0.0, None)))) \
+        else "near"
+
+
+def _exact_point_on(U: np.ndarray, K, trace: float) -> bool:
+    r"""Whether a point :math:`U(M + N)U^T` that meets the added rows exactly is verified:
+    :math:`M` strictly inside the cone and the inequality rows (the most central point of
+    trace at most ``2 trace + 1``, by CLARABEL), cut first to the null space of the
+    semidefinite rows with a zero right-hand side (a point held still: no interior
+    otherwise); :math:`N` the least-norm correction of the equality rows' residuals
+    :math:`r`, :math:`\|N\|_F \le \|r\| / \sigma_{\min}`. Verified where
+    :math:`\lambda_{\min}(M) > 2\|N\|_F` and every inequality row keeps its bound after
+    :math:`N`, with rounding to spare; the cut rows vanish on :math:`U` to rounding. A
+    problem infeasible by less than ``feas_tol`` has no such point. Where every right-hand
+    side allows it, :math:`G = 0` is that point."""
+    import cvxpy as cp
+
+    eq = np.asarray(K.equality, dtype=bool)
+    if np.all(K.rhs[eq] == 0.0) and np.all(K.rhs[~eq] >= 0.0):
+        return True   # G = 0 meets every row exactly
+    zero = np.asarray(K.rhs == 0.0)
+    U, flat = _off_semidefinite_rows(U, K, only=zero)
+    r = U.shape[1]
+    if not r:
+        return False
+    B = K.congruence(U)
+    B = 0.5 * (B + B.transpose(0, 2, 1))
+    rows_full = np.bincount(K.row, weights=K.value ** 2, minlength=K.p) ** 0.5
+    norms = np.linalg.norm(B, axis=(1, 2))
+    flat = flat | ((norms <= 1e-12 * rows_full) & zero)
+    e, i = eq & ~flat, ~eq & ~flat
+    M, s = cp.Variable((r, r), PSD=True), cp.Variable()
+    vec, Bq = cp.vec(M), B.reshape(-1, r * r)
+    rows = [M - s * np.eye(r) >> 0, cp.trace(M) <= 2.0 * trace + 1.0]
+    rows += [Bq[e] @ vec == K.rhs[e]] if e.any() else []
+    rows += [Bq[i] @ vec <= K.rhs[i] - s * norms[i]] if i.any() else []
+    try:
+        cp.Problem(cp.Maximize(s), rows).solve(solver="CLARABEL")
     except (cp.error.SolverError, ValueError):
         return False
     if M.value is None:
         return False
-    lam, V = np.linalg.eigh(0.5 * (M.value + M.value.T))
-    W = U @ (V * np.sqrt(np.clip(lam, 0.0, None)))
-    return space.K_violation(space.K_values(W)) <= feas_tol
+    Mv = 0.5 * (M.value + M.value.T)
+    values = np.einsum("kab,ab->k", B, Mv)
+    if e.any():
+        sig = np.linalg.svd(Bq[e], compute_uv=False)
+        if not sig[-1] > 1e-8 * max(sig[0], 1e-300):
+            return False
+        bound = float(np.linalg.norm(values[e] - K.rhs[e])) / float(sig[-1])
+    else:
+        bound = 0.0
+    tr = float(np.trace(Mv))
+    rnd = 64 * U.shape[0] * _EPS
+    return bool(float(np.linalg.eigvalsh(Mv)[0]) > 2.0 * bound + rnd * tr
+                and np.all(values[i] + norms[i] * bound
+                           <= K.rhs[i] - rnd * (np.abs(K.rhs[i]) + norms[i] * tr))
+                and np.all(np.abs(values[flat]) + norms[flat] * bound
+                           <= rnd * rows_full[flat] * tr))
 
 
 #: relative distance of ``slack_weight`` from its boundedness threshold below which LOWRANK
