@@ -129,6 +129,44 @@ def test_newton_preconditioner_blocks_include_the_added_rows(linked, monkeypatch
     assert floored == 0
 
 
+def _dense_rows(K, z):
+    r""":math:`\sum_k z_kA_k` as a dense n x n matrix, from the triplets."""
+    A = np.zeros((K.n, K.n))
+    np.add.at(A, (K.i, K.j), K.value * z[K.row])
+    return A
+
+
+@pytest.mark.parametrize("basis", [False, True])
+def test_rows_product_added_in_place_is_the_dense_product(linked, basis):
+    r""":meth:`FactorSpace.add_K` adds :math:`\sum_k z_kA_kV` (on a basis
+    :math:`Q^T(\sum_k z_kA_k)QW`) to its first argument: compared with the dense matrix built
+    from the triplets (1e-12 relative), twice in a row with other multipliers (the kept
+    pattern's values are rewritten, not reused), and in the full space bit for bit equal to
+    ``out + apply_K`` (the same sums: the subproblems' path does not move)."""
+    from sdpembed.lowrank import FactorSpace
+
+    full = linked[0]
+    rng = np.random.default_rng(5)
+    space = full
+    if basis:
+        M = rng.standard_normal((full.gp.n, 12))
+        Q, _ = np.linalg.qr(M - M.mean(axis=0))   # orthonormal columns, orthogonal to 1
+        space = FactorSpace(full.gp, Q)
+    K = space.K
+    W = rng.standard_normal((space.dim, 3))
+    for _ in range(2):
+        z = rng.standard_normal(K.p)
+        out = rng.standard_normal(W.shape)
+        A = _dense_rows(K, z)
+        want = out + (A @ W if not basis else Q.T @ A @ Q @ W)
+        expected_bits = out + space.apply_K(W, z)
+        got = space.add_K(out, W, z)
+        assert got is out
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+        if not basis:
+            assert np.array_equal(got, expected_bits)
+
+
 def _links_problem(n: int, k: int, seed: int = 0):
     """DVU on ``n`` scikit-learn digits (2-NN + 1 random edge, 80 % labelled) with ``k``
     must-link rows (same class, squared distance at most the 20th percentile of the target

@@ -122,7 +122,7 @@ class _ALM:
             if K is not None:
                 gk = k_multipliers(W)
                 val += float(np.sum((gk * gk - z * z) / (2.0 * rho)))
-                grad = grad + sp_.apply_K(W, gk)
+                sp_.add_K(grad, W, gk)
             grad *= 2.0
             return val, sp_.project(grad, inplace=True).ravel()
 
@@ -165,8 +165,8 @@ class _ALM:
                     if gs > 0:
                         out += sigma_h * 2.0 * float(np.sum(HW * U)) * HW
                 if K is not None:
-                    out += sp_.apply_K(U, gk)
-                    out += sp_.apply_K(W, curv * 2.0 * sp_.K_bilinear(W, U))
+                    sp_.add_K(out, U, gk)
+                    sp_.add_K(out, W, curv * 2.0 * sp_.K_bilinear(W, U))
                 out = sp_.project(out)
                 out *= 2.0
                 return out.ravel()

@@ -278,6 +278,35 @@ class FactorSpace:
             return self.K.operator(z) @ W
         return np.tensordot(z, self.Kq, axes=1) @ W
 
+    def add_K(self, out: np.ndarray, W: np.ndarray, z: np.ndarray) -> np.ndarray:
+        r"""``out`` plus :math:`\sum_k z_kA_kW`, in place (returns ``out``): the sums of
+        :meth:`apply_K`, made in the full space on the rows' points alone (the other rows of
+        the product are zero)."""
+        if self.Q is not None:
+            out += np.tensordot(z, self.Kq, axes=1) @ W
+            return out
+        points, slot, A = self._K_local
+        A.data[:] = np.bincount(slot, weights=self.K.value * z[self.K.row],
+                                minlength=A.data.size)
+        out[points] += A @ W[points]
+        return out
+
+    @cached_property
+    def _K_local(self) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix]:
+        r"""``(points, slot, A)``: the points the added rows touch (sorted), the slot of each
+        triplet in the CSR pattern of :math:`\sum_k z_kA_k` restricted to them, and that
+        pattern as a matrix whose ``data`` :meth:`add_K` overwrites. The points are in
+        order, so each row's entries are summed in :meth:`apply_K`'s order."""
+        K = self.K
+        points, local = np.unique(np.r_[K.i, K.j], return_inverse=True)
+        m = points.size
+        local = local.ravel()
+        lin = local[:K.i.size].astype(np.int64) * m + local[K.i.size:]
+        entries, slot = np.unique(lin, return_inverse=True)
+        indptr = np.r_[0, np.cumsum(np.bincount(entries // m, minlength=m))]
+        A = sp.csr_matrix((np.zeros(entries.size), entries % m, indptr), shape=(m, m))
+        return points, slot.ravel(), A
+
     def K_values(self, W: np.ndarray) -> np.ndarray:
         r""":math:`\langle A_k, VV^T\rangle` for every added row, :math:`V` the points of ``W``."""
         if self.Q is None:
