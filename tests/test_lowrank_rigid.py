@@ -217,20 +217,22 @@ def test_after_the_rule_the_face_restoration_tries_one_rank_whatever_the_time_li
     get no budget beyond their first rank (on main their flops grew with ``time_limit``:
     about 580 s wall of the S-curve's 736 s at 3,600 s, docs/tuning.md); after another
     stop they keep the budget that grows with ``time_limit``."""
-    import sdpembed.lowrank.backend as backend
+    import sdpembed.lowrank.face_route as face_route
+    from sdpembed.lowrank.face import clique_null_vectors
 
     f, gp, basis = swiss60
-    nulls = backend.clique_null_vectors(gp)
+    nulls = clique_null_vectors(gp)
     assert nulls
     seen = []
-    monkeypatch.setattr(backend, "restore_at_lower_rank",
+    monkeypatch.setattr(face_route, "restore_at_lower_rank",
                         lambda *a, max_flops=None, **k: seen.append(max_flops))
     factor = np.random.default_rng(0).standard_normal((gp.n, 6))
     for stop, limit in ((STOP_REASON, 60.0), (STOP_REASON, 3600.0), ("max_outer", 3600.0)):
         result = dataclasses.make_dataclass("R", ["stop_reason", "infeasibility", "factor"])(
             stop, 1e-3, factor)
         extra = {"face": {"restored": True}}
-        backend._lower_rank_on_face(gp, result, LowRankOptions(time_limit=limit), extra, nulls)
+        face_route._lower_rank_on_face(gp, result, LowRankOptions(time_limit=limit), extra,
+                                       nulls)
         assert extra["face"]["lower_rank"] == {"rank": None}
     assert seen[:2] == [0.0, 0.0] and seen[2] > 0.0
 
