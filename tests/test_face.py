@@ -224,7 +224,7 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
     Simulated here on seed 383 by a restoration that stops at 1e-6 (at every rank: the
     retries at lower ranks, ``restore_at_lower_rank``, stall too)."""
     from sdpembed.exceptions import SolverFailedError
-    from sdpembed.lowrank import backend, face
+    from sdpembed.lowrank import backend, face, face_route
 
     real = backend.restore_on_face
 
@@ -232,8 +232,8 @@ def test_a_point_the_restoration_cannot_bring_onto_the_constraints_is_refused(mo
         V, _ = real(gp, F, U, **kw)
         return V, 1e-6
 
-    monkeypatch.setattr(backend, "restore_on_face", stalled)
-    monkeypatch.setattr(face, "restore_on_face", stalled)
+    for module in (backend, face, face_route):
+        monkeypatch.setattr(module, "restore_on_face", stalled)
     with pytest.raises(SolverFailedError, match="degenerate on the face") as err:
         solve(_seed383(), solver="LOWRANK", max_outer=10)
     assert err.value.point is not None and err.value.bound is not None

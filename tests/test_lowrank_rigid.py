@@ -182,28 +182,30 @@ def test_no_face_solve_after_the_proven_stall(swiss60, monkeypatch):
     after the full window (no proof) it still runs."""
     import time
 
-    import sdpembed.lowrank.backend as backend
+    import sdpembed.lowrank.face_route as face_route
+    from sdpembed.lowrank.face import clique_null_vectors
 
     f, gp, basis = swiss60
     opts = LowRankOptions(max_outer=60)
     res = lowrank_solve(gp, basis=basis, options=opts)
     assert res.stop_reason == STOP_REASON and not proven_stall(res)
-    nulls = backend.clique_null_vectors(gp)
+    nulls = clique_null_vectors(gp)
     ran = []
-    monkeypatch.setattr(backend, "_solve_on_face", lambda gp, result, *a: ran.append(1) or result)
+    monkeypatch.setattr(face_route, "_solve_on_face",
+                        lambda gp, result, *a: ran.append(1) or result)
     proven = dataclasses.replace(res, history=res.history[:-1] + [
         {**res.history[-1], PROVEN: len(nulls)}])
     for result, face_solve in ((res, True), (proven, False)):
         ran.clear()
         extra = {}
-        out = backend._on_exposed_face(gp, result, opts, extra, nulls,
-                                       time.perf_counter() + 3600.0)
-        assert extra["face"]["restored"] and out.infeasibility > opts.tol ** 2
+        out = face_route._on_exposed_face(gp, result, opts, extra, nulls,
+                                          time.perf_counter() + 3600.0)
+        assert extra["face"]["restored"] and extra["face"]["infeasibility"] > opts.tol ** 2
         assert ran == ([1] if face_solve else [])
         assert face_solve or extra["face"]["solve"]["ran"] is False
     # and the refusal that follows is the face refusal, without advice of more time
     extra["face"]["cliques"] = len(nulls)
-    with pytest.raises(SolverFailedError, match="restored onto that face") as err:
+    with pytest.raises(SolverFailedError, match="no strictly feasible point") as err:
         _refuse_stalled_on_face(gp, out, opts, extra, f)
     assert "raise time_limit" not in str(err.value)
 
@@ -213,12 +215,12 @@ def test_the_proven_stall_is_refused_through_solve_without_a_face_solve(monkeypa
     """The 210-point exact Swiss roll through ``solve()``: the loop stops on the shorter
     window, its point restored onto the clique face is refused as before, and no face
     solve runs."""
-    import sdpembed.lowrank.backend as backend
+    import sdpembed.lowrank.face_route as face_route
 
     def no_face_solve(*a, **k):
         raise AssertionError("the face solve ran")
 
-    monkeypatch.setattr(backend, "_solve_on_face", no_face_solve)
+    monkeypatch.setattr(face_route, "_solve_on_face", no_face_solve)
     X, _ = skd.make_swiss_roll(210, noise=0.0, random_state=0)
     f = mvu(knn_graph(X, n_neighbors=6, n_random=0))
     with pytest.raises(SolverFailedError, match="restored onto that face still violates"):
@@ -281,20 +283,22 @@ def test_after_the_rule_the_face_restoration_tries_one_rank_whatever_the_time_li
     get no budget beyond their first rank (on main their flops grew with ``time_limit``:
     about 580 s wall of the S-curve's 736 s at 3,600 s, docs/tuning.md); after another
     stop they keep the budget that grows with ``time_limit``."""
-    import sdpembed.lowrank.backend as backend
+    import sdpembed.lowrank.face_route as face_route
+    from sdpembed.lowrank.face import clique_null_vectors
 
     f, gp, basis = swiss60
-    nulls = backend.clique_null_vectors(gp)
+    nulls = clique_null_vectors(gp)
     assert nulls
     seen = []
-    monkeypatch.setattr(backend, "restore_at_lower_rank",
+    monkeypatch.setattr(face_route, "restore_at_lower_rank",
                         lambda *a, max_flops=None, **k: seen.append(max_flops))
     factor = np.random.default_rng(0).standard_normal((gp.n, 6))
     for stop, limit in ((STOP_REASON, 60.0), (STOP_REASON, 3600.0), ("max_outer", 3600.0)):
         result = dataclasses.make_dataclass("R", ["stop_reason", "infeasibility", "factor"])(
             stop, 1e-3, factor)
         extra = {"face": {"restored": True}}
-        backend._lower_rank_on_face(gp, result, LowRankOptions(time_limit=limit), extra, nulls)
+        face_route._lower_rank_on_face(gp, result, LowRankOptions(time_limit=limit), extra,
+                                       nulls)
         assert extra["face"]["lower_rank"] == {"rank": None}
     assert seen[:2] == [0.0, 0.0] and seen[2] > 0.0
 

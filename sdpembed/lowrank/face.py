@@ -479,7 +479,8 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
             i = (lo + hi) // 2
             continue
         t_check = time.perf_counter()
-        exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound)
+        exact = _exact_bound(gp, full, y, z, t, nu, mu, trace_bound,
+                             _check_grid(lam_a - mu, gp.n - 1))
         last = time.perf_counter() - t_check
         if exact is None:
             lo = i
@@ -573,23 +574,46 @@ def _exact_slack(gp: GramProblem, space: FactorSpace, w: list, nu: np.ndarray) -
     return S
 
 
-def _exactly_positive_definite(S: list, mu) -> bool:
+def _exactly_positive_definite(S: list, mu, grid: int | None = None) -> bool:
     r"""Whether :math:`S - \mu I` is positive definite on :math:`\mathbf 1^\perp`, decided
     exactly: in the basis :math:`e_i - e_n` of :math:`\mathbf 1^\perp`, every leading
-    principal minor positive (Sylvester), by fraction-free (Bareiss) elimination on the
-    integers :math:`2^E` times the dyadic rationals."""
+    principal minor of :math:`M = B^T(S - \mu I)B` positive (Sylvester), by fraction-free
+    (Bareiss) elimination on integers.
+
+    ``grid``: ``None``, the integers are :math:`2^E M` (the dyadic rationals exactly;
+    ~110 bits at 100 points, where the growth of the minors makes the elimination slow). An
+    integer :math:`g`, the integers are :math:`R = \lfloor M/h + \tfrac12\rfloor` on the grid
+    :math:`h = 2^{-g}`, less :math:`c = \lceil m/2\rceil` on the diagonal (:math:`m = n - 1`):
+    a sufficient test, still a proof. With :math:`E = M - hR`, :math:`|E_{ab}| \le h/2` and
+    :math:`E` symmetric, so :math:`\|E\|_2 \le \|E\|_F \le mh/2 \le ch` and
+
+    .. math::
+
+        M = h(R - cI) + (E + chI), \qquad E + chI \succeq 0,
+
+    so :math:`R - cI \succ 0` implies :math:`M \succ 0`. It fails where :math:`M`'s margin
+    is below about :math:`mh`: the caller ties :math:`h` to the margin it expects."""
     from fractions import Fraction
 
     n = len(S)
     M = [[S[a][b] - S[a][n - 1] - S[n - 1][b] + S[n - 1][n - 1] - (mu if a == b else 0)
           - mu for b in range(n - 1)] for a in range(n - 1)]
     # (e_a - e_n)^T (S - mu I)(e_b - e_n) = ... - mu (delta_ab + 1)
-    den = 1
-    for row in M:
-        for v in row:
-            den = max(den, Fraction(v).denominator)
-    Z = [[int(v * den) for v in row] for row in M]          # dyadic: exact integers
-    m, prev = n - 1, 1
+    m = n - 1
+    if grid is None:
+        den = 1
+        for row in M:
+            for v in row:
+                den = max(den, Fraction(v).denominator)
+        Z = [[int(v * den) for v in row] for row in M]          # dyadic: exact integers
+    else:
+        # floor(v / h + 1/2) = floor((2 p + d h) / (2 d h)) for v = p / d, h = 2**-grid
+        up, down = (2 ** grid, 1) if grid >= 0 else (1, 2 ** -grid)
+        Z = [[(2 * Fraction(v).numerator * up + Fraction(v).denominator * down)
+              // (2 * Fraction(v).denominator * down) for v in row] for row in M]
+        for a in range(m):
+            Z[a][a] -= (m + 1) // 2
+    prev = 1
     for k in range(m):
         if Z[k][k] <= 0:
             return False
@@ -632,12 +656,12 @@ def _dual_value(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: floa
 
 
 def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: float,
-                 trace_bound: float) -> float | None:
+                 trace_bound: float, grid: int | None = None) -> float | None:
     r"""The bound :math:`-y'^T\bar D - z_\nu^Tb + \min(\mu, 0)\,T` at :math:`y' = y + tz`,
     rounded down, if :math:`S(y', \nu) - \mu I` is positive definite on
-    :math:`\mathbf 1^\perp` in exact arithmetic (:func:`_exactly_positive_definite`); else
-    ``None``. The dual value is summed exactly; :math:`T` (shortest paths in floating
-    point) is taken 1e-12 larger."""
+    :math:`\mathbf 1^\perp` in exact arithmetic (:func:`_exactly_positive_definite`, on the
+    grid :math:`2^{-\text{grid}}` where ``grid`` is given); else ``None``. The dual value is
+    summed exactly; :math:`T` (shortest paths in floating point) is taken 1e-12 larger."""
     from fractions import Fraction
 
     if gp.n > EXACT_CHECK:
@@ -645,6 +669,25 @@ def _exact_bound(gp: GramProblem, full: FactorSpace, y, z, t: float, nu, mu: flo
     tf = Fraction(float(t))
     w = [Fraction(float(a)) + tf * Fraction(float(b)) for a, b in zip(y, z)]
     S = _exact_slack(gp, full, w, nu)
-    if not _exactly_positive_definite(S, Fraction(float(mu))):
+    if not _exactly_positive_definite(S, Fraction(float(mu)), grid):
         return None
     return _dual_value(gp, full, y, z, t, nu, mu, trace_bound)
+
+
+#: :func:`_check_grid`'s share of a candidate's shift that the grid's rounding allowance
+#: may take (the allowance is at most m h / 2 for an m x m matrix on the grid h)
+_GRID_SHARE = 1.0 / 8.0
+
+
+def _check_grid(delta: float, m: int) -> int | None:
+    r"""The grid :math:`h = 2^{-g}` of a candidate's exact check
+    (:func:`_exactly_positive_definite`): the largest power of two with
+    :math:`mh/2 \le` ``_GRID_SHARE`` :math:`\delta`, :math:`\delta` the candidate's shift
+    below :math:`\lambda_{\min}(Q^TSQ)`, the margin the check has to find: a coarser grid
+    means shorter integers (and a faster elimination), a finer one a smaller allowance.
+    ``None`` (exact dyadic integers) where :math:`\delta` is not a positive finite number."""
+    import math
+
+    if not (np.isfinite(delta) and delta > 0):
+        return None
+    return math.ceil(math.log2(m / (2.0 * _GRID_SHARE * delta)))
