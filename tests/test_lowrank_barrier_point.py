@@ -222,3 +222,17 @@ def test_a_rebuilt_point_is_cut_at_its_noise(moons40, monkeypatch):
     F0, p0 = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, n, 0.0, X=X + noise)
     assert F0.shape[1] > F.shape[1] and p0 > optimum + 1e-4 * abs(optimum)
 
+
+def test_the_reported_rank_is_the_returned_points():
+    # extra["rank"] is LowRankResult.rank: the rank of the factor returned, not its column
+    # count (a trimmed factor keeps null columns; a barrier point has a tail of tiny
+    # eigenvalues): 7 columns spanning 4 directions, one of them at 1e-9 of the largest
+    from sdpembed.lowrank.result import LowRankResult
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.normal(size=(30, 5)))[0]
+    F = (U * [3.0, 1.0, 0.5, 1e-4, 1e-9]) @ rng.normal(size=(5, 7))
+    res = LowRankResult(factor=F, objective=0.0, bound=None, certified_gap=None,
+                        infeasibility=0.0, y=np.zeros(1), nu=np.zeros(0), status="optimal",
+                        iterations=1, seconds=0.0)
+    assert F.shape[1] == 7 and res.rank == 4 == np.linalg.matrix_rank(F, tol=1e-6 * 3.0)
+    assert LowRankResult(**{**res.__dict__, "factor": None}).rank is None
