@@ -61,6 +61,34 @@ def test_the_pair_is_offered_once_after_a_converged_run_only(moons_dvu):
     assert dual.pair(W, y0, nu0) is None                   # once
 
 
+def test_a_run_stopped_within_half_tol_is_paired_one_far_from_it_is_not(moons40):
+    # every iterate of the barrier is strictly dual feasible, so a run that ends at its step
+    # limit (or stalls) has a valid bound; its point is paired where the run's verified gap
+    # leaves the factor room within tol (docs/tuning.md, "A stalled cold barrier within tol")
+    f, optimum, space, pen = moons40
+    W = np.zeros((space.dim, 3))
+    y0, nu0 = np.zeros(pen.t.size), space.duals(None)
+    far = DualOptimum(space, pen, 1e-4)
+    far.result = dual_barrier(space, pen, rel_gap=1e-5, max_iter=10)
+    assert far.result.status == "max_iter" and far.result.gap > 1e-2 * abs(far.result.bound)
+    assert far.pair(W, y0, nu0) is None and not far.paired
+    near = DualOptimum(space, pen, 1e-4)
+    # a target below the path's rounding: the run ends at its step limit, within 0.5 tol
+    near.result = res = dual_barrier(space, pen, rel_gap=1e-12, max_iter=40)
+    assert res.status == "max_iter" and res.gap <= 0.5e-4 * abs(res.bound)
+    pair = near.pair(W, y0, nu0)
+    assert pair is not None and pair.status == "max_iter" and pair.bound == res.bound
+    # the bound on the recorded optimum (CSDP's, its violations priced at 1.2e-6 of it),
+    # the point within tol above the bound
+    assert pair.bound == pytest.approx(optimum, rel=2e-6)
+    p = objective_of(space, pen, pair.points)
+    assert pair.bound <= p <= pair.bound + 1e-4 * abs(pair.bound)
+    cert = certify(space, pen, pair.y, None)
+    assert cert.check == "dense" and cert.lambda_min >= 0
+    assert cert.bound <= pair.bound and cert.bound == pytest.approx(pair.bound, rel=1e-8)
+    assert near.pair(W, y0, nu0) is None                   # once
+
+
 @pytest.mark.slow
 def test_swiss_roll_certifies_at_the_barrier_point():
     # 120 points of a Swiss roll, 6-NN (a small swiss400-dvu-k6): the barrier converges at
@@ -193,3 +221,18 @@ def test_a_rebuilt_point_is_cut_at_its_noise(moons40, monkeypatch):
     monkeypatch.setattr(bp, "_NOISE_CUT", 0.0)          # every pair above rounding
     F0, p0 = barrier_factor(space, pen, y_b, mu, dy, scale, nu0, n, 0.0, X=X + noise)
     assert F0.shape[1] > F.shape[1] and p0 > optimum + 1e-4 * abs(optimum)
+
+
+def test_the_reported_rank_is_the_returned_points():
+    # extra["rank"] is LowRankResult.rank: the rank of the factor returned, not its column
+    # count (a trimmed factor keeps null columns; a barrier point has a tail of tiny
+    # eigenvalues): 7 columns spanning 4 directions, one of them at 1e-9 of the largest
+    from sdpembed.lowrank.result import LowRankResult
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.normal(size=(30, 5)))[0]
+    F = (U * [3.0, 1.0, 0.5, 1e-4, 1e-9]) @ rng.normal(size=(5, 7))
+    res = LowRankResult(factor=F, objective=0.0, bound=None, certified_gap=None,
+                        infeasibility=0.0, y=np.zeros(1), nu=np.zeros(0), status="optimal",
+                        iterations=1, seconds=0.0)
+    assert F.shape[1] == 7 and res.rank == 4 == np.linalg.matrix_rank(F, tol=1e-6 * 3.0)
+    assert LowRankResult(**{**res.__dict__, "factor": None}).rank is None

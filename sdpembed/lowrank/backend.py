@@ -153,7 +153,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = lowrank_solve(gp, basis=basis, options=first)
     cert = result.certificate
     extra: dict[str, Any] = {
-        "rank": result.factor.shape[1],
+        "rank": result.rank,   # of the point returned: again after the face steps
         "lower_bound": result.bound,
         "certificate": cert.describe() if cert is not None else "no certificate",
         "certificate_check": (cert.check if cert is not None and cert.bound is not None
@@ -184,6 +184,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
     refuse_stalled(gp, result, opts, formulation, len(nulls))
+    extra["rank"] = result.rank
     # appended to solve_status.check_result's refusal of a point off the constraints
     extra["rigidity_note"] = rigidity_note(gp.distances).strip()
     priced_out = False   # an optimal point whose violations buy more than VIOLATION_WORTH

@@ -284,6 +284,10 @@ _BARRIER_GAP = 0.1
 _RESUME_WITHIN = 2.0
 _RESUME_GAP = 0.01
 
+#: :meth:`DualOptimum.pair`: a run that stalled or reached its step limit is paired where
+#: its verified gap is within this multiple of ``tol`` (its point takes up to another half)
+_PAIR_UNCONVERGED = 0.5
+
 #: :meth:`DualOptimum.rank_short`: the gap to the dual optimum must exceed the augmented
 #: Lagrangian's own (cheap) gap by this factor, at least this many outer iterations after
 #: the last rank growth
@@ -342,24 +346,41 @@ class DualOptimum:
         return self.result.y.copy(), self.space.duals(None)
 
     def pair(self, W: np.ndarray, y: np.ndarray, nu: np.ndarray) -> BarrierPair | None:
-        """Once, after a converged run: its smallest primal estimate as a factor of the
-        fewest leading eigenpairs (from the rank of the iterate ``W``) within half of
-        ``tol`` of that estimate's objective, with the run's multipliers, led by the
-        augmented Lagrangian's ``(y, nu)`` (:func:`~.barrier_point.barrier_factor`); ``None``
-        otherwise. The pair proves the run's own gap whatever the iterate (docs/tuning.md,
-        "The slow rows at n <= 600"). A point above ``tol`` of the run's bound but within
-        ``_RESUME_WITHIN`` of it continues the run first (:meth:`_resume`)."""
+        """Once, after a run that converged, or that stalled or reached its step limit with
+        its verified gap within ``tol`` (:meth:`_pairable`): its smallest primal estimate as
+        a factor of the fewest leading eigenpairs (from the rank of the iterate ``W``)
+        within half of ``tol`` of that estimate's objective, with the run's multipliers, led
+        by the augmented Lagrangian's ``(y, nu)`` (:func:`~.barrier_point.barrier_factor`);
+        ``None`` otherwise. The pair proves the run's own gap whatever the iterate
+        (docs/tuning.md, "The slow rows at n <= 600"). A converged run's point above ``tol``
+        of the run's bound but within ``_RESUME_WITHIN`` of it continues the run first
+        (:meth:`_resume`)."""
         res = self.result
-        if self.paired or res is None or res.status != "converged" or res.primal is None:
+        if self.paired or not self._pairable(res):
             return None
         self.paired = True
         nu0 = self.space.duals(None)
         got = self._point(res, W.shape[1])
-        if got is not None and (self.tol < relative_gap(got[1], res.bound)
-                                <= _RESUME_WITHIN * self.tol):
+        if got is not None and res.status == "converged" and (
+                self.tol < relative_gap(got[1], res.bound) <= _RESUME_WITHIN * self.tol):
             res, got = self._resume(res, got, W.shape[1])
         return None if got is None else BarrierPair(got[0], res.y, nu0, res.bound, res.status,
                                                     res.iterations, [(y, nu)])
+
+    def _pairable(self, res: DualBarrierResult | None) -> bool:
+        """Whether the run ``res`` has a point to pair (:meth:`pair`): it converged, or it
+        ended ``"stalled"`` or ``"max_iter"`` with the gap between its smallest primal
+        estimate and its bound within ``_PAIR_UNCONVERGED`` times ``tol``, so that the
+        factor (another half of ``tol`` from that estimate, :meth:`_point`) can prove
+        ``tol`` (docs/tuning.md, "A stalled cold barrier within tol"). Every iterate of
+        the run is strictly dual feasible (:math:`S(y)` factored, :math:`|y| < w`), so the
+        bound of the last one is valid however the run ended; the certificate checks it
+        again."""
+        if res is None or res.primal is None:
+            return False
+        return res.status == "converged" or (
+            res.status in ("stalled", "max_iter")
+            and relative_gap(res.bound + res.gap, res.bound) <= _PAIR_UNCONVERGED * self.tol)
 
     def _point(self, res: DualBarrierResult, k0: int) -> tuple[np.ndarray, float] | None:
         """The run's smallest primal estimate as a factor from ``k0`` eigenpairs up, within

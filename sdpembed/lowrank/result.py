@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .certificate import Certificate, CertificateCache
+from .space import _NULL_RTOL
 
 __all__ = ["LowRankResult"]
 
@@ -154,9 +155,15 @@ class LowRankResult:
     skipped: list[str] = field(default_factory=list)
 
     @property
-    def rank(self) -> int:
-        """Columns of ``factor``."""
-        return int(self.factor.shape[1])
+    def rank(self) -> int | None:
+        """The rank of the point returned, ``factor``: its singular values above
+        ``_NULL_RTOL`` times the largest (:func:`~.space._rank_deficient`'s null
+        directions left out; a trimmed factor keeps two such columns, and a barrier
+        point's tail of tiny eigenvalues lies above it); ``None`` without a factor."""
+        if self.factor is None:
+            return None
+        s = np.linalg.svd(np.asarray(self.factor, dtype=float), compute_uv=False)
+        return int(np.sum(s > _NULL_RTOL * s[0])) if s.size and s[0] > 0 else 0
 
 
 @dataclass
