@@ -124,6 +124,45 @@ def test_rows_feasible_by_a_small_margin_are_proved_unbounded(margin):
     assert _proved_unbounded(f)
 
 
+def _diverged_stop(f, monkeypatch):
+    """``solve(f, "LOWRANK")`` with the ray test not made (``dense_limits.eig`` below n, as
+    at large n), so that the outer loop's diverged stop answers; asserts that it does."""
+    from sdpembed.lowrank import backend
+
+    stops, refuse = [], backend._refuse_diverged_without_point
+
+    def spy(gp, result, opts, formulation):
+        stops.append(result.stop_reason)
+        return refuse(gp, result, opts, formulation)
+
+    monkeypatch.setattr(backend, "_refuse_diverged_without_point", spy)
+    try:
+        solve(f, "LOWRANK", dense_limits={"eig": 4})
+    finally:
+        assert stops == ["diverged"]
+
+
+@pytest.mark.parametrize("margin", [-1e-8, -1e-9])
+def test_the_diverged_stop_on_rows_infeasible_below_feas_tol(margin, monkeypatch):
+    """The outer loop's diverged stop on rows infeasible by 1e-8 and 1e-9 (closed form,
+    below ``feas_tol``): a point meets them within ``feas_tol`` only, so the growth proves
+    nothing and both causes are named, not ``UnboundedError`` (which CLARABEL says: an
+    improving ray only)."""
+    with pytest.raises(SolverFailedError, match="may be infeasible by less than"):
+        _diverged_stop(_tight(margin), monkeypatch)
+
+
+@pytest.mark.parametrize("margin", [1e-7, 1e-9])
+def test_the_diverged_stop_on_rows_feasible_by_a_small_margin(margin, monkeypatch):
+    """Feasible by 1e-7 and 1e-9 (closed form): the point is verified exact, and the
+    diverged stop says ``UnboundedError``, as CLARABEL does."""
+    f = _tight(margin)
+    with pytest.raises(UnboundedError):
+        solve(f, "CLARABEL")
+    with pytest.raises(UnboundedError):
+        _diverged_stop(f, monkeypatch)
+
+
 def test_a_rows_compression_read_on_its_points_is_the_dense_one():
     """Each row's compression onto 1-perp, read on the points it touches, has the
     eigenvalues and eigenvectors of the dense n x n compression (entry, row sum, distance

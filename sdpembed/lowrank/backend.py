@@ -39,7 +39,7 @@ from .penalty import objective_scale
 from .rigid import STOP_REASON as RIGID_STOP
 from .rigid import refuse_stalled
 from .row_worth import repaired_factor_worth, row_price
-from .solve import lowrank_solve, rows_admit_no_point
+from .solve import lowrank_solve, rows_point
 from .space import FactorSpace
 from .stall import _STALL_RATIO, _STUCK_WINDOW
 
@@ -486,22 +486,31 @@ def _more_time_on_face(solve: dict, shared: bool) -> str:
 def _refuse_diverged_without_point(gp: GramProblem, result, opts: LowRankOptions,
                                    formulation) -> None:
     """Raise :class:`SolverFailedError` where the outer loop stopped because its factor grew
-    without bound (``"unbounded"``, stop reason ``"diverged"``) but the added rows admit
-    no point (:func:`~sdpembed.lowrank.solve.rows_admit_no_point`): the growth shows a
-    direction along which the objective falls and the rows' homogeneous parts hold, which
-    makes the problem unbounded only if it is feasible."""
+    without bound (``"unbounded"``, stop reason ``"diverged"``) but no point is verified to
+    meet the added rows exactly (:func:`~sdpembed.lowrank.solve.rows_point`): the growth
+    shows a direction along which the objective falls and the rows' homogeneous parts hold,
+    which makes the problem unbounded only if it is feasible, and a point within
+    ``feas_tol`` only does not exclude a problem infeasible by less than that."""
     if result.status != "unbounded" or result.stop_reason != "diverged" \
-            or gp.constraints is None or not rows_admit_no_point(gp, opts.feas_tol):
+            or gp.constraints is None:
         return
+    point = rows_point(gp, opts.feas_tol)
+    if point == "exact":
+        return
+    found = {"near": "a point meets the added constraints within the feasibility tolerance "
+                     f"{opts.feas_tol:g} but none was verified to meet them exactly",
+             "none": "no point meets the added constraints within the feasibility "
+                     f"tolerance {opts.feas_tol:g}"}.get(
+        point, "no point was found that meets the added constraints")
     raise SolverFailedError(
         f"LOWRANK on {formulation.method} ({formulation.variant or ''}): the embedding grew "
         "without bound (the objective falls along a direction that keeps the added "
-        "constraints' homogeneous parts), but no point meets the added constraints within "
-        f"the feasibility tolerance {opts.feas_tol:g} (a small semidefinite program on the "
+        f"constraints' homogeneous parts), but {found} (a small semidefinite program on the "
         "points they touch): the problem is unbounded only if it is feasible, and it may be "
-        "infeasible. Check that the added constraints can hold together (CLARABEL, CSDP, "
-        "SDPA or MOSEK can prove infeasibility; an 'unbounded' verdict of theirs also means "
-        "only that such a direction exists).")
+        f"infeasible{' by less than that tolerance' if point == 'near' else ''}. Check that "
+        "the added constraints can hold together with a conic backend "
+        f"({conic_alternatives()}; an 'unbounded' verdict of theirs also means only that "
+        "such a direction exists), or loosen them.")
 
 
 def _classify_infeasible(gp: GramProblem, basis, result, opts: LowRankOptions,

@@ -274,21 +274,23 @@ def _touched_basis(K, n: int) -> tuple[np.ndarray, bool]:
     return U[:, sv > 1e-8 * sv[0]], complete
 
 
-def rows_admit_no_point(gp: GramProblem, feas_tol: float) -> bool:
+def rows_point(gp: GramProblem, feas_tol: float) -> str | None:
     r"""Whether the added rows of ``gp`` (distances penalised: ``"interval"``,
-    ``"quadratic"``) evidently admit no centred :math:`G \succeq 0`: a small semidefinite
-    program on all the points they touch (:func:`_touched_basis`, where that is complete)
-    finds no point within ``feas_tol``. Not a proof of infeasibility; where the touched
-    points are too many it answers ``False``."""
+    ``"quadratic"``) admit a centred :math:`G \succeq 0`, by the small semidefinite
+    programs of :func:`_feasible_on` on the points they touch (:func:`_touched_basis`):
+    ``"exact"`` where a point is verified to meet them exactly (no rows: :math:`G = 0`),
+    ``"near"`` where one meets them within ``feas_tol`` only (the problem may be infeasible
+    by less than that), ``"none"`` where none meets them within ``feas_tol`` on all the
+    touched points (evidently infeasible; not a proof), and ``None`` where the touched
+    points are too many for the span to decide and none was found on it."""
     space = FactorSpace(gp)
     if space.K is None:
-        return False
+        return "exact"
     basis, complete = _touched_basis(space.K, gp.n)
-    if not complete:
-        return False
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return _feasible_on(basis, space, feas_tol) is None
+        point = _feasible_on(basis, space, feas_tol)
+    return point if point is not None else ("none" if complete else None)
 
 
 def _off_semidefinite_rows(U: np.ndarray, K, only: np.ndarray | None = None
