@@ -86,6 +86,9 @@ class Reduced:
     labels_in: list[str] = field(default_factory=list)
     linear: bool = True           # the objective is <C, Y> (no distance penalty)
     trace_bound: float = np.inf   # T: tr Y <= T on the feasible set (inf: not known)
+    #: the distance rows' edges (i, j) and point count where ``trace_bound`` is theirs
+    #: (the first rows of ``M_eq``): :func:`_trace_bound` of moved targets (:func:`lower_at`)
+    trace_edges: tuple[np.ndarray, np.ndarray, int] | None = None
     #: ``"interval"``: the penalty sum_e w_e |<A_e, Y> - t_e|, rows svec(A_e) in M_pen
     M_pen: np.ndarray | None = None
     t_pen: np.ndarray | None = None
@@ -186,11 +189,23 @@ def reduced(gp) -> Reduced | None:
     red.M_eq = np.array([red.svec(A) for A in eq]) if eq else np.zeros((0, N))
     red.M_in = np.array([red.svec(A) for A in ineq]) if ineq else np.zeros((0, N))
     if gp.distances == "equality" and gp.centering is None:   # G1 = 0: tr G by distances
-        m = len(gp.target)
-        graph = sp.csr_matrix((np.sqrt(np.maximum(gp.target, 0.0)), (i, j)), shape=(n, n))
-        paths = shortest_path(graph, directed=False)
-        red.trace_bound = float(np.sum(np.triu(paths, 1) ** 2)) / n if m else np.inf
+        red.trace_edges = (np.asarray(i), np.asarray(j), n)
+        red.trace_bound = _trace_bound(red.trace_edges, np.asarray(gp.target, dtype=float))
     return red
+
+
+def _trace_bound(edges: tuple[np.ndarray, np.ndarray, int], targets: np.ndarray) -> float:
+    r"""A bound on :math:`\mathrm{tr}\,G` over centred Gram matrices (:math:`G1 = 0`) whose
+    squared distances on the edges ``(i, j)`` equal ``targets``: :math:`\mathrm{tr}\,G =
+    \frac1n\sum_{a<b}\|x_a - x_b\|^2` and each distance is at most the graph's shortest
+    path with edge lengths :math:`\sqrt{t_e}` (the triangle inequality); ``inf`` without
+    edges."""
+    i, j, n = edges
+    if not len(targets):
+        return np.inf
+    graph = sp.csr_matrix((np.sqrt(np.maximum(targets, 0.0)), (i, j)), shape=(n, n))
+    paths = shortest_path(graph, directed=False)
+    return float(np.sum(np.triu(paths, 1) ** 2)) / n
 
 
 def _project(red: Reduced, Y: np.ndarray) -> tuple[np.ndarray, float]:
@@ -403,10 +418,20 @@ def lower_at(red: Reduced, G: np.ndarray, nu: np.ndarray | None, mu: np.ndarray 
     every :math:`Y \succeq 0` meeting the moved rows has
     :math:`\langle C, Y\rangle \ge L - \mathrm{sign}\,\nu^Tr - \mu^T\max(r, 0)`
     (:math:`\mu \ge 0`), ``L`` that multipliers' bound; the largest over each sign of
-    ``nu`` (and of the interval penalty's ``y``) with :math:`S` PSD is returned. What a
-    point's violations can lower the optimum by is at most the optimum less this
-    (:func:`problems.differential._validated_worth`): a price at multipliers that are
-    checked dual feasible, where a reference's (not checked) can be far larger on a
-    problem without a strictly feasible point (110566: CSDP's up to 1,574)."""
-    bounds = [b for b, lam in _signed_bounds(red, nu, mu, y, G) or () if lam >= 0]
+    ``nu`` (and of the interval penalty's ``y``) with :math:`S` PSD is returned, or, where
+    the moved distance rows bound the trace (:func:`_trace_bound` of their moved targets,
+    :math:`\mathrm{tr}\,Y \le T`), with :math:`\lambda_{\min}(S)\,T` added where ``S``
+    is not PSD (112249: CLARABEL's reduced solve ends with :math:`\lambda_{\min}(S) =
+    -3\cdot10^{-9}`). What a point's violations can lower the optimum by is at most the
+    optimum less this (:func:`problems.differential._validated_worth`): a price at
+    multipliers that are checked dual feasible, where a reference's (not checked) can be far
+    larger on a problem without a strictly feasible point (110566: CSDP's up to 1,574)."""
+    T = np.inf   # tr Y on the moved rows: the distance rows' moved targets (112249)
+    if red.trace_edges is not None:
+        m = len(red.trace_edges[0])
+        T = _trace_bound(red.trace_edges, red.M_eq[:m] @ red.svec(red.of_gram(
+            np.asarray(G, dtype=float))))
+    bounds = [b if lam >= 0 else b + lam * T
+              for b, lam in _signed_bounds(red, nu, mu, y, G) or ()
+              if lam >= 0 or np.isfinite(T)]
     return max(bounds) if bounds else None

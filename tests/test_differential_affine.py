@@ -216,3 +216,29 @@ def test_run_instance_110566_priced_at_checked_multipliers():
     assert low["worth_validated"] < 1e-4
     assert rec["verdict"]["agree"] == 1
     assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
+
+
+def test_trace_bound_of_a_path_is_attained_by_its_straight_embedding():
+    """Three points on a path with unit squared distances: the shortest paths are 1, 1, 2,
+    so tr G <= (1 + 1 + 4) / 3 = 2, which the centred straight line -1, 0, 1 attains;
+    longer edges scale it."""
+    edges = (np.array([0, 1]), np.array([1, 2]), 3)
+    assert affine._trace_bound(edges, np.array([1.0, 1.0])) == pytest.approx(2.0, rel=1e-15)
+    x = np.array([-1.0, 0.0, 1.0])
+    assert np.trace(np.outer(x, x)) == pytest.approx(2.0)
+    assert affine._trace_bound(edges, np.array([4.0, 4.0])) == pytest.approx(8.0)
+    assert affine._trace_bound(edges, np.array([])) == np.inf
+
+
+@pytest.mark.slow
+def test_run_instance_112249_priced_with_the_moved_trace_bound():
+    """112249 (equality DVU, 28 points, no strictly feasible point): LOWRANK 'optimal'
+    -0.45129698, its rows off by 2.0e-8, 1.1e-7 (relative) below CSDP's optimum; priced
+    at CSDP's multipliers at 2.1e-4 (convicted); CLARABEL's reduced solve ends with
+    lambda_min(S) = -3e-9, so the checked price needs the moved rows' trace bound: 2.2e-6."""
+    rec = run_instance(112249)
+    low = rec["LOWRANK"]
+    assert low["kind"] == "result" and low["worth"] > 1e-4
+    assert low["worth_validated"] < 1e-5
+    assert rec["verdict"]["agree"] == 1
+    assert all(rec["verdict"][k] == 0 for k in UNTRUE), rec["verdict"]
