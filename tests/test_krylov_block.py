@@ -186,3 +186,27 @@ def test_a_lift_above_the_dense_limit_ends_on_the_smallest_pair_alone(
     lam = np.linalg.eigvalsh(0.5 * (H.T @ SH + SH.T @ H))[0]
     assert eig.value == pytest.approx(lam, rel=1e-6, abs=1e-12 * np.abs(SH).max())
     assert eig_w.value == pytest.approx(eig.value, rel=1e-6, abs=1e-12 * np.abs(SH).max())
+
+
+def test_each_gram_schmidt_pass_reads_one_contiguous_block_of_the_basis(monkeypatch):
+    """The basis of the first m steps is handed to the Gram-Schmidt as one column-major
+    block (``Q[:, :m]`` of a column-major ``Q``): a pass reads those m columns only, not a
+    strided slice of every row of the whole ``n x max_steps`` array; the pairs are the
+    dense ones as before."""
+    from sdpembed.lowrank import krylov_block
+    n, k = 600, 40
+    O, A, _ = _crowded(n, k)
+    seen = []
+    orig = krylov_block._orthogonalise
+
+    def spy(w, basis):
+        seen.append((basis.shape[1], basis.flags.f_contiguous))
+        return orig(w, basis)
+    monkeypatch.setattr(krylov_block, "_orthogonalise", spy)
+    v0 = np.random.default_rng(1).standard_normal(n)
+    theta, X = top_pairs(O, n, k, v0=v0, tol=1e-10, max_steps=6 * k)
+    assert [m for m, _ in seen] == list(range(1, len(seen) + 1))
+    assert all(f for _, f in seen)
+    w = np.linalg.eigvalsh(A)[-k:]
+    np.testing.assert_allclose(theta, w, atol=1e-12 * w[-1])
+    np.testing.assert_allclose(X.T @ X, np.eye(k), atol=1e-10)

@@ -80,7 +80,9 @@ def top_pairs(O: LinearOperator, n: int, k: int, *, v0: np.ndarray, tol: float,
     those of the full run, so a run that ``early`` never ends is the full run, step for
     step."""
     max_steps = int(min(max_steps, n - 1))
-    Q = np.empty((n, max_steps))
+    # column-major: the basis of the first m steps, Q[:, :m], is one contiguous block, so
+    # each Gram-Schmidt pass reads those m columns and nothing of the columns not yet used
+    Q = np.empty((n, max_steps), order="F")
     alpha, beta = np.zeros(max_steps), np.zeros(max_steps)
     q = np.asarray(v0, dtype=float).ravel()
     q = q - q.mean()
