@@ -129,7 +129,7 @@ def run(solver: str = "LOWRANK", quiet: bool = True, plot: str | Path | None = N
         ``n``, ``hidden`` (count), ``n_edges``, the report's ``solver``,
         ``solver_version``, ``status``, ``objective``, ``certified_gap``
         (``None`` unless the backend certifies), ``gap`` (the backend's own),
-        ``rank`` (columns of the factor, ``LOWRANK`` only), ``solve_s``,
+        ``rank`` (the returned factor's numerical rank, ``LOWRANK`` only), ``solve_s``,
         ``wall_s`` (graph, solve and embedding), the accuracies ``knn3_raw``,
         ``knn3_dvu``, ``svm_raw``, ``svm_dvu``, ``spectrum`` (eigenvalue
         fractions, largest first), ``n_components`` and ``plot`` (the path, if
@@ -245,9 +245,10 @@ def _caption(result: dict) -> str:
     if rank is None:
         return f"{first}\n{k} eigenvalues exceed {VISIBLE_SHARE:.0%} of the trace."
     rest = float(spec[k:].sum())
-    return (f"{first}\nDotted line: the solution has rank {rank} (columns of the "
-            f"{result['solver']} factor); {k} eigenvalues exceed {VISIBLE_SHARE:.0%} of the "
-            f"trace, the other {rank - k} hold {rest:.2%} together, too little to see.")
+    return (f"{first}\nDotted line: the solution has rank {rank} (the "
+            f"{result['solver']} factor's numerical rank); {k} eigenvalues exceed "
+            f"{VISIBLE_SHARE:.0%} of the trace, the other {rank - k} hold {rest:.2%} "
+            "together, too little to see.")
 
 
 def format_result(result: dict) -> str:

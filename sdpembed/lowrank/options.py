@@ -92,7 +92,8 @@ class LowRankOptions:
         :func:`_initial_rank`; trimmed when a quarter of its columns become numerically
         null, see :func:`sdpembed.lowrank.space._trim_rank`). A rank grown late costs
         subproblems near their iteration cap: where a solve of a similar problem ended at a
-        much higher rank (``report.extra["rank"]``, the progress table), start there
+        much higher rank (the progress table's last rank: ``report.extra["rank"]`` is the
+        returned point's, a barrier's where one was returned), start there
         (on dense graphs of thousands of points the default can be short by half;
         ``docs/tuning.md``, "The dense 2,500 rows").
     max_rank : int
