@@ -153,7 +153,7 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         result = lowrank_solve(gp, basis=basis, options=first)
     cert = result.certificate
     extra: dict[str, Any] = {
-        "rank": result.rank,   # of the point returned: again after the face steps
+        "rank": None,   # of the point returned: set once the face steps have chosen it
         "lower_bound": result.bound,
         "certificate": cert.describe() if cert is not None else "no certificate",
         "certificate_check": (cert.check if cert is not None and cert.bound is not None
