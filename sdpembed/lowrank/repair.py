@@ -389,6 +389,15 @@ def _explicit_jacobian(space: FactorSpace, E, Z: np.ndarray, V: np.ndarray,
 #: certificate is computed and verified like any other.
 _LIFT_MARGIN = 1e-10
 
+#: the edges a lift round raises by default: ``_LIFT_EDGES`` for a block of
+#: ``_LIFT_BLOCK`` eigenvectors (the largest default ``min_block``), in proportion below it.
+#: The LMI LP factors an (edges x edges) Schur complement at each of its 15-40 interior
+#: steps; with 1,000 edges against an 80-vector block that factorisation was most of a
+#: lift's time, and 500 edges certified every row 1,000 did, at lifted gaps 0-16 % larger
+#: (docs/tuning.md, "The lift's edges in proportion to its block")
+_LIFT_EDGES, _LIFT_BLOCK = 1000, 160
+
+
 def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
                    offset: float = 0.0) -> float:
     r"""The shifted bound :math:`-\varphi^*((1-\theta)y + \theta y_0) - (1-\theta)z^Tb` from
@@ -405,7 +414,7 @@ def _shifted_bound(pen: DistancePenalty, y: np.ndarray, mu: float, mu0: float,
 
 def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu: float, *,
                      floor: float | None = None, n_eig: int | None = None,
-                     n_edges: int = 1000, n_lowered: int = 250, rounds: int = 6,
+                     n_edges: int | None = None, n_lowered: int = 250, rounds: int = 6,
                      min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
                      target: float | None = None, mu0: float | None = None,
@@ -431,7 +440,8 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     :math:`\min(160, \max(80, \lfloor n/15\rfloor))`, smaller for small n, where it
     lifts as far in less time), the ``n_edges`` edges with room
     (:math:`y_e < w_e`) that reach the negative eigenvectors best per unit of
-    :math:`\bar D_e`, and solves
+    :math:`\bar D_e` (default ``None``: :math:`\lceil 1000\,K/160\rceil`, at most 1,000, for
+    a round's block of :math:`K` eigenvectors), and solves
 
     .. math::
 
@@ -483,7 +493,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     ``InputError`` (before any eigendecomposition) outside ``"interval"`` in the full
     space, for n above the dense limit, for ``y`` of the wrong shape, for ``target``
     without ``mu0``, and unless
-    ``n_eig``, ``n_edges``, ``n_lowered``, ``min_block`` (unless ``None``) are positive
+    ``n_eig``, ``n_edges``, ``min_block`` (unless ``None``), ``n_lowered`` are positive
     integers and
     ``rounds`` >= 0.
     """
@@ -501,9 +511,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                          f"{pen.t.shape}, got {y.shape}")
     if min_block is None:
         min_block = min(160, max(80, n // 15))
-    for name, value, low in (("n_eig", n_eig, 1), ("n_edges", n_edges, 1),
-                             ("n_lowered", n_lowered, 1),
-                             ("rounds", rounds, 0), ("min_block", min_block, 1)):
+    for name, value, low in (("n_eig", n_eig, 1), ("n_lowered", n_lowered, 1),
+                             ("rounds", rounds, 0), ("min_block", min_block, 1),
+                             *((("n_edges", n_edges, 1),) if n_edges is not None else ())):
         _require_int("lift_multipliers", name, value, low)
     if target is not None and mu0 is None:
         raise InputError("lift_multipliers: target needs mu0, lambda_min of S at the "
@@ -558,7 +568,9 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
         Bm = space.E @ X[:, :K]
         room = pen.w - y
         score = np.where(room > 1e-12 * pen.w, (Bm[:, neg[:K]] ** 2).sum(axis=1) / pen.t, 0.0)
-        sel = np.argsort(-score)[:n_edges]
+        n_sel = n_edges if n_edges is not None else min(
+            _LIFT_EDGES, -(-_LIFT_EDGES * K // _LIFT_BLOCK))
+        sel = np.argsort(-score)[:n_sel]
         sel = sel[score[sel] > 0]
         if sel.size == 0:
             break
