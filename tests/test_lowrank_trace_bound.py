@@ -53,6 +53,11 @@ def test_the_least_of_the_rows_and_the_paths_with_the_right_sign():
     for rows in ([cp.trace(G) >= tau], [cp.trace(G) <= 2 * T_sp], [G[0, 0] <= 1e-3],
                  [cp.sum(G[0, :4]) <= 1e-3]):
         assert feasible_trace_bound(_with_rows(f, rows)) == (T_sp, "shortest paths")
+    # relaxed by a point's violation s (point_bound): the loosest right-hand side within
+    # s, tau + s, whichever way the row is written
+    for rows in ([cp.trace(G) <= tau], [-cp.trace(G) == -tau], [cp.trace(G) == tau]):
+        T = row_trace_bound(_with_rows(f, rows), np.array([0.25]))
+        assert T == pytest.approx(tau + 0.25, rel=1e-14) and T >= tau + 0.25
     # quadratic distances: the row alone
     q = blobs30(distances="quadratic")
     assert row_trace_bound(_with_rows(q, [cp.trace(q.expressions["gram"]) <= tau])) \

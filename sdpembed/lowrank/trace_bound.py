@@ -55,7 +55,7 @@ def shortest_path_trace_bound(gp: GramProblem) -> float:
     return float(np.min((dist**2).sum(axis=1)))
 
 
-def row_trace_bound(space, rhs: np.ndarray | None = None) -> float:
+def row_trace_bound(space, slack: np.ndarray | None = None) -> float:
     r""":math:`T \ge \mathrm{tr}\,G` for every point feasible for the added rows, read from
     the rows alone (``inf`` where none bounds it).
 
@@ -67,13 +67,16 @@ def row_trace_bound(space, rhs: np.ndarray | None = None) -> float:
     :math:`-b_k/c`. A row :math:`\langle A_k, G\rangle \ge b_k` (stored as :math:`-A_k`,
     ``trace(G) >= tau``) bounds nothing. Rows that touch only some points, or are not
     diagonal, are not read (several rows together, e.g. a bound on every :math:`G_{ii}`,
-    could bound it too). ``rhs``: right-hand sides in place of the rows' own
-    (:func:`~.point_bound.point_bound`: the rows relaxed by a point's violations). Each
-    quotient is rounded up by ``_QUOTIENT_MARGIN``."""
+    could bound it too). ``slack``: each row relaxed by :math:`s_k \ge 0`
+    (:func:`~.point_bound.point_bound`: by a point's violations), the bound of the
+    loosest right-hand side within it: :math:`b_k + s_k` for an inequality row,
+    :math:`\pm b_k + s_k` in the orientation read for an equality row (its right-hand side
+    anywhere in :math:`[b_k - s_k, b_k + s_k]`). Each quotient is rounded up by
+    ``_QUOTIENT_MARGIN``."""
     K = space.K
     if K is None:
         return np.inf
-    b = K.rhs if rhs is None else rhs
+    s = np.zeros(K.p) if slack is None else np.abs(np.asarray(slack, dtype=float))
     n, T = space.gp.n, np.inf
     off_diag = np.bincount(K.row, weights=(K.i != K.j).astype(float), minlength=K.p)
     for k in np.flatnonzero(off_diag == 0):
@@ -81,25 +84,27 @@ def row_trace_bound(space, rhs: np.ndarray | None = None) -> float:
         a = np.bincount(K.i[t], weights=K.value[t], minlength=n)
         if not np.all(np.isfinite(a)):
             continue
-        bk = float(b[k])
+        bk = float(K.rhs[k])
         if K.equality[k] and float(np.max(a)) < 0:
             a, bk = -a, -bk
+        bk += float(s[k])
         c = float(np.min(a))
         if c > 0 and bk >= 0:
             T = min(T, bk / c * (1.0 + _QUOTIENT_MARGIN))
     return T
 
 
-def feasible_trace_bound(space, rhs: np.ndarray | None = None) -> tuple[float, str]:
+def feasible_trace_bound(space, slack: np.ndarray | None = None) -> tuple[float, str]:
     r"""The least :math:`T \ge \mathrm{tr}\,G` over the feasible set of the problem on
     ``space`` that its hard rows give, and where it comes from (``"shortest paths"``, ``"an
     added row"``; ``(inf, "")`` where none bounds it): :func:`shortest_path_trace_bound`
-    for ``"equality"`` and ``"shrink"`` distances, :func:`row_trace_bound` (at ``rhs``) for
-    the added rows. Each holds on every feasible point, so the least does."""
+    for ``"equality"`` and ``"shrink"`` distances, :func:`row_trace_bound` (the rows
+    relaxed by ``slack``) for the added rows. Each holds on every feasible point, so the
+    least does."""
     T, source = np.inf, ""
     if space.gp.distances in SHORTEST_PATH_MODES:
         T, source = shortest_path_trace_bound(space.gp), "shortest paths"
-    T_row = row_trace_bound(space, rhs)
+    T_row = row_trace_bound(space, slack)
     if T_row < T:
         T, source = T_row, "an added row"
     return T, source
