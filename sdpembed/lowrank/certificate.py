@@ -6,17 +6,15 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 import scipy.sparse.linalg as spla
-from scipy.sparse.csgraph import dijkstra
 from threadpoolctl import threadpool_limits
 
-from ..formulations.gram import GramProblem
 from .penalty import DistancePenalty
 from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
 from .sparse_slack import CertificateLate, EigensolveFailed, EigenStop, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
+from .trace_bound import feasible_trace_bound, row_trace_bound, shortest_path_trace_bound
 from .verify import _U, SparseCheck, _verified_lambda_min
 
 #: note prefix of a certificate taken at lifted multipliers
@@ -132,12 +130,16 @@ class CertificateCache:
     curvature : float or None
         The largest :math:`c` with :math:`C \\preceq -cI` (``"equality"``, computed once).
     trace_bound : float or None
-        :math:`T \\ge \\mathrm{tr}\\,G` from shortest paths (``"equality"``, ``"shrink"``).
+        :math:`T \\ge \\mathrm{tr}\\,G` on the feasible set (``"equality"``, ``"shrink"``:
+        the least of the shortest paths' and the added rows',
+        :func:`~.trace_bound.feasible_trace_bound`).
+    trace_source : str
+        Where ``trace_bound`` comes from (``"shortest paths"``, ``"an added row"``).
     mu0 : float or None
         :math:`\\lambda_{\\min}` of :math:`S` at the coercive point :math:`y_0`.
     row_trace_bound : float or None
         :math:`T \\ge \\mathrm{tr}\\,G` from an added row (``inf``: none;
-        :func:`_row_trace_bound`), where there is no coercive dual point.
+        :func:`~.trace_bound.row_trace_bound`).
     mu0_verified : (float or None, str) or None
         ``mu0`` verified by a sparse factorisation, or ``None`` and the reason.
     mu0_allowance : float or None
@@ -167,6 +169,7 @@ class CertificateCache:
     verify_checks: list = field(default_factory=list)
     curvature: float | None = None
     trace_bound: float | None = None
+    trace_source: str = ""
     mu0: float | None = None
     row_trace_bound: float | None = None
     mu0_verified: tuple[float | None, str] | None = None
@@ -234,44 +237,10 @@ class CertificateCache:
                    default=max(self.factor_seconds, default=None))
 
 
-def _trace_bound_equality(gp: GramProblem) -> float:
-    """:math:`T = \\min_r \\sum_i \\mathrm{sp}(r,i)^2 \\ge \\mathrm{tr}\\,G` for feasible G."""
-    n = gp.n
-    i, j = gp.edges.T
-    A = sp.csr_matrix((np.sqrt(gp.target), (i, j)), shape=(n, n))
-    deg = np.bincount(gp.edges.ravel(), minlength=n)
-    roots = np.unique(np.r_[np.argsort(deg)[-3:], 0])
-    dist = dijkstra(A, directed=False, indices=roots)
-    return float(np.min((dist**2).sum(axis=1)))
-
-
-def _row_trace_bound(space: FactorSpace, rhs: np.ndarray | None = None) -> float:
-    r""":math:`T \ge \mathrm{tr}\,G` for every point feasible for the added rows, read from
-    the rows alone (``inf`` where none bounds it; full space only).
-
-    A row :math:`\langle A_k, G\rangle \le b_k` (or :math:`= b_k`) whose :math:`A_k` is
-    diagonal with every :math:`a_i \ge c > 0` (``trace(G) <= tau`` among them) gives, for
-    :math:`G \succeq 0` (so :math:`G_{ii} \ge 0`), :math:`c\,\mathrm{tr}\,G \le \sum_i
-    a_iG_{ii} \le b_k`, i.e. :math:`\mathrm{tr}\,G \le b_k/c`. Then for multipliers
-    :math:`(y, z)` in the dual domain with :math:`\mu = \lambda_{\min}(S(y, z)) < 0`,
-    weak duality at a feasible :math:`G` gives :math:`p(G) \ge \langle S, G\rangle -
-    \varphi^*(y) - z^Tb \ge \mu T - \varphi^*(y) - z^Tb`: a bound where no coercive dual
-    point is known (docs/tuning.md, "Quadratic distances: a trace bound where S(y) is not
-    PSD"). ``rhs``: right-hand sides in place of the rows' own
-    (:func:`~.point_bound.point_bound`)."""
-    K = space.K
-    if K is None or space.Q is not None:
-        return np.inf
-    b = K.rhs if rhs is None else rhs
-    n, T = space.gp.n, np.inf
-    off_diag = np.bincount(K.row, weights=(K.i != K.j).astype(float), minlength=K.p)
-    for k in np.flatnonzero((off_diag == 0) & (b >= 0)):
-        t = K.row == k
-        a = np.bincount(K.i[t], weights=K.value[t], minlength=n)
-        c = float(np.min(a))
-        if c > 0 and np.all(np.isfinite(a)):
-            T = min(T, float(b[k]) / c)
-    return T
+#: the former names of :func:`~.trace_bound.shortest_path_trace_bound` and
+#: :func:`~.trace_bound.row_trace_bound`
+_trace_bound_equality = shortest_path_trace_bound
+_row_trace_bound = row_trace_bound
 
 
 def _objective_curvature(space: FactorSpace) -> float:
@@ -421,7 +390,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
     """The certificate of multipliers ``(y, nu)`` whose :math:`\\lambda_{\\min}(S)` estimate is
     ``eig``: the dual function :math:`-\\varphi^*(y) - z^Tb` where :math:`S \\succeq 0`, else a
     shift towards the coercive point (or, for ``"equality"``, a scaling or a trace bound;
-    without a coercive point, the trace bound of an added row, :func:`_row_trace_bound`).
+    the trace bound of an added row, :func:`_row_trace_certificate`, where it is higher or
+    there is no coercive point).
 
     Rounding: a dense ``eigh`` value :math:`\\mu` (``"dense"``) proves only
     :math:`\\lambda_{\\min}(S)\\ge\\mu-\\delta`, :math:`\\delta` =
@@ -479,15 +449,17 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                                    f"(y, nu) scaled by {scale:.8g} (C <= -{c:.6g} I)", eig=eig,
                                    check=check, check_note=check_note, y=y, nu=nu,
                                    rounding=delta, dual_nu=scale * nu)
-        # on a reduced basis too: its feasible points are feasible points of the full problem
+        # the least trace bound of the hard rows (shortest paths, an added row), on a
+        # reduced basis too: its feasible points are feasible points of the full problem
         if cache.trace_bound is None:
-            cache.trace_bound = _trace_bound_equality(space.gp)
+            cache.trace_bound, cache.trace_source = feasible_trace_bound(space)
         T = cache.trace_bound
         lb_T = -phi + mu * T - off - sum_allowance(pen, y)
         if best is None or lb_T > best.bound:
             best = Certificate(lb_T, mu_est, "trace-bound",
-                               f"tr G <= {T:.6g} (shortest paths)", eig=eig, check=check,
-                               check_note=check_note, y=y, nu=nu, rounding=delta)
+                               f"tr G <= {T:.6g} ({cache.trace_source or 'none'})", eig=eig,
+                               check=check, check_note=check_note, y=y, nu=nu,
+                               rounding=delta, trace_bound=T if np.isfinite(T) else None)
         return best
     nu0 = np.zeros(space.q)
     if cache.mu0 is None:
@@ -522,15 +494,8 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                                            check_note, anchors)
             if best is not None:
                 best.lambda_min, best.rounding = mu_est, delta
-        if cache.row_trace_bound is None:
-            cache.row_trace_bound = _row_trace_bound(space)
-        T = cache.row_trace_bound
-        lb_T = -phi + mu * T - off - sum_allowance(pen, y) if np.isfinite(T) else None
-        if lb_T is not None and (best is None or lb_T > best.bound):
-            # an added row bounds tr G of every feasible point: the bound of "equality"
-            best = Certificate(lb_T, mu_est, "trace-bound", f"tr G <= {T:.6g} (an added row)",
-                               eig=eig, check=check, check_note=check_note, y=y, nu=nu,
-                               rounding=delta, trace_bound=T)
+        best = _higher_bound(best, _row_trace_certificate(
+            space, pen, y, nu, mu, mu_est, eig, cache, check, check_note, delta))
         if best is not None:
             return best
         return Certificate(None, mu_est, "none",
@@ -561,8 +526,35 @@ def _certificate_from_eig(space, pen, y, nu, eig: EigenEstimate, cache: Certific
                 bound, share = b, (1 - th) + th * (1 - s_)
                 note = (f"theta={th:.3g} towards y + {s_:g} (y0 - y) "
                         f"(lambda_min there {mus:.3g})")
-    return Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
-                       check_note=check_note, y=y, nu=nu, rounding=delta, dual_nu=share * nu)
+    shifted = Certificate(bound, mu_est, "shifted", note, eig=eig, check=check,
+                          check_note=check_note, y=y, nu=nu, rounding=delta,
+                          dual_nu=share * nu)
+    # an added row's trace bound where it is higher (an active trace row)
+    return _higher_bound(shifted, _row_trace_certificate(
+        space, pen, y, nu, mu, mu_est, eig, cache, check, check_note, delta))
+
+
+def _row_trace_certificate(space: FactorSpace, pen: DistancePenalty, y: np.ndarray,
+                           nu: np.ndarray, mu: float, mu_est: float, eig: EigenEstimate,
+                           cache: CertificateCache, check: str, check_note: str,
+                           delta: float) -> Certificate | None:
+    r"""The ``"trace-bound"`` certificate of ``(y, nu)`` (:math:`\lambda_{\min}(S) \ge \mu`,
+    :math:`\mu < 0`, ``mu_est`` the computed value) from the added rows' bound
+    :math:`T \ge \mathrm{tr}\,G` on every feasible point (:func:`row_trace_bound`, kept in
+    ``cache.row_trace_bound``): :math:`-\varphi^*(y) - z^Tb + \mu T`, the bound of
+    ``"equality"`` (weak duality at a feasible :math:`G`); ``None`` where no row bounds
+    :math:`\mathrm{tr}\,G`."""
+    if space.K is None:
+        return None
+    if cache.row_trace_bound is None:
+        cache.row_trace_bound = row_trace_bound(space)
+    T = cache.row_trace_bound
+    if not np.isfinite(T):
+        return None
+    lb_T = -pen.conjugate(y) + mu * T - space.linear_offset(nu) - sum_allowance(pen, y)
+    return Certificate(lb_T, mu_est, "trace-bound", f"tr G <= {T:.6g} (an added row)",
+                       eig=eig, check=check, check_note=check_note, y=y, nu=nu,
+                       rounding=delta, trace_bound=T)
 
 
 def _anchor_lambda_min(space: FactorSpace, y: np.ndarray, nu, eig_tol: float) -> float:
@@ -788,8 +780,9 @@ def _best_certificate(space, pen, W, candidates, opts, cache, target=None,
     return best
 
 
-def _higher_bound(best: Certificate | None, cert: Certificate) -> Certificate | None:
-    """``cert`` if its bound exceeds ``best``'s (or ``best`` is ``None``), else ``best``."""
-    if cert.bound is not None and (best is None or cert.bound > best.bound):
+def _higher_bound(best: Certificate | None, cert: Certificate | None) -> Certificate | None:
+    """``cert`` if its bound exceeds ``best``'s (or ``best`` is ``None``), else ``best``
+    (``cert`` ``None``: ``best``)."""
+    if cert is not None and cert.bound is not None and (best is None or cert.bound > best.bound):
         return cert
     return best

@@ -7,8 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from .certificate import Certificate, _row_trace_bound
+from .certificate import Certificate
 from .space import FactorSpace
+from .trace_bound import feasible_trace_bound
 
 
 def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[float | None, float]:
@@ -26,8 +27,11 @@ def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[f
     \text{bound} - \sum_k |\bar z_k|\,|b'_k - b_k|` (weak duality as in
     :func:`_row_anchor_certificate`, with :math:`b'`). A ``"trace-bound"`` certificate
     (:math:`\lambda_{\min}(S) \ge \mu`, :math:`\mu < 0`) takes :math:`\mu T` with
-    :math:`T \ge \mathrm{tr}\,G` on the rows' feasible set: relaxed, the rows give
-    :math:`T' \ge T` (:func:`_row_trace_bound` at :math:`b'`), and the bound falls by
+    :math:`T \ge \mathrm{tr}\,G` on the feasible set: relaxed, the rows give
+    :math:`T' \ge T` (:func:`~.trace_bound.feasible_trace_bound` with each row relaxed by its
+    violation, either way for an equality row: the least of an added row's and, for
+    ``"equality"`` and ``"shrink"``, the shortest paths', which the relaxation leaves as
+    they are), and the bound falls by
     :math:`|\mu|(T' - T)` more. So :math:`\rho = \sum_k |\bar z_k|\,|b'_k - b_k| +
     |\mu|(T' - T)`, and the point's objective is at least ``cert.bound - rho`` (its
     rounding aside): the point is feasible for the relaxed problem and within its stated
@@ -44,7 +48,7 @@ def point_bound(space: FactorSpace, cert: Certificate, W: np.ndarray) -> tuple[f
     if cert.trace_bound is not None and cert.lambda_min is not None:
         mu = cert.lambda_min - cert.rounding
         if mu < 0:
-            rho += -mu * (_row_trace_bound(space, K.rhs + r) - cert.trace_bound)
+            rho += -mu * (feasible_trace_bound(space, r)[0] - cert.trace_bound)
     return cert.bound - rho, rho
 
 
