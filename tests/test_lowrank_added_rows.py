@@ -236,7 +236,7 @@ def test_a_point_below_the_proven_bound_gives_way_to_one_that_is_not():
 @pytest.mark.parametrize("max_inner, added_rows, after", [
     (None, True, 6000), (1500, True, 1500), (None, False, 2000), (1500, False, 1500)])
 def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner, added_rows,
-                                                                       after):
+                                                                       after, monkeypatch):
     """The default L-BFGS cap is 2,000 on the kink envelope (n <= DenseLimits.eig) and
     6,000 on the Huber one (LowRankOptions.max_inner): once the kink is left with added
     rows, the Huber cap holds (docs/tuning.md, "the n = 800 check instance"); without
@@ -246,13 +246,14 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
 
     from sdpembed.lowrank import outer
 
+    monkeypatch.setattr(outer, "start_at_prices", lambda space, pen, nu, kv, rho: nu)
     left = []
     loop = SimpleNamespace(
         opts=SimpleNamespace(max_inner=max_inner), max_inner=max_inner or 2000, it=3,
         space=SimpleNamespace(K=np.ones((1, 3)) if added_rows else None),
         pen=SimpleNamespace(w=np.ones(3)), alm=SimpleNamespace(leave_kink=lambda: left.append(1)),
         _start_penalty=lambda: None, rho=np.ones(1) if added_rows else None, rho0=np.ones(1))
-    g = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]), 0.0)
+    g, _ = outer._OuterLoop._leave_kink(loop, np.array([2.0, -0.5, -3.0]), None, 0.0, None)
     assert left == [1]
     assert loop.max_inner == after
     # with added rows the stall rule's window restarts at the exit (outer iteration 3)
@@ -267,7 +268,8 @@ def test_leaving_the_kink_restores_the_huber_envelopes_subproblem_cap(max_inner,
     (0.0835, [27.0, 8.1], [27.0, 8.1]),     # links seed 0's: as it was
     (0.308, [2e5, 1.0], [1e6, 9.0]),        # within the cap, 1e6 times the start
 ])
-def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, rho, expected):
+def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, rho, expected,
+                                                                        monkeypatch):
     """On leaving the kink with its point violating the added rows by more than
     ``_KINK_ROWS_FAR`` (``dvu_scale``'s links row, link seed 3: 0.308; n = 1,200, 100 + 100
     rows, link seed 1: 0.1456), their penalty is raised ``_KINK_ROWS_RAISE`` times for the
@@ -278,12 +280,13 @@ def test_leaving_the_kink_far_from_the_added_rows_raises_their_penalty(k_viol, r
 
     from sdpembed.lowrank import outer
 
+    monkeypatch.setattr(outer, "start_at_prices", lambda space, pen, nu, kv, rho: nu)
     loop = SimpleNamespace(
         opts=SimpleNamespace(max_inner=None), max_inner=2000, it=3,
         space=SimpleNamespace(K=np.ones((2, 3))), pen=SimpleNamespace(w=np.ones(3)),
         alm=SimpleNamespace(leave_kink=lambda: None), _start_penalty=lambda: None,
         rho=np.array(rho), rho0=np.ones(2))
-    outer._OuterLoop._leave_kink(loop, np.zeros(3), k_viol)
+    outer._OuterLoop._leave_kink(loop, np.zeros(3), None, k_viol, None)
     assert outer._KINK_ROWS_FAR == 0.1 and outer._KINK_ROWS_RAISE == 9.0
     np.testing.assert_allclose(loop.rho, expected, rtol=1e-12)
 

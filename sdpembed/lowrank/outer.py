@@ -22,6 +22,7 @@ from .certificate import (
     verify_certificate,
 )
 from .dual_barrier import DualOptimum
+from .edge_price import start_at_prices
 from .equality_barrier import EqualityOptimum
 from .escape import escape_directions
 from .farkas import RayTest, _infeasible_or_failed
@@ -35,13 +36,7 @@ from .rigid import STOP_REASON, StalledEquality
 from .shrink import _GN_RANK, _SHRINK_NEAR, _SHRINK_ROUNDS, contract_violated, shrink_cap
 from .space import FactorSpace, _sv_ratio, _trim_rank
 from .spacing import TrySpacing
-from .stall import (
-    _LIFT_GAP,
-    _LIFT_GAP_SPARSE,
-    StallGrowth,
-    _null_direction,
-    _saturated,
-)
+from .stall import _LIFT_GAP, _LIFT_GAP_SPARSE, StallGrowth, _null_direction, _saturated
 from .sweep import warm_multipliers
 
 logger = logging.getLogger(__name__)
@@ -204,11 +199,14 @@ class _OuterLoop(StallGrowth, TrySpacing):
         return extrapolated(g, g_prev, self.mom,
                             self.pen.w if self.pen.mode == "interval" else np.inf)
 
-    def _leave_kink(self, g: np.ndarray, k_viol: float) -> np.ndarray:
+    def _leave_kink(self, g: np.ndarray, nu: np.ndarray, k_viol: float,
+                    kv: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
         r"""Switch ``interval_envelope="kink"`` to the Huber envelope once multipliers ``g``
         leave the box :math:`|y_e| \le w_e` (the equality problem's optimum is then not
         known to solve the interval one); returns ``g`` clipped to the box, the Huber
-        multipliers the solve goes on from at the Huber envelope's first penalty; with
+        multipliers the solve goes on from at the Huber envelope's first penalty, and the
+        linear multipliers ``nu`` with the added rows on graph edges started at their price
+        (:func:`~.edge_price.start_at_prices` at the rows' values ``kv``); with
         added rows the default subproblem cap becomes the Huber envelope's, ``_MAX_INNER``,
         and where the kink's point violates them by more than ``_KINK_ROWS_FAR``
         (``k_viol``) their penalty is raised ``_KINK_ROWS_RAISE`` times (within its cap);
@@ -225,7 +223,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
             self.rho = np.minimum(_KINK_ROWS_RAISE * self.rho, 1e6 * self.rho0)
         self.envelope = f"kink, then huber from outer iteration {self.it + 1}"
         self._start_penalty()
-        return np.clip(g, -pen.w, pen.w)
+        return np.clip(g, -pen.w, pen.w), start_at_prices(self.space, pen, nu, kv, self.rho)
 
     # ------------------------------------------------------------------ iterations
     def run(self) -> None:
@@ -311,7 +309,7 @@ class _OuterLoop(StallGrowth, TrySpacing):
         k_viol = space.K_violation(kv)
         left_kink = self.alm.on_kink and not pen.in_box(g)
         if left_kink:
-            g = self._leave_kink(g, k_viol)
+            g, nu_new = self._leave_kink(g, nu_new, k_viol, kv)
             self.g_prev, self.mom, self.mom_gap = None, 0, np.inf
         self.y = g
         self.nu = nu_new
