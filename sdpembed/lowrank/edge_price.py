@@ -31,9 +31,15 @@ their price").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..formulations.constraints import AffineGramConstraints
+
+if TYPE_CHECKING:
+    from .penalty import DistancePenalty
+    from .space import FactorSpace
 
 __all__ = ["edge_rows", "priced_rows", "start_at_prices"]
 
@@ -98,7 +104,7 @@ def priced_rows(z: np.ndarray, K: AffineGramConstraints, values: np.ndarray,
     return z
 
 
-def start_at_prices(space, pen, nu: np.ndarray, values: np.ndarray,
+def start_at_prices(space: FactorSpace, pen: DistancePenalty, nu: np.ndarray, values: np.ndarray,
                     rho: float | np.ndarray) -> np.ndarray:
     """The linear multipliers ``nu`` (of ``space``, a :class:`~.space.FactorSpace`) with the
     added rows' part through :func:`priced_rows` at the edges of ``pen`` (a

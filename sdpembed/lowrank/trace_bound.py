@@ -25,11 +25,16 @@ so both bounds hold there too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from ..formulations.gram import GramProblem
+
+if TYPE_CHECKING:
+    from .space import FactorSpace
 
 __all__ = ["feasible_trace_bound", "row_trace_bound", "shortest_path_trace_bound"]
 
@@ -55,7 +60,7 @@ def shortest_path_trace_bound(gp: GramProblem) -> float:
     return float(np.min((dist**2).sum(axis=1)))
 
 
-def row_trace_bound(space, slack: np.ndarray | None = None) -> float:
+def row_trace_bound(space: FactorSpace, slack: np.ndarray | None = None) -> float:
     r""":math:`T \ge \mathrm{tr}\,G` for every point feasible for the added rows, read from
     the rows alone (``inf`` where none bounds it).
 
@@ -94,7 +99,7 @@ def row_trace_bound(space, slack: np.ndarray | None = None) -> float:
     return T
 
 
-def feasible_trace_bound(space, slack: np.ndarray | None = None) -> tuple[float, str]:
+def feasible_trace_bound(space: FactorSpace, slack: np.ndarray | None = None) -> tuple[float, str]:
     r"""The least :math:`T \ge \mathrm{tr}\,G` over the feasible set of the problem on
     ``space`` that its hard rows give, and where it comes from (``"shortest paths"``, ``"an
     added row"``; ``(inf, "")`` where none bounds it): :func:`shortest_path_trace_bound`
