@@ -454,14 +454,23 @@ def test_a_face_the_cliques_do_not_expose_stalls_the_restoration_not_at_lower_ra
     assert np.linalg.matrix_rank(R @ R.T, tol=1e-8 * np.trace(R @ R.T)) == 3
 
 
+def _without_reduction(monkeypatch):
+    """The clique route alone: facial reduction (sdpembed.lowrank.reduction) finds the
+    whole face of seeds 90940 and 90521 and solves there first
+    (tests/test_lowrank_reduction.py); these tests keep the route it leaves to cliques."""
+    from sdpembed.lowrank import backend
+    monkeypatch.setattr(backend, "reduce_face", lambda gp: None)
+
+
 @pytest.mark.slow
-def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank():
+def test_a_restoration_stalled_on_the_face_is_retried_at_lower_rank(monkeypatch):
     """Seed 90940. Before (``time_limit`` 20 and 60): ``SolverFailedError`` ("face
     restoration stalled": the point restored onto the clique face to 1.2e-8, above
     tol**2; its objective -22.5741911, within 5e-7 of CSDP's). Now the stalled point's
     factor, cut to a lower rank, restores to rounding: ``optimal``, feasible, at CSDP's
     objective (1e-8), above the certified bound (the full solve's, gap 2e-7), which lies
     below CSDP's objective."""
+    _without_reduction(monkeypatch)
     f = _seed(90940)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InaccurateSolutionWarning)
@@ -497,12 +506,13 @@ def _solve_90521(max_outer):
 
 
 @pytest.mark.slow
-def test_seed_90521_certified_in_full_then_restored_at_lower_rank():
+def test_seed_90521_certified_in_full_then_restored_at_lower_rank(monkeypatch):
     """Seed 90521 (before: ``SolverFailedError``, the point restored onto the clique face
     to 1.6e-8, its objective -0.6736936 *below* CSDP's -0.6735900). The full solve
     certifies (outer 19); its point, restored onto the face to 1.9e-8 (above tol**2), is
     solved on further there and restored at rank 3, feasible to rounding, at CSDP's
     objective (1e-8)."""
+    _without_reduction(monkeypatch)
     rep = _solve_90521(200)
     assert rep.extra["stop_reason"] == "certified"
     assert rep.extra["face"]["lower_rank"]["rank"] == 3
@@ -512,7 +522,7 @@ def test_seed_90521_certified_in_full_then_restored_at_lower_rank():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("max_outer", [10, 18])
-def test_seed_90521_cut_short_then_certified_on_the_face(max_outer):
+def test_seed_90521_cut_short_then_certified_on_the_face(max_outer, monkeypatch):
     """Seed 90521, the full solve stopped by ``max_outer`` (what a loaded machine's
     wall-clock limit did to the test that ran with ``time_limit=60``: infeasibility
     4.6e-9): the face solve certifies and its point restores onto the face to within
@@ -520,6 +530,7 @@ def test_seed_90521_cut_short_then_certified_on_the_face(max_outer):
     Feasible to ``feas_tol`` (1e-6) as ``optimal`` promises, not to rounding: its objective
     lies below CSDP's optimum (1.4e-7 and 1.4e-6 relative) by no more than its violations
     buy at its own multipliers (``violation_worth``)."""
+    _without_reduction(monkeypatch)
     rep = _solve_90521(max_outer)
     assert rep.extra["stop_reason"] == "max_outer"
     face = rep.extra["face"]

@@ -36,6 +36,7 @@ from .farkas import farkas_certificate
 from .ipm_common import least_squares
 from .options import LowRankOptions
 from .penalty import objective_scale
+from .reduction import reduce_face, solve_on_reduced_face
 from .rigid import STOP_REASON as RIGID_STOP
 from .rigid import refuse_stalled
 from .row_worth import repaired_factor_worth, row_price
@@ -74,6 +75,33 @@ def _formulation_problem(formulation) -> tuple[GramProblem, np.ndarray | None, b
     return gp, formulation.reduced_basis, formulation.centroids == "explicit"
 
 
+
+
+def _reduced_face_first(gp: GramProblem, basis, nulls, opts: LowRankOptions,
+                        deadline: float) -> tuple[Any, dict | None]:
+    """Where equality rows within the exact check's size expose, by facial reduction
+    (:func:`~sdpembed.lowrank.reduction.reduce_face`), more of the cone than their
+    rank-deficient cliques do, the solve on that face first
+    (:func:`~sdpembed.lowrank.reduction.solve_on_reduced_face`): ``(result, record)``, the
+    result ``None`` where there is no such face or the solve on it does not certify (the
+    full solve then runs as without it); ``record`` (``extra["facial_reduction"]``) says
+    what was found and done, ``None`` where nothing was tried."""
+    if basis is not None or gp.distances != "equality" \
+            or gp.n > min(opts.dense_limits.eig, EXACT_CHECK):
+        return None, None
+    t0 = time.perf_counter()
+    rf = reduce_face(gp)
+    cliques = sum(N.shape[1] for _, _, N in nulls)
+    record: dict[str, Any] = {"seconds": time.perf_counter() - t0}
+    if rf is None or rf.U.shape[1] <= cliques:
+        record["found"] = None if rf is None else "no more than the cliques expose"
+        return None, record
+    record.update(rf.describe(), cliques=cliques)
+    solve_record: dict[str, Any] = {}
+    record["solve"] = solve_record
+    result = solve_on_reduced_face(gp, rf, opts, solve_record, deadline)
+    record["seconds"] = time.perf_counter() - t0
+    return result, record
 
 
 def _write_solution(formulation, gp: GramProblem, F: np.ndarray, lifted: bool) -> bool:
@@ -150,7 +178,14 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
     if nulls and gp.n <= min(opts.dense_limits.eig, EXACT_CHECK):
         first = dataclasses.replace(opts, time_limit=_FULL_SHARE * opts.time_limit)
     with _progress_table(verbose):
-        result = lowrank_solve(gp, basis=basis, options=first)
+        reduced, face_record = _reduced_face_first(gp, basis, nulls, opts, deadline)
+        if reduced is None:
+            if face_record is not None and face_record.get("seconds"):
+                first = dataclasses.replace(first, time_limit=max(
+                    first.time_limit - face_record["seconds"], 0.0))
+            result = lowrank_solve(gp, basis=basis, options=first)
+        else:
+            result = reduced
     cert = result.certificate
     extra: dict[str, Any] = {
         "rank": None,   # of the point returned: set once the face steps have chosen it
@@ -173,13 +208,19 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         "multipliers": (None if result.y is None else
                         {"y": np.asarray(result.y), "nu": np.asarray(result.nu)}),
     }
+    if face_record is not None:
+        extra["facial_reduction"] = face_record
+    if reduced is not None:
+        extra.update(certificate=face_record["solve"]["certificate"], certificate_check="exact",
+                     lower_bound=result.bound)
     # what to change, by why the loop stopped (solve_status.check_result's refusals say it)
     advice = _stop_advice(result, opts)
     if advice:
         extra["stop_advice"] = advice
     _refuse_diverged_without_point(gp, result, opts, formulation)
     _classify_infeasible(gp, basis, result, opts, formulation)
-    if result.status in ("optimal", "optimal_inaccurate") and basis is None:
+    if result.status in ("optimal", "optimal_inaccurate") and basis is None \
+            and reduced is None:
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)

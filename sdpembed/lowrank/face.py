@@ -334,9 +334,19 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
                      nulls: list[tuple[list[int], int, np.ndarray]], y: np.ndarray,
                      nu: np.ndarray, deadline: float | None = None,
                      skipped: list[str] | None = None,
-                     floor: float | None = None) -> FaceCertificate | None:
+                     floor: float | None = None,
+                     exposer: tuple[np.ndarray, np.ndarray] | None = None,
+                     cross: bool = False) -> FaceCertificate | None:
     r"""A lower bound on the optimum of the original problem (not only of the problem
     restricted to the face) from multipliers :math:`(y, \nu)` of the restricted problem.
+
+    ``exposer``: ``(z, F)``, the edge coefficients of an exposing matrix
+    :math:`W = \sum_e z_ea_ea_e^T` found otherwise (facial reduction,
+    :mod:`~sdpembed.lowrank.reduction`) and a factor with :math:`W \approx FF^T` (its range
+    :math:`U`'s), in place of the cliques' (``nulls`` is then not read); the lift below is
+    the same, and the exact check reads only :math:`z`. ``cross``: the multipliers moved
+    along the face adjoint's kernel to the least cross block
+    (:func:`_least_cross_multipliers`) rather than to the least norm.
 
     Why not the restricted problem's own bound: if every feasible :math:`G` lies on the
     face, both problems have one feasible set and one optimum, and the restricted bound
@@ -420,20 +430,28 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
         return None       # outside the dual domain: <H, G> <= 0 needs its multiplier >= 0
     r = Q.shape[1]
     M = space.dense_S(y, nu)                                  # P^T S P
+    if cross:
+        # the face's rows leave y free along the adjoint's kernel: take the y there whose
+        # S is nearest block-diagonal in [Q, U], so that the lift needs a small t
+        y = _least_cross_multipliers(gp, Q, U, y, M[:r, r:])
+        M = space.dense_S(y, nu)
     A, X, B = M[:r, :r], M[:r, r:], M[r:, r:]
-    # W = sum_K N_K N_K^T and its edge coefficients z
-    index: dict[tuple[int, int], int] = {}
-    for e, (i, j) in enumerate(np.asarray(gp.edges).tolist()):
-        index.setdefault((min(i, j), max(i, j)), e)
-    z = np.zeros(gp.edges.shape[0])
-    NP = []
-    for K, _, N in nulls:
-        Wk = N @ N.T
-        for a in range(len(K)):
-            for b in range(a + 1, len(K)):
-                z[index[(K[a], K[b])]] -= Wk[a, b]
-        NP.append(np.c_[Q, U][K].T @ N)                       # P^T N_K (rows of P on K)
-    NP = np.hstack(NP)
+    if exposer is not None:
+        z, NP = np.asarray(exposer[0], dtype=float), np.c_[Q, U].T @ exposer[1]
+    else:
+        # W = sum_K N_K N_K^T and its edge coefficients z
+        index: dict[tuple[int, int], int] = {}
+        for e, (i, j) in enumerate(np.asarray(gp.edges).tolist()):
+            index.setdefault((min(i, j), max(i, j)), e)
+        z = np.zeros(gp.edges.shape[0])
+        NP = []
+        for K, _, N in nulls:
+            Wk = N @ N.T
+            for a in range(len(K)):
+                for b in range(a + 1, len(K)):
+                    z[index[(K[a], K[b])]] -= Wk[a, b]
+            NP.append(np.c_[Q, U][K].T @ N)                   # P^T N_K (rows of P on K)
+        NP = np.hstack(NP)
     MW = NP @ NP.T                                            # P^T W P
     WUU = MW[r:, r:]
     w_min = float(np.linalg.eigvalsh(0.5 * (WUU + WUU.T))[0])
@@ -524,6 +542,31 @@ def _least_norm_multipliers(gp: GramProblem, Q: np.ndarray, y: np.ndarray
     K = Ur[:, rank:]
     y = np.asarray(y, dtype=float)
     return y - K @ (K.T @ y)
+
+
+def _least_cross_multipliers(gp: GramProblem, Q: np.ndarray, U: np.ndarray, y: np.ndarray,
+                             X: np.ndarray) -> np.ndarray:
+    r"""``y`` moved along the kernel of the face's adjoint (:func:`_least_norm_multipliers`:
+    :math:`Q^TS(y)Q` and the dual value on the face unchanged) to the least-squares zero of
+    the cross block :math:`X = Q^TS(y)U`: the lift of :func:`face_certificate` needs a weight
+    :math:`t` that grows as :math:`\|X\|^2`. Unchanged beyond :data:`DENSE_ADJOINT`
+    entries or where the kernel is empty."""
+    r, q = Q.shape[1], U.shape[1]
+    i, j = np.asarray(gp.edges).T
+    m = i.size
+    if m * max(r * (r + 1) // 2, r * q) > DENSE_ADJOINT:
+        return y
+    EQ, EU = Q[i] - Q[j], U[i] - U[j]
+    iu = np.triu_indices(r)
+    R = (EQ[:, iu[0]] * EQ[:, iu[1]]) * np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0))
+    Ur, sv, _ = np.linalg.svd(R, full_matrices=True)
+    rank = int(np.sum(sv > 1e-10 * max(float(sv[0]), 1e-300))) if sv.size else 0
+    K = Ur[:, rank:]
+    if not K.shape[1]:
+        return y
+    cross = (EQ[:, :, None] * EU[:, None, :]).reshape(m, r * q)   # rows vec(Q^T a_e a_e^T U)
+    c = np.linalg.lstsq(cross.T @ K, -np.asarray(X, dtype=float).ravel(), rcond=1e-12)[0]
+    return np.asarray(y, dtype=float) + K @ c
 
 
 #: up to this many points the lifted certificate is checked in exact arithmetic
