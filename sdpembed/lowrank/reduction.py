@@ -59,6 +59,7 @@ from .certificate import relative_gap
 from .face import ROUNDING_FLOOR, face_certificate, restore_on_face
 from .lmi_lp import rank_one_lmi_lp
 from .options import LowRankOptions
+from .result import LowRankResult
 from .solve import lowrank_solve
 from .space import FactorSpace
 
@@ -145,7 +146,7 @@ _FACE_SHARE = 0.5
 
 
 def solve_on_reduced_face(gp: GramProblem, rf: ReducedFace, opts: LowRankOptions,
-                          record: dict, deadline: float):
+                          record: dict, deadline: float) -> LowRankResult | None:
     r"""The solve on the face ``rf`` from the start (``lowrank_solve(gp, basis=rf.Q)``),
     where the restricted problem has a strictly feasible point; its point restored onto the
     constraints (on the face, :func:`~sdpembed.lowrank.face.restore_on_face`, or where that
