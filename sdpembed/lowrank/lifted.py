@@ -8,10 +8,10 @@ from .certificate import _LIFTED, CertificateCache, _certificate_from_eig, _lift
 from .repair import _past, lift_multipliers
 from .sparse_slack import EigenStop, FactorTimes
 
-#: the second, two-sided lift (``both_ways``) is made only where the first one's certified
-#: gap is at most this factor times ``tol``: it lowered that gap by 1-26 % where measured,
-#: never by the third a larger factor needs, at two to three times the first lift's time
-#: (docs/tuning.md, "Instances with n <= 600, fifteenth round")
+#: the second lift is made only where the first one's certified gap is at most this factor
+#: times ``tol``: two-sided (``both_ways``, n <= ``DenseLimits.eig``) it lowered that gap by
+#: 1-26 % where measured, never by the third a larger factor needs, at two to three times
+#: the first lift's time (docs/tuning.md, "Instances with n <= 600, fifteenth round")
 _SECOND_LIFT = 1.5
 
 #: where the best certificate is dual-feasible (its :math:`\lambda_{\min} \ge 0`), a lift
@@ -41,9 +41,12 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
     ``deadline``; none is started after it, and no factorisation of a round's block that
     ``cache.late`` says would end past the time limit (:func:`~.certificate.certify`'s
     rule). When its certificate misses ``tol`` against
-    ``p_best`` by at most ``_SECOND_LIFT`` times ``tol``, a second lift from the same
-    candidate also lowers multipliers (``both_ways``); the higher bound of the two is
-    returned.
+    ``p_best`` by at most ``_SECOND_LIFT`` times ``tol``, a second lift is made: for n <=
+    ``DenseLimits.eig`` from the same candidate, also lowering multipliers (``both_ways``);
+    above, where each round is a shift-invert block, onward from the first lift's
+    multipliers, raising only (more rounds of the same lift: there the lowered edges
+    bought nothing and the restart paid the first lift's rounds again, docs/tuning.md,
+    "9,298 seed 1: the failed first attempt"). The higher bound of the two is returned.
     """
     if (_past(deadline) or pen.mode != "interval" or space.Q is not None
             or space.dim > space.limits.lift or (gap is not None and gap <= opts.tol)
@@ -67,20 +70,31 @@ def _lifted_certificate(space, pen, certificate, gap, best_bound, candidates, op
                   and lam.size >= k_all), None)
     if pairs is not None and np.any(np.abs(y_s) > pen.w):
         pairs = None  # the lift clips y into the box first: other eigenpairs
-    cert = None
-    for both_ways in (False, True):
+    cert, sparse = None, space.dim > space.limits.eig
+    y_l = eig = None
+    for second in (False, True):
         # the second lift only where the first came within _SECOND_LIFT times tol
         if cert is not None and (_past(deadline) or (cert.bound is not None and not (
                 opts.tol < relative_gap(p_best, cert.bound) <= _SECOND_LIFT * opts.tol))):
             break
+        # sparse: onward from the first lift's multipliers (its last lambda_min places the
+        # first block's shift), raising only, and only while their own bound stays above the
+        # first lift's certificate; dense: from the candidate, both ways
+        onward = second and sparse and y_l is not None
+        if onward and not eig.value < 0:
+            break       # S already PSD at the first lift's multipliers: raising only costs
+        floor = max((b for b in (best_bound, cert and cert.bound) if b is not None),
+                    default=None) if onward else best_bound
         # stop lifting once the shift proves half the gap tolerance (a margin for the check)
         times = FactorTimes(first=cache.factor_estimate())
         try:
-            y_l, eig = lift_multipliers(space, pen, y_s, nu_s, floor=best_bound,
-                                        eigenpairs=pairs,
+            y_l, eig = lift_multipliers(space, pen, y_l if onward else y_s, nu_s,
+                                        floor=floor,
+                                        eigenpairs=None if onward else pairs,
+                                        guess=eig.value if onward else None,
                                         target=p_best - 0.5 * opts.tol * abs(p_best),
                                         mu0=-np.inf if cache.mu0 is None else cache.mu0,
-                                        deadline=deadline, both_ways=both_ways,
+                                        deadline=deadline, both_ways=second and not onward,
                                         late=cache.late, times=times)
         except EigenStop:     # its first block would end past the time limit, or failed
             break

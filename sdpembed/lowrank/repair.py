@@ -417,6 +417,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
                      n_edges: int | None = None, n_lowered: int = 250, rounds: int = 6,
                      min_block: int | None = None,
                      eigenpairs: tuple[np.ndarray, np.ndarray] | None = None,
+                     guess: float | None = None,
                      target: float | None = None, mu0: float | None = None,
                      deadline: float = np.inf,
                      near_shifts: bool = True,
@@ -472,7 +473,10 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
     ``eigenpairs``: the bottom ``(Λ, X)`` of :math:`S(y,\nu)` on :math:`\mathbf 1^\perp`
     (at least ``n_eig`` of them, or n - 1), already computed for this ``y``
     (:func:`certify` keeps them), used for the first round instead of a new
-    eigendecomposition. Returns the new multipliers and
+    eigendecomposition. ``guess``: without ``eigenpairs``, an estimate of
+    :math:`\lambda_{\min}` at ``y`` (e.g. a previous lift's last one) below which the first
+    round's shift-invert block is shifted (``spectrum._bottom``'s ``guess``; without it, a
+    coarse Lanczos run places the shift). Returns the new multipliers and
     the dense smallest eigenpair of their :math:`S` (:class:`EigenEstimate`).
     ``both_ways``: each round also lets up to ``n_lowered`` edges with room below
     (:math:`y_e > -w_e`) fall, :math:`\delta_e \le 0`, gaining :math:`|\delta_e|\bar D_e`
@@ -545,7 +549,7 @@ def lift_multipliers(space: FactorSpace, pen: DistancePenalty, y: np.ndarray, nu
             # the lift only added PSD terms: the last lambda_min is a lower bound (Weyl);
             # not after a round that lowered multipliers
             weyl = r > 0 and near_shifts and not lowered
-            args = dict(guess=None if r == 0 else float(lam[0]),
+            args = dict(guess=guess if r == 0 else float(lam[0]),
                         lower=float(lam[0]) if weyl else None,
                         raise_shift=near_shifts, late=late, times=times)
             try:
