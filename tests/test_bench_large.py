@@ -261,3 +261,35 @@ def test_usage_counts_the_programs_a_child_ran():
     subprocess.run([sys.executable, "-c", "s = 0\nfor i in range(3 * 10**7): s += i"],
                    check=True)
     assert usage()["cpu_s"] - before >= 0.5
+
+
+def test_scale_rows_are_told_apart_and_the_snr_row_runs_alone(tmp_path, monkeypatch,
+                                                              usps_path):
+    """``lowrank_scale.toml``: no two rows share the key ``--resume`` and the table go by
+    (a row sharing its key with another would be skipped as done); ``--only tan2500-snr8``
+    runs that row alone: the tangent row's data, graph and slack with the SNR constraint,
+    which its problem (built at 60 digits here) carries."""
+    import tomllib
+
+    spec = tomllib.loads((bench.HERE / "benchmarks" / "lowrank_scale.toml").read_text())
+    keys = [(r["method"], r["n"], b, r.get("basis_rank"), bench._variant(r, b, spec))
+            for r in spec["run"] for b in r["backends"]]
+    assert len(set(keys)) == len(keys)
+    calls = []
+    monkeypatch.setattr(bench, "_baseline_knn", lambda spec, n: 0.5)
+    monkeypatch.setattr(bench, "_run_one", lambda spec, run, backend, timeout: calls.append(
+        run) or {"method": run["method"], "n": run["n"], "backend": backend,
+                 "variant": bench._variant(run, backend, spec), "status": "optimal"})
+    bench.main(["lowrank_scale", "--only", "tan2500-snr8", "--results", str(tmp_path)])
+    assert len(calls) == 1
+    row = calls[0]
+    paper = next(r for r in spec["run"] if r["n"] == 2500 and not r.get("name")
+                 and r.get("graph", {}).get("metric") == "tangent"
+                 and "n_neighbors" not in r["graph"])
+    assert {k: row[k] for k in ("method", "n", "slack_weight", "data", "graph")} == \
+        {k: paper[k] for k in ("method", "n", "slack_weight", "data", "graph")}
+    assert row["dvu"] == {"snr": 8.0} and "dvu" not in paper
+    small = {**row, "n": 60}
+    X, _, y_obs, _, graph = bench._instance(spec, small)
+    gp = bench._formulation(spec, small, X, y_obs, graph).current_problem()
+    assert gp.snr == 8.0 and gp.icv is not None and gp.bcv is not None
