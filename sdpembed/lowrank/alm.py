@@ -199,7 +199,10 @@ class _ALM:
             the coordinates are not points).
             Added rows :math:`\langle A_k, G\rangle` enter the same way
             (:func:`_rows_blocks`): their multipliers :math:`g_k` on the diagonal and
-            their Gauss-Newton term where they are active."""
+            their Gauss-Newton term where they are active; the SNR row's term
+            :math:`g_s\langle H, G\rangle` (:math:`g_s = \max(0, \nu_h + \sigma_h\langle
+            H, WW^T\rangle)`) by :math:`2g_s` times the diagonal of :math:`H`, which the
+            objective's diagonal alone leaves out where :math:`g_s` is large."""
             n_, k_ = shape
             i_, j_ = sp_.gp.edges.T
             deg_g = np.bincount(i_, weights=g, minlength=n_) + np.bincount(j_, weights=g,
@@ -208,6 +211,10 @@ class _ALM:
             blocks = sp_.point_blocks(Z, 4.0 * d2)   # kept: the previous apply's is lost
             if K is not None:
                 diag += 2.0 * _rows_blocks(K, W, k_multipliers(W), rho, blocks)
+            if sp_.H is not None:
+                gs = max(0.0, nu_h + sigma_h * float(np.sum(W * sp_.apply_H(W))))
+                if gs > 0:
+                    diag += 2.0 * gs * sp_.H.diag
             floor = 1e-3 * max(float(np.mean(np.abs(diag))), 1e-300)
             blocks[:, np.arange(k_), np.arange(k_)] += np.maximum(diag, floor)[:, None]
             inv = sp_.invert_blocks(blocks)
