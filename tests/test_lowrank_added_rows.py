@@ -58,6 +58,19 @@ def test_rows_blocks_are_the_hessian_diagonal_blocks(seed):
     assert K.row_points is pattern
 
 
+def point_blocks(hv, minv, n: int, r: int, a: int) -> tuple[np.ndarray, np.ndarray]:
+    """Point ``a``'s r x r diagonal blocks of the Hessian (product ``hv``) and of the
+    preconditioner (its inverse applied by ``minv``), column by column on unit vectors."""
+    H_a = np.empty((r, r))
+    M_inv_a = np.empty((r, r))
+    for c in range(r):
+        e = np.zeros((n, r))
+        e[a, c] = 1.0
+        H_a[:, c] = hv(e.ravel()).reshape(n, r)[a]
+        M_inv_a[:, c] = minv(e.ravel()).reshape(n, r)[a]
+    return H_a, np.linalg.inv(M_inv_a)
+
+
 @pytest.fixture(scope="module")
 def linked(partial_digits):
     """DVU on 40 digits with two must-link rows, a cannot-link row and an equality, its space
@@ -113,14 +126,7 @@ def test_newton_preconditioner_blocks_include_the_added_rows(linked, monkeypatch
     minv = captured["precond_at"](x)
     floored = 0
     for a in range(n):
-        H_a = np.empty((r, r))
-        M_inv_a = np.empty((r, r))
-        for c in range(r):
-            e = np.zeros((n, r))
-            e[a, c] = 1.0
-            H_a[:, c] = hv(e.ravel()).reshape(n, r)[a]
-            M_inv_a[:, c] = minv(e.ravel()).reshape(n, r)[a]
-        M_a = np.linalg.inv(M_inv_a)
+        H_a, M_a = point_blocks(hv, minv, n, r, a)
         # where the diagonal term is below the floor, M_a has the floor there instead
         shift = float(np.mean(np.diag(M_a - H_a)))
         floored += shift > 1e-5 * np.abs(H_a).max()

@@ -8,19 +8,25 @@ from sdpembed.formulations.constraints import AffineGramConstraints
 from sdpembed.lowrank.edge_price import edge_rows, priced_rows
 
 
-@pytest.fixture(scope="module")
-def edged(partial_digits):
-    """DVU on 40 digits and rows written on its graph's edges: ``(f, gp, rows, e, pair)``."""
+def _dvu_on_edges(partial_digits, n: int):
+    """DVU on ``n`` digits (3 classes): ``(f, edges, targets, G, sq)`` with ``sq(a, b)`` the
+    squared distance of points a and b written on the Gram expression ``G``."""
     from sdpembed.formulations import dvu
 
-    X, y, graph, _ = partial_digits(40, n_class=3)
+    X, y, graph, _ = partial_digits(n, n_class=3)
     f = dvu(graph, y, centroids="eliminated")
     gp0 = f.current_problem()
-    E, t = np.asarray(gp0.edges), np.asarray(gp0.target)
     G = f.expressions["gram"]
 
     def sq(a, b):
         return G[a, a] + G[b, b] - 2 * G[a, b]
+    return f, np.asarray(gp0.edges), np.asarray(gp0.target), G, sq
+
+
+@pytest.fixture(scope="module")
+def edged(partial_digits):
+    """DVU on 40 digits and rows written on its graph's edges: ``(f, gp, rows, e, pair)``."""
+    f, E, t, G, sq = _dvu_on_edges(partial_digits, 40)
     edge_set = {tuple(sorted(map(int, p))) for p in E}
     pair = next((a, b) for a in range(40) for b in range(a + 1, 40) if (a, b) not in edge_set)
     e = [0, 1, 2, 3, 4, 5]
@@ -97,17 +103,9 @@ def test_rows_on_edges_solved_to_the_conic_optimum(partial_digits, monkeypatch):
     every such edge ends at its slope :math:`y_e = -\\mathrm{sign}(c)w_e` (1e-6), the row
     holding it: the price is the edge's part of the row's multiplier."""
     from sdpembed import solve
-    from sdpembed.formulations import dvu
     from sdpembed.lowrank import edge_price
 
-    X, y, graph, _ = partial_digits(60, n_class=3)
-    f = dvu(graph, y, centroids="eliminated")
-    gp0 = f.current_problem()
-    E, t = np.asarray(gp0.edges), np.asarray(gp0.target)
-    G = f.expressions["gram"]
-
-    def sq(a, b):
-        return G[a, a] + G[b, b] - 2 * G[a, b]
+    f, E, t, _, sq = _dvu_on_edges(partial_digits, 60)
     f = f.with_constraints([sq(*E[k]) <= 0.3 * t[k] for k in (0, 2, 4)]
                            + [sq(*E[k]) >= 3.0 * t[k] for k in (1, 3)])
     seen = []

@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 
+from tests.test_lowrank_added_rows import point_blocks
+
 
 @pytest.fixture(scope="module")
 def snr_alm(partial_digits):
@@ -66,14 +68,7 @@ def test_newton_preconditioner_blocks_include_the_snr_term(snr_alm, monkeypatch,
     minv = captured["precond_at"](x)
     scale = max(float(np.abs(2.0 * gs * space.H.diag).max()), 1.0)
     for a in range(n):
-        H_a = np.empty((r, r))
-        M_inv_a = np.empty((r, r))
-        for c in range(r):
-            e = np.zeros((n, r))
-            e[a, c] = 1.0
-            H_a[:, c] = hv(e.ravel()).reshape(n, r)[a]
-            M_inv_a[:, c] = minv(e.ravel()).reshape(n, r)[a]
-        M_a = np.linalg.inv(M_inv_a)
+        H_a, M_a = point_blocks(hv, minv, n, r, a)
         left_out = (2.0 * (_low_rank_block(space.C, a) + gs * _low_rank_block(space.H, a))
                     * np.eye(r) + 4.0 * sigma_h * np.outer(HW[a], HW[a]))
         np.testing.assert_allclose(M_a, H_a - left_out, rtol=1e-5,
