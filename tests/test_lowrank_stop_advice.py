@@ -134,7 +134,9 @@ def test_an_equality_stall_below_tol_advises_shrink_not_rank_or_a_backend():
         assert "clique" not in said
     # where the face route solved on a clique face too, the advice names that face
     said = _stop_advice(_creeping("max_outer"), opts, distances="equality", cliques=14)
-    assert "14 cliques" in said and "below the cliques'" in said
+    assert "14 cliques of the graph expose," in said and "below the cliques'" in said
+    said = _stop_advice(_creeping("max_outer"), opts, distances="equality", cliques=1)
+    assert "1 clique of the graph exposes," in said
     assert "distances='shrink'" in said and "Raise rank" not in said
     # the generic call (no certificate at all) says the same on this class
     said = _stop_advice(_creeping("max_outer"), opts, generic=True, distances="equality")

@@ -371,7 +371,8 @@ def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False,
         below = _stalled_below_tol(result, opts) if distances == "equality" else None
         if below is not None:
             face = (f" The face that {cliques} clique{'s' if cliques != 1 else ''} of the "
-                    "graph expose, solved on too, is degenerate as well: the feasible set "
+                    f"graph expose{'' if cliques != 1 else 's'}, solved on too, is degenerate "
+                    "as well: the feasible set "
                     "lies on a face below the cliques'." if cliques else "")
             return (f"LOWRANK stopped {where} with its cheap gap below tol = {opts.tol:g} "
                     f"(between {below[0]:.2g} and {below[1]:.2g} over its last "
