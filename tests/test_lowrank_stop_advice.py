@@ -107,3 +107,60 @@ def test_a_cycling_stop_is_refused_with_the_rank_to_raise(monkeypatch):
     assert "raise max_outer" not in said and "Raise the time" not in said
     # the refusal is right: its point is far above the optimum (CSDP -0.5599558)
     assert info.value.objective > 1.0 and info.value.bound < -0.5599558
+
+
+#: scikit-learn's seed-42 MVU instance (docs/tuning.md, "scikit-learn's seed-42 MVU
+#: instance: a face far below the cliques'"): its cheap gap creeps below tol (outers 37-200)
+#: while the residual creeps just above feas_tol; neither is halved within a window
+_BELOW = [3e-2, 4e-3, 6e-4, 1.1e-4] + [9.96e-5 - 1e-7 * i for i in range(_PROGRESS_WINDOW + 6)]
+_CREEP = [1e-3, 2e-4, 5e-5, 1.0e-5] + [1.6e-6 - 1e-8 * i for i in range(_PROGRESS_WINDOW + 6)]
+
+
+def _creeping(stop, residuals=_CREEP, gaps=_BELOW, rank=9):
+    res = _result(stop, gaps, rank=rank)
+    for e, r in zip(res.history, residuals, strict=True):
+        e["residual"] = r
+    return res
+
+
+def test_an_equality_stall_below_tol_advises_shrink_not_rank_or_a_backend():
+    opts = LowRankOptions()   # tol 1e-4, feas_tol 1e-6: neither ever reached together
+    for stop in ("max_outer", "time_limit"):
+        said = _stop_advice(_creeping(stop), opts, distances="equality")
+        assert "distances='shrink'" in said and "no strictly feasible point" in said
+        assert "Raise rank" not in said and "Raise max_rank" not in said
+        assert "(CLARABEL, CSDP)" not in said and "raise max_outer" not in said
+        assert "below tol = 0.0001" in said and f"({_CREEP[-1]:.2g})" in said
+        assert "clique" not in said
+    # where the face route solved on a clique face too, the advice names that face
+    said = _stop_advice(_creeping("max_outer"), opts, distances="equality", cliques=14)
+    assert "14 cliques of the graph expose," in said and "below the cliques'" in said
+    said = _stop_advice(_creeping("max_outer"), opts, distances="equality", cliques=1)
+    assert "1 clique of the graph exposes," in said
+    assert "distances='shrink'" in said and "Raise rank" not in said
+    # the generic call (no certificate at all) says the same on this class
+    said = _stop_advice(_creeping("max_outer"), opts, generic=True, distances="equality")
+    assert "distances='shrink'" in said and "Raise rank" not in said
+
+
+def test_the_generic_advice_stays_outside_that_class():
+    opts = LowRankOptions()
+    # other distances: the same history keeps the rank advice (no "shrink" to offer)
+    for mode in ("interval", "quadratic", "shrink", ""):
+        said = _stop_advice(_creeping("max_outer"), opts, distances=mode)
+        assert "Raise rank" in said and "distances='shrink'" not in said
+    # a cheap gap above tol in the window: the factor's rank may be what is short
+    above = [g * 2.0 for g in _BELOW]
+    said = _stop_advice(_creeping("max_outer", gaps=above), opts, distances="equality")
+    assert "Raise rank" in said and "distances='shrink'" not in said
+    # the residual at the loop's feasibility target: the point is not kept off the rows
+    said = _stop_advice(_creeping("max_outer", residuals=[1e-7] * len(_CREEP)), opts,
+                        distances="equality")
+    assert "Raise rank" in said and "distances='shrink'" not in said
+    # still progressing (the residual halves within the window): raise the limit
+    falling = _CREEP[:4] + [1e-5 * 0.7 ** i for i in range(_PROGRESS_WINDOW + 6)]
+    said = _stop_advice(_creeping("max_outer", residuals=falling), opts, distances="equality")
+    assert "raise max_outer" in said and "distances='shrink'" not in said
+    # a certified stop keeps its own advice
+    said = _stop_advice(_creeping("certified"), opts, distances="equality")
+    assert "feas_tol" in said and "distances='shrink'" not in said

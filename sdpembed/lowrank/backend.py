@@ -214,14 +214,19 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
         extra.update(certificate=face_record["solve"]["certificate"], certificate_check="exact",
                      lower_bound=result.bound)
     # what to change, by why the loop stopped (solve_status.check_result's refusals say it)
-    advice = _stop_advice(result, opts)
+    advice = _stop_advice(result, opts, distances=gp.distances)
     if advice:
         extra["stop_advice"] = advice
     _refuse_diverged_without_point(gp, result, opts, formulation)
     _classify_infeasible(gp, basis, result, opts, formulation)
     if result.status in ("optimal", "optimal_inaccurate") and basis is None \
             and reduced is None:
+        loop = result
         result = _on_exposed_face(gp, result, opts, extra, nulls, deadline)
+        cliques = (extra.get("face") or {}).get("cliques")
+        if advice and cliques:   # the advice names the face the route solved on too
+            extra["stop_advice"] = _stop_advice(loop, opts, distances=gp.distances,
+                                                cliques=cliques)
         _refuse_stalled_on_face(gp, result, opts, extra, formulation)
         result = _restored_below_bound(gp, result, opts, extra)
     refuse_stalled(gp, result, opts, formulation, len(nulls))
@@ -258,7 +263,8 @@ def _solve_backend(formulation, verbose: bool = False, **options) -> SolveReport
                                 "certified (" + extra["certificate"] + ")")
         else:
             extra["message"] = ("stopped without a certificate (" + extra["certificate"]
-                                + "). " + _stop_advice(result, opts, generic=True))
+                                + "). " + _stop_advice(
+                                    result, opts, generic=True, distances=gp.distances))
     t1 = time.perf_counter()
     wrote = _write_solution(formulation, gp, result.factor, lifted)
     extra["wrote_variables"] = wrote
@@ -317,7 +323,23 @@ def _no_progress(history: list[dict]) -> tuple[float, float] | None:
     return (min(gaps), max(gaps)) if gaps else None
 
 
-def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False) -> str:
+def _stalled_below_tol(result: Any, opts: LowRankOptions) -> tuple[float, float, float] | None:
+    """The lowest and highest cheap gap of the last ``_PROGRESS_WINDOW`` outer iterations
+    and the last residual, where those iterations made no progress (:func:`_no_progress`),
+    every cheap gap among them is at or below ``tol`` and the last residual is above the
+    loop's feasibility target ``max(feas_tol, 1e-2 tol)``: a bound already within ``tol``
+    at a point that does not reach the constraints, so never certified; else ``None``."""
+    stuck = _no_progress(result.history)
+    if stuck is None or not stuck[1] <= opts.tol:
+        return None
+    last = _finite(result.history[-1].get("residual"))
+    if last is None or not last > max(opts.feas_tol, 1e-2 * opts.tol):
+        return None
+    return stuck[0], stuck[1], last
+
+
+def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False,
+                 distances: str = "", cliques: int | None = None) -> str:
     r"""What to change, given why the outer loop stopped (``result.stop_reason``): one or
     more sentences for :func:`sdpembed.solve_status.check_result`'s refusals
     (``extra["stop_advice"]``), or ``""`` where the stop says nothing (a reduced basis's
@@ -330,6 +352,12 @@ def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False) -> st
       (:func:`_no_progress`: a factor of too low a rank cycles at a cheap gap that is a
       bound only where :math:`S(y) \succeq 0`): more of them repeat it; raise ``rank``
       (or ``max_rank`` where the factor is at it).
+    * The same with ``distances == "equality"``, every cheap gap of that window at or
+      below ``tol`` and the residual still above the loop's feasibility target
+      (:func:`_stalled_below_tol`): the equality distances' feasible set is a degenerate
+      face (no strictly feasible point; ``cliques``: the cliques whose face the route
+      also solved on), which neither the rank nor an interior-point backend changes;
+      ``distances="shrink"`` is strictly feasible and certifies.
     * ``"certified"``: the loop ended at a certified gap, so more time or iterations
       are not used; ``feas_tol`` is what moves the point.
     * The stalled-violation rule (:mod:`~sdpembed.lowrank.rigid`): no strictly feasible
@@ -340,6 +368,21 @@ def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False) -> st
         where = (f"at its time limit (time_limit = {opts.time_limit:g} s, after {its})"
                  if why == "time_limit" else f"at max_outer = {opts.max_outer}")
         stuck = _no_progress(result.history)
+        below = _stalled_below_tol(result, opts) if distances == "equality" else None
+        if below is not None:
+            face = (f" The face that {cliques} clique{'s' if cliques != 1 else ''} of the "
+                    f"graph expose{'' if cliques != 1 else 's'}, solved on too, is degenerate "
+                    "as well: the feasible set "
+                    "lies on a face below the cliques'." if cliques else "")
+            return (f"LOWRANK stopped {where} with its cheap gap below tol = {opts.tol:g} "
+                    f"(between {below[0]:.2g} and {below[1]:.2g} over its last "
+                    f"{_PROGRESS_WINDOW} outer iterations) while its residual stayed above "
+                    f"feas_tol = {opts.feas_tol:g} ({below[2]:.2g}), falling by less than "
+                    "half: the equality distances leave (numerically) no strictly feasible "
+                    "point, a degenerate face where no finite multipliers certify the point: "
+                    "more time, a higher rank or an interior-point backend do not change that."
+                    f"{face} Use distances='shrink' (each distance at most its target: "
+                    "strictly feasible, it certifies).")
         if stuck is None:
             still = (" while its gaps were still falling"
                      if len(result.history) > _PROGRESS_WINDOW else "")
