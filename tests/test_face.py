@@ -162,10 +162,10 @@ def test_the_lifted_face_certificate_holds_in_the_original_problem():
     it."""
     from fractions import Fraction
 
-    from sdpembed.lowrank.certificate import _trace_bound_equality
     from sdpembed.lowrank.face import clique_null_vectors, face_basis, face_certificate
     from sdpembed.lowrank.options import LowRankOptions
     from sdpembed.lowrank.solve import lowrank_solve
+    from sdpembed.lowrank.trace_bound import shortest_path_trace_bound
 
     f = _seed383()
     gp = f.meta["gram_problem"]
@@ -209,7 +209,7 @@ def test_the_lifted_face_certificate_holds_in_the_original_problem():
             r = M[a][k] / M[k][k]
             for b in range(k + 1, n - 1):
                 M[a][b] -= r * M[k][b]
-    T = _trace_bound_equality(gp)
+    T = shortest_path_trace_bound(gp)
     dual = -sum(w_e * Fraction(float(d)) for w_e, d in zip(w, gp.target))
     assert Fraction(cert.bound) <= dual + min(mu, Fraction(0)) * Fraction(T) \
         + Fraction(1, 10**12)

@@ -26,6 +26,7 @@ from sdpembed.formulations.dvu import dvu, dvu_problem
 from sdpembed.formulations.gram import centering_basis, laplacian_basis
 from sdpembed.formulations.mvu import mvu, mvu_problem
 from sdpembed.graphs import NeighborhoodGraph, knn_graph
+from sdpembed.lowrank.trace_bound import shortest_path_trace_bound
 from sdpembed.recovery import (
     embedding_from_factor,
     embedding_from_gram,
@@ -495,7 +496,7 @@ def test_scaled_certificate_beats_the_trace_bound_on_mvu(digits):
     opt = solve(mvu(graph), solver="CLARABEL").objective
     assert cert.bound <= opt + BOUND_SLACK * abs(opt)
     trace_bound = -pen.conjugate(y) \
-        + cert.lambda_min * lowrank.certificate._trace_bound_equality(gp)
+        + cert.lambda_min * shortest_path_trace_bound(gp)
     assert cert.bound > trace_bound
     # the scaled bound is exactly -phi*(y) / (1 + mu) up to the rounding margin
     assert cert.bound == pytest.approx(-pen.conjugate(y) / (1 + cert.lambda_min), rel=1e-9)

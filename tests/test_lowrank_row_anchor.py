@@ -11,6 +11,7 @@ import sdpembed.lowrank.certificate as certificate
 import sdpembed.lowrank.point_bound as point_bound
 from problems.issue_claims import blobs30
 from sdpembed.formulations.dvu import min_bounded_slack_weight
+from sdpembed.lowrank.trace_bound import row_trace_bound
 from tests.test_lowrank_row_trace_bound import certified_with_bounds
 
 
@@ -88,7 +89,7 @@ def test_the_point_bound_is_the_bound_less_the_priced_violations():
     assert rho == pytest.approx(1.75)
     assert bound == pytest.approx(-0.75)
     # a trace-bound certificate (mu < 0, T from the trace row) falls by |mu| (T' - T) more
-    T = certificate._row_trace_bound(space)
+    T = row_trace_bound(space)
     tb = certificate.Certificate(1.0, -0.1, "trace-bound", y=np.zeros(1), nu=cert.nu,
                                  trace_bound=T)
     assert point_bound.point_bound(space, tb, W)[1] == pytest.approx(1.75 + 0.1 * 0.5)

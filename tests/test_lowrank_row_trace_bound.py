@@ -6,9 +6,9 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
-import sdpembed.lowrank.certificate as certificate
 from problems.issue_claims import blobs30
 from sdpembed.formulations.dvu import min_bounded_slack_weight
+from sdpembed.lowrank.trace_bound import row_trace_bound
 
 
 def certified_with_bounds(f, quiet_solve, made, slack):
@@ -48,6 +48,6 @@ def test_the_row_trace_bound_reads_diagonal_rows_only():
     rows = [cp.trace(G) <= 7.0, 2 * G[0, 0] + cp.trace(G) <= 9.0, G[0, 1] <= 1.0]
     gp = f.with_constraints(rows).current_problem()
     # trace(G) <= 7 gives 7; 3 G00 + sum_(i>0) G_ii <= 9 gives 9 (c = 1); G01 bounds nothing
-    assert certificate._row_trace_bound(FactorSpace(gp)) == pytest.approx(7.0)
+    assert row_trace_bound(FactorSpace(gp)) == pytest.approx(7.0)
     gp1 = f.with_constraints([G[0, 1] <= 1.0, G[0, 0] <= 1.0]).current_problem()
-    assert certificate._row_trace_bound(FactorSpace(gp1)) == np.inf
+    assert row_trace_bound(FactorSpace(gp1)) == np.inf

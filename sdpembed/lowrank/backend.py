@@ -323,13 +323,14 @@ def _no_progress(history: list[dict]) -> tuple[float, float] | None:
     return (min(gaps), max(gaps)) if gaps else None
 
 
-def _stalled_below_tol(result: Any, opts: LowRankOptions) -> tuple[float, float, float] | None:
+def _stalled_below_tol(result: Any, opts: LowRankOptions,
+                       stuck: tuple[float, float] | None) -> tuple[float, float, float] | None:
     """The lowest and highest cheap gap of the last ``_PROGRESS_WINDOW`` outer iterations
-    and the last residual, where those iterations made no progress (:func:`_no_progress`),
-    every cheap gap among them is at or below ``tol`` and the last residual is above the
-    loop's feasibility target ``max(feas_tol, 1e-2 tol)``: a bound already within ``tol``
-    at a point that does not reach the constraints, so never certified; else ``None``."""
-    stuck = _no_progress(result.history)
+    and the last residual, where those iterations made no progress (``stuck``,
+    :func:`_no_progress` of ``result.history``), every cheap gap among them is at or below
+    ``tol`` and the last residual is above the loop's feasibility target ``max(feas_tol,
+    1e-2 tol)``: a bound already within ``tol`` at a point that does not reach the
+    constraints, so never certified; else ``None``."""
     if stuck is None or not stuck[1] <= opts.tol:
         return None
     last = _finite(result.history[-1].get("residual"))
@@ -368,7 +369,7 @@ def _stop_advice(result: Any, opts: LowRankOptions, generic: bool = False,
         where = (f"at its time limit (time_limit = {opts.time_limit:g} s, after {its})"
                  if why == "time_limit" else f"at max_outer = {opts.max_outer}")
         stuck = _no_progress(result.history)
-        below = _stalled_below_tol(result, opts) if distances == "equality" else None
+        below = _stalled_below_tol(result, opts, stuck) if distances == "equality" else None
         if below is not None:
             face = (f" The face that {cliques} clique{'s' if cliques != 1 else ''} of the "
                     f"graph expose{'' if cliques != 1 else 's'}, solved on too, is degenerate "

@@ -14,7 +14,7 @@ from .rounding import eigh_allowance, sum_allowance
 from .space import FactorSpace
 from .sparse_slack import CertificateLate, EigensolveFailed, EigenStop, FactorTimes
 from .spectrum import EigenEstimate, _bottom, _gershgorin, _lambda_min, _verify_threads
-from .trace_bound import feasible_trace_bound, row_trace_bound, shortest_path_trace_bound
+from .trace_bound import feasible_trace_bound, row_trace_bound
 from .verify import _U, SparseCheck, _verified_lambda_min
 
 #: note prefix of a certificate taken at lifted multipliers
@@ -235,12 +235,6 @@ class CertificateCache:
         blocks' (the same pattern in full coordinates; ``None``: none made)."""
         return max((c.seconds for c in self.verify_checks),
                    default=max(self.factor_seconds, default=None))
-
-
-#: the former names of :func:`~.trace_bound.shortest_path_trace_bound` and
-#: :func:`~.trace_bound.row_trace_bound`
-_trace_bound_equality = shortest_path_trace_bound
-_row_trace_bound = row_trace_bound
 
 
 def _objective_curvature(space: FactorSpace) -> float:

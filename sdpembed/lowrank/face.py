@@ -38,9 +38,9 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ..formulations.gram import GramProblem
-from .certificate import _trace_bound_equality
 from .ipm_common import least_squares
 from .space import FactorSpace
+from .trace_bound import shortest_path_trace_bound
 from .verify import _U
 
 __all__ = ["clique_null_vectors", "exposing_vectors", "restore_on_face",
@@ -419,7 +419,7 @@ def face_certificate(gp: GramProblem, Q: np.ndarray, U: np.ndarray,
     """
     if gp.distances != "equality" or gp.n > EXACT_CHECK:
         return None
-    trace_bound = _trace_bound_equality(gp)
+    trace_bound = shortest_path_trace_bound(gp)
     y = _least_norm_multipliers(gp, Q, y)
     if y is None:
         return None
@@ -531,17 +531,25 @@ def _least_norm_multipliers(gp: GramProblem, Q: np.ndarray, y: np.ndarray
     :data:`DENSE_ADJOINT` entries."""
     r = Q.shape[1]
     i, j = np.asarray(gp.edges).T
-    m = i.size
-    if m * r * (r + 1) // 2 > DENSE_ADJOINT:
+    if i.size * r * (r + 1) // 2 > DENSE_ADJOINT:
         return None
-    EQ = Q[i] - Q[j]                                       # rows a_e^T Q
+    K = _adjoint_kernel(Q[i] - Q[j])
+    y = np.asarray(y, dtype=float)
+    return y - K @ (K.T @ y)
+
+
+def _adjoint_kernel(EQ: np.ndarray) -> np.ndarray:
+    r"""An orthonormal basis (columns) of the kernel of :math:`y \mapsto \sum_e y_e
+    Q^Ta_ea_e^TQ`, from the rows :math:`a_e^TQ` of ``EQ`` (m x r): the left null space of the
+    m x r(r+1)/2 matrix of those rank-one terms' upper triangles (off-diagonal entries
+    scaled by :math:`\sqrt 2`), by a dense SVD, singular values below 1e-10 of the largest
+    taken as zero."""
+    r = EQ.shape[1]
     iu = np.triu_indices(r)
     R = (EQ[:, iu[0]] * EQ[:, iu[1]]) * np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0))
     Ur, sv, _ = np.linalg.svd(R, full_matrices=True)
     rank = int(np.sum(sv > 1e-10 * max(float(sv[0]), 1e-300))) if sv.size else 0
-    K = Ur[:, rank:]
-    y = np.asarray(y, dtype=float)
-    return y - K @ (K.T @ y)
+    return Ur[:, rank:]
 
 
 def _least_cross_multipliers(gp: GramProblem, Q: np.ndarray, U: np.ndarray, y: np.ndarray,
@@ -557,11 +565,7 @@ def _least_cross_multipliers(gp: GramProblem, Q: np.ndarray, U: np.ndarray, y: n
     if m * max(r * (r + 1) // 2, r * q) > DENSE_ADJOINT:
         return y
     EQ, EU = Q[i] - Q[j], U[i] - U[j]
-    iu = np.triu_indices(r)
-    R = (EQ[:, iu[0]] * EQ[:, iu[1]]) * np.where(iu[0] == iu[1], 1.0, np.sqrt(2.0))
-    Ur, sv, _ = np.linalg.svd(R, full_matrices=True)
-    rank = int(np.sum(sv > 1e-10 * max(float(sv[0]), 1e-300))) if sv.size else 0
-    K = Ur[:, rank:]
+    K = _adjoint_kernel(EQ)
     if not K.shape[1]:
         return y
     cross = (EQ[:, :, None] * EU[:, None, :]).reshape(m, r * q)   # rows vec(Q^T a_e a_e^T U)
